@@ -1,0 +1,125 @@
+import { parseDuration } from './duration.js';
+
+/** The service configuration after loading and validation. */
+export interface Config {
+  /** Address the HTTP server binds to. */
+  listen: { host: string; port: number };
+  /** Folder for the embedded PostgreSQL, the generated master key and other local state. */
+  dataDir: string;
+  /** Metadata store; when absent an embedded PostgreSQL is started inside dataDir. */
+  databaseUrl: string | undefined;
+  auth: {
+    mode: 'none' | 'enabled';
+    /** Sliding session lifetime in milliseconds. */
+    sessionTtlMs: number;
+    /** File holding the 32-byte master key as 64 hex characters; generated in dataDir when absent. */
+    masterKeyFile: string | undefined;
+  };
+  log: { level: LogLevel };
+}
+
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Thrown for any bad configuration value; the message is the one line printed before exiting. */
+export class ConfigError extends Error {
+  constructor(key: string, problem: string) {
+    super(`config error: ${key}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** One configurable key: where it comes from and how its text becomes a value. */
+export interface OptionSpec {
+  /** Dotted key as in the YAML file, e.g. `auth.mode`. */
+  key: string;
+  /** Command-line flag without the dashes. */
+  flag: string;
+  description: string;
+  default?: string;
+}
+
+/**
+ * Every key, once. Environment variables are derived: `REPLICATOR_` + key in upper case with
+ * dots as underscores (e.g. `REPLICATOR_AUTH_MODE`).
+ */
+export const OPTIONS: readonly OptionSpec[] = [
+  {
+    key: 'listen',
+    flag: 'listen',
+    default: '127.0.0.1:7600',
+    description: 'host:port to bind the HTTP API to',
+  },
+  { key: 'port', flag: 'port', description: 'port to bind, overriding the port of `listen`' },
+  { key: 'data_dir', flag: 'data-dir', default: './data', description: 'folder for local state' },
+  { key: 'database_url', flag: 'database-url', description: 'metadata PostgreSQL URL (embedded when unset)' },
+  { key: 'auth.mode', flag: 'auth-mode', default: 'none', description: '`none` or `enabled`' },
+  {
+    key: 'auth.session_ttl',
+    flag: 'auth-session-ttl',
+    default: '12h',
+    description: 'sliding session lifetime',
+  },
+  {
+    key: 'auth.master_key_file',
+    flag: 'auth-master-key-file',
+    description: 'file with the 64-hex-char master key',
+  },
+  { key: 'log.level', flag: 'log-level', default: 'info', description: LOG_LEVELS.join(', ') },
+];
+
+export const envName = (key: string) => `REPLICATOR_${key.toUpperCase().replaceAll('.', '_')}`;
+
+function parsePort(key: string, text: string): number {
+  const port = Number(text);
+  if (!/^\d+$/.test(text) || port < 1 || port > 65535) {
+    throw new ConfigError(key, `must be a port number from 1 to 65535 (got "${text}")`);
+  }
+  return port;
+}
+
+function parseListen(text: string): Config['listen'] {
+  const match = /^(?:(\[[^\]]+\]|[^:]*):)?(\d+)$/.exec(text.trim());
+  if (!match) throw new ConfigError('listen', `must be "host:port" or "port" (got "${text}")`);
+  const host = (match[1] ?? '').replace(/^\[|\]$/g, '') || '127.0.0.1';
+  return { host, port: parsePort('listen', match[2] as string) };
+}
+
+function oneOf<T extends string>(key: string, text: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(text)) {
+    throw new ConfigError(key, `must be one of ${allowed.join(', ')} (got "${text}")`);
+  }
+  return text as T;
+}
+
+/** Turns the merged raw values (already resolved by precedence) into a validated Config. */
+export function buildConfig(raw: ReadonlyMap<string, string>): Config {
+  const value = (key: string) => raw.get(key) ?? OPTIONS.find((o) => o.key === key)?.default;
+  const listen = parseListen(value('listen') as string);
+  const port = value('port');
+  if (port !== undefined) listen.port = parsePort('port', port);
+
+  const ttlText = value('auth.session_ttl') as string;
+  const sessionTtlMs = parseDuration(ttlText);
+  if (sessionTtlMs === undefined) {
+    throw new ConfigError('auth.session_ttl', `must be a duration such as 12h or 90m (got "${ttlText}")`);
+  }
+  const databaseUrl = value('database_url') || undefined;
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('database_url', 'must be a postgres:// or postgresql:// URL');
+  }
+  const dataDir = value('data_dir') as string;
+  if (dataDir.trim() === '') throw new ConfigError('data_dir', 'must not be empty');
+
+  return {
+    listen,
+    dataDir,
+    databaseUrl,
+    auth: {
+      mode: oneOf('auth.mode', value('auth.mode') as string, ['none', 'enabled'] as const),
+      sessionTtlMs,
+      masterKeyFile: value('auth.master_key_file') || undefined,
+    },
+    log: { level: oneOf('log.level', value('log.level') as string, LOG_LEVELS) },
+  };
+}

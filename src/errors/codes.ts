@@ -1,0 +1,32 @@
+/**
+ * The closed set of machine-readable error codes the API returns, each with its HTTP status.
+ * Every error body is `{ error, code }`; the code tells a client what to do next.
+ */
+export const ERROR_CODES = {
+  /** The request body or a parameter has the wrong shape or type (malformed JSON, missing field). Fix the request. */
+  BAD_REQUEST: 400,
+  /** Authentication is enabled and the request carries no valid session or token. */
+  UNAUTHENTICATED: 401,
+  /** The caller is authenticated but its role does not allow the operation. */
+  FORBIDDEN: 403,
+  /** The named pipeline, connection or route does not exist. */
+  NOT_FOUND: 404,
+  /** A record with this name already exists in the project. Pick another name or update the existing one. */
+  ALREADY_EXISTS: 409,
+  /** The connection is referenced by a pipeline; stop or edit the pipeline first, or delete with `?force=true`. */
+  CONNECTION_IN_USE: 409,
+  /** The pipeline's current state does not allow the requested action. */
+  INVALID_TRANSITION: 409,
+  /** The request body exceeds the size limit. */
+  PAYLOAD_TOO_LARGE: 413,
+  /** The request body is not `application/json`. */
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  /** The request is well-formed but its values are not acceptable (pattern, reference, duplicate). */
+  VALIDATION_FAILED: 422,
+  /** An unexpected failure inside the service; details are in the service log under the request id. */
+  INTERNAL: 500,
+  /** A dependency the service needs (its metadata store) is unreachable; retry later. */
+  UNAVAILABLE: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { ConnectionsService } from '../connections/connections-service.js';
+import type { HealthService } from '../health/health-service.js';
+import type { Logger } from '../log/logger.js';
+import type { PipelinesService } from '../pipelines/pipelines-service.js';
+import { VERSION } from '../version.js';
+import { installErrorHandling } from './error-handler.js';
+import { type ContextResolver, installRequestContext } from './request-context.js';
+import { connectionRoutes } from './routes/connections.js';
+import { healthRoutes } from './routes/health.js';
+import { pipelineRoutes } from './routes/pipelines.js';
+
+export interface AppServices {
+  connections: ConnectionsService;
+  pipelines: PipelinesService;
+  health: HealthService;
+}
+
+export interface AppOptions {
+  logger: Logger;
+  services: AppServices;
+  resolveContext: ContextResolver;
+}
+
+/** Request bodies larger than this are refused with 413. */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export async function buildApp({ logger, services, resolveContext }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT_BYTES,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    return503OnClosing: true,
+    ajv: {
+      // Bodies are checked as sent: no silent coercion or stripping of unknown fields.
+      customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, verbose: true },
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  installErrorHandling(app);
+  installRequestContext(app, resolveContext);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'Replicator API', version: VERSION.slice(1) },
+      tags: [{ name: 'connections' }, { name: 'pipelines' }, { name: 'operations' }],
+    },
+  });
+
+  await app.register(
+    async (v1) => {
+      await v1.register(connectionRoutes, { connections: services.connections });
+      await v1.register(pipelineRoutes, { pipelines: services.pipelines });
+      await v1.register(healthRoutes, { health: services.health });
+      v1.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+    },
+    { prefix: '/v1' },
+  );
+  return app;
+}

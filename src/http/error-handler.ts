@@ -1,0 +1,91 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { ConnectionError } from 'slonik';
+import { AppError } from '../errors/app-error.js';
+import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
+
+// Keywords that mean "right shape, unacceptable value": 422. Everything else in a schema is shape: 400.
+const VALUE_KEYWORDS = new Set(['pattern', 'minLength', 'maxLength', 'minItems', 'maxItems', 'format']);
+
+interface AjvIssue {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  params: Record<string, unknown>;
+  parentSchema?: { description?: string };
+}
+
+/** `/source/tables/1` → `source.tables[1]`. */
+function fieldPath(context: string | undefined, pointer: string, leaf?: unknown): string {
+  const parts = pointer.split('/').filter(Boolean);
+  if (typeof leaf === 'string') parts.push(leaf);
+  const path = parts.reduce(
+    (acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part),
+    '',
+  );
+  return path || (context === 'body' ? 'body' : (context ?? 'request'));
+}
+
+function describeIssue(context: string | undefined, issue: AjvIssue): string {
+  switch (issue.keyword) {
+    case 'required':
+      return `${fieldPath(context, issue.instancePath, issue.params.missingProperty)}: is required`;
+    case 'additionalProperties':
+      return `${fieldPath(context, issue.instancePath, issue.params.additionalProperty)}: is not a known field`;
+    case 'pattern':
+      return `${fieldPath(context, issue.instancePath)}: must be ${issue.parentSchema?.description ?? issue.message}`;
+    default:
+      return `${fieldPath(context, issue.instancePath)}: ${issue.message ?? 'is invalid'}`;
+  }
+}
+
+function fromFastifyError(error: FastifyError): { code: ErrorCode; message: string } {
+  if (error.validation && error.validation.length > 0) {
+    const issue = error.validation[0] as unknown as AjvIssue;
+    const code = VALUE_KEYWORDS.has(issue.keyword) ? 'VALIDATION_FAILED' : 'BAD_REQUEST';
+    return { code, message: describeIssue(error.validationContext, issue) };
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'request body must be application/json' };
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return { code: 'PAYLOAD_TOO_LARGE', message: 'request body is too large' };
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return { code: 'BAD_REQUEST', message: 'request body is empty but must be JSON' };
+  }
+  if (error instanceof SyntaxError || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    return { code: 'BAD_REQUEST', message: `request body is not valid JSON: ${error.message}` };
+  }
+  return { code: 'BAD_REQUEST', message: error.message };
+}
+
+/** Turns every error into `{ error, code }` with its documented status, never leaking internals. */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    let code: ErrorCode;
+    let message: string;
+    if (error instanceof AppError) {
+      code = error.code;
+      message = error.message;
+    } else if (error instanceof ConnectionError) {
+      code = 'UNAVAILABLE';
+      message = 'the metadata store is unreachable; retry later';
+      request.log.error({ err: error }, 'metadata store unreachable');
+    } else if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+      ({ code, message } = fromFastifyError(error));
+    } else {
+      code = 'INTERNAL';
+      message = `internal error (request id ${request.id})`;
+      request.log.error({ err: error }, 'request failed');
+    }
+    reply.status(ERROR_CODES[code]).send({ error: message, code });
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply
+      .status(404)
+      .send({
+        error: `no route ${request.method} ${request.url.split('?')[0]}`,
+        code: 'NOT_FOUND' satisfies ErrorCode,
+      });
+  });
+}

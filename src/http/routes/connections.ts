@@ -1,0 +1,84 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { ConnectionsService } from '../../connections/connections-service.js';
+import { errorResponses, NameParams } from '../schemas/common.js';
+import {
+  Connection,
+  ConnectionCreateBody,
+  ConnectionReplaceBody,
+  ForceQuery,
+} from '../schemas/connections.js';
+
+const tags = ['connections'];
+
+export const connectionRoutes: FastifyPluginAsyncTypebox<{ connections: ConnectionsService }> = async (
+  app,
+  { connections },
+) => {
+  app.get(
+    '/connections',
+    { schema: { tags, summary: 'List connections', response: { 200: Type.Array(Connection) } } },
+    (request) => connections.list(request.ctx),
+  );
+
+  app.post(
+    '/connections',
+    {
+      schema: {
+        tags,
+        summary: 'Create a connection',
+        body: ConnectionCreateBody,
+        response: { 201: Connection, ...errorResponses(400, 409, 415, 422) },
+      },
+    },
+    async (request, reply) => {
+      const created = await connections.create(request.ctx, request.body.name, request.body);
+      return reply.status(201).send(created);
+    },
+  );
+
+  app.get(
+    '/connections/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Get a connection',
+        params: NameParams,
+        response: { 200: Connection, ...errorResponses(404) },
+      },
+    },
+    (request) => connections.get(request.ctx, request.params.name),
+  );
+
+  app.put(
+    '/connections/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Replace a connection (type and DSN); the name cannot change',
+        params: NameParams,
+        body: ConnectionReplaceBody,
+        response: { 200: Connection, ...errorResponses(400, 404, 415, 422) },
+      },
+    },
+    (request) => connections.replace(request.ctx, request.params.name, request.body),
+  );
+
+  app.delete(
+    '/connections/:name',
+    {
+      schema: {
+        tags,
+        summary:
+          'Delete a connection; refused with 409 CONNECTION_IN_USE while pipelines name it, unless force=true',
+        params: NameParams,
+        querystring: ForceQuery,
+        response: { 204: Type.Null(), ...errorResponses(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      await connections.delete(request.ctx, request.params.name, request.query.force === 'true');
+      return reply.status(204).send(null);
+    },
+  );
+};

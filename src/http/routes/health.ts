@@ -1,0 +1,20 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { HealthService } from '../../health/health-service.js';
+import { Health } from '../schemas/health.js';
+
+export const healthRoutes: FastifyPluginAsyncTypebox<{ health: HealthService }> = async (app, { health }) => {
+  app.get(
+    '/health',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Health of this instance and the fleet; 503 when a check fails',
+        response: { 200: Health, 503: Health },
+      },
+    },
+    async (_request, reply) => {
+      const report = await health.report();
+      return reply.status(report.status === 'ok' ? 200 : 503).send(report);
+    },
+  );
+};

@@ -1,0 +1,77 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { PipelinesService } from '../../pipelines/pipelines-service.js';
+import { errorResponses, NameParams } from '../schemas/common.js';
+import { Pipeline, PipelineCreateBody, PipelineReplaceBody, PipelineSummary } from '../schemas/pipelines.js';
+
+const tags = ['pipelines'];
+
+export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesService }> = async (
+  app,
+  { pipelines },
+) => {
+  app.get(
+    '/pipelines',
+    { schema: { tags, summary: 'List pipelines', response: { 200: Type.Array(PipelineSummary) } } },
+    (request) => pipelines.list(request.ctx),
+  );
+
+  app.post(
+    '/pipelines',
+    {
+      schema: {
+        tags,
+        summary: 'Create a pipeline (stopped)',
+        body: PipelineCreateBody,
+        response: { 201: Pipeline, ...errorResponses(400, 409, 415, 422) },
+      },
+    },
+    async (request, reply) => {
+      const created = await pipelines.create(request.ctx, request.body.name, request.body);
+      return reply.status(201).send(created);
+    },
+  );
+
+  app.get(
+    '/pipelines/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Get a pipeline',
+        params: NameParams,
+        response: { 200: Pipeline, ...errorResponses(404) },
+      },
+    },
+    (request) => pipelines.get(request.ctx, request.params.name),
+  );
+
+  app.put(
+    '/pipelines/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Replace the definition of a pipeline; a running pipeline reloads it without a restart',
+        params: NameParams,
+        body: PipelineReplaceBody,
+        response: { 200: Pipeline, ...errorResponses(400, 404, 415, 422) },
+      },
+    },
+    (request) => pipelines.replace(request.ctx, request.params.name, request.body),
+  );
+
+  app.delete(
+    '/pipelines/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a pipeline',
+        params: NameParams,
+        response: { 204: Type.Null(), ...errorResponses(404) },
+      },
+    },
+    async (request, reply) => {
+      await pipelines.delete(request.ctx, request.params.name);
+      return reply.status(204).send(null);
+    },
+  );
+};

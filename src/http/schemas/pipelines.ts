@@ -1,0 +1,72 @@
+import { Type } from 'typebox';
+import { TABLE_NAME_PATTERN, TABLE_NAME_RULE } from '../../pipelines/table-name.js';
+import { Name, Timestamp } from './common.js';
+
+const Source = Type.Object(
+  {
+    connection: Type.String({ description: 'Name of an existing connection' }),
+    tables: Type.Array(Type.String({ pattern: TABLE_NAME_PATTERN, description: TABLE_NAME_RULE }), {
+      minItems: 1,
+      maxItems: 1000,
+      description: 'Tables to replicate, each "<schema>.<table>"',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+const Sink = Type.Object(
+  {
+    connection: Type.String({ description: 'Name of an existing connection' }),
+    properties: Type.Optional(
+      Type.Record(Type.String(), Type.String(), { description: 'Sink-specific properties (string values)' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const PipelineCreateBody = Type.Object(
+  { name: Name, source: Source, sink: Sink },
+  { additionalProperties: false },
+);
+
+export const PipelineReplaceBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ description: 'If given, must equal the name in the path' })),
+    source: Source,
+    sink: Sink,
+  },
+  { additionalProperties: false },
+);
+
+const LastCheckpointAt = Type.Union([Timestamp, Type.Null()], {
+  description: 'Time of the last durable checkpoint; null before the first',
+});
+
+export const PipelineSummary = Type.Object({
+  name: Type.String(),
+  state: Type.String(),
+  events_per_second: Type.Number(),
+  replication_lag_ms: Type.Integer(),
+  last_checkpoint_at: LastCheckpointAt,
+});
+
+export const Pipeline = Type.Object({
+  id: Type.String(),
+  project_id: Type.String(),
+  name: Type.String(),
+  source: Type.Object({ connection: Type.String(), tables: Type.Array(Type.String()) }),
+  sink: Type.Object({ connection: Type.String(), properties: Type.Record(Type.String(), Type.String()) }),
+  state: Type.String({
+    description: 'stopped, starting, running, stopping, paused, pending_schema_approval',
+  }),
+  desired_state: Type.String({
+    description: 'What the pipeline was last asked to be: stopped, running, paused',
+  }),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'Why the pipeline last failed, if it did' }),
+  events_per_second: Type.Number(),
+  replication_lag_ms: Type.Integer(),
+  last_checkpoint_at: LastCheckpointAt,
+  generation: Type.Integer({ description: 'Incremented on every definition change' }),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});

@@ -1,0 +1,36 @@
+import type { PipelineRow } from '../store/pipelines-store.js';
+
+/** Live figures of a pipeline, as the runtime measures them. */
+export interface PipelineLiveStats {
+  eventsPerSecond: number;
+  replicationLagMs: number;
+}
+
+export const IDLE_STATS: PipelineLiveStats = { eventsPerSecond: 0, replicationLagMs: 0 };
+
+/** The list element of GET /v1/pipelines. */
+export const toPipelineSummary = (row: PipelineRow, stats: PipelineLiveStats) => ({
+  name: row.name,
+  state: row.state,
+  events_per_second: stats.eventsPerSecond,
+  replication_lag_ms: stats.replicationLagMs,
+  last_checkpoint_at: row.last_checkpoint_at,
+});
+
+/** The full pipeline object: definition, state, live figures and timestamps. */
+export const toPipelineView = (row: PipelineRow, stats: PipelineLiveStats) => ({
+  id: row.id,
+  project_id: row.project_id,
+  name: row.name,
+  source: { connection: row.source_connection, tables: row.source_tables },
+  sink: { connection: row.sink_connection, properties: row.sink_properties },
+  state: row.state,
+  desired_state: row.desired_state,
+  error: row.error,
+  events_per_second: stats.eventsPerSecond,
+  replication_lag_ms: stats.replicationLagMs,
+  last_checkpoint_at: row.last_checkpoint_at,
+  generation: row.generation,
+  created_at: row.created_at,
+  updated_at: row.updated_at,
+});

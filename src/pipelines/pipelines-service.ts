@@ -1,0 +1,106 @@
+import { type CommonQueryMethods, type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
+import { findConnectionType } from '../connections/connection-types.js';
+import type { RequestContext } from '../context.js';
+import { AppError, notFound, validationFailed } from '../errors/app-error.js';
+import { connectionsStore } from '../store/connections-store.js';
+import { type PipelineDefinitionWrite, pipelinesStore } from '../store/pipelines-store.js';
+import { IDLE_STATS, type PipelineLiveStats, toPipelineSummary, toPipelineView } from './pipeline-view.js';
+
+/** A pipeline definition as the API receives it (shape already checked by the route schema). */
+export interface PipelineDefinitionInput {
+  name?: string;
+  source: { connection: string; tables: string[] };
+  sink: { connection: string; properties?: Record<string, string> };
+}
+
+/** Where live figures come from; the runtime provides them for running pipelines. */
+export interface LiveStatsSource {
+  stats(pipelineId: string): PipelineLiveStats;
+}
+
+const idle: LiveStatsSource = { stats: () => IDLE_STATS };
+
+export class PipelinesService {
+  live: LiveStatsSource = idle;
+
+  constructor(private readonly pool: DatabasePool) {}
+
+  async list(ctx: RequestContext) {
+    const rows = await pipelinesStore.list(this.pool, ctx.projectId);
+    return rows.map((row) => toPipelineSummary(row, this.live.stats(row.id)));
+  }
+
+  async get(ctx: RequestContext, name: string) {
+    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
+    if (!row) throw notFound('pipeline', name);
+    return toPipelineView(row, this.live.stats(row.id));
+  }
+
+  async create(ctx: RequestContext, name: string, input: PipelineDefinitionInput) {
+    const definition = toWrite(input);
+    try {
+      const row = await this.pool.transaction(async (tx) => {
+        await checkConnections(tx, ctx, definition);
+        return pipelinesStore.insert(tx, ctx.projectId, name, definition);
+      });
+      return toPipelineView(row, IDLE_STATS);
+    } catch (error) {
+      if (error instanceof UniqueIntegrityConstraintViolationError) {
+        throw new AppError('ALREADY_EXISTS', `pipeline '${name}' already exists`);
+      }
+      throw error;
+    }
+  }
+
+  /** Replaces the definition; a running pipeline picks it up (hot reload) through its generation. */
+  async replace(ctx: RequestContext, name: string, input: PipelineDefinitionInput) {
+    if (input.name !== undefined && input.name !== name) {
+      throw validationFailed(
+        'name',
+        `must match the pipeline in the path ('${name}'); renaming is not supported`,
+      );
+    }
+    const definition = toWrite(input);
+    const row = await this.pool.transaction(async (tx) => {
+      if (!(await pipelinesStore.find(tx, ctx.projectId, name))) throw notFound('pipeline', name);
+      await checkConnections(tx, ctx, definition);
+      return pipelinesStore.updateDefinition(tx, ctx.projectId, name, definition);
+    });
+    if (!row) throw notFound('pipeline', name);
+    return toPipelineView(row, this.live.stats(row.id));
+  }
+
+  async delete(ctx: RequestContext, name: string): Promise<void> {
+    const result = await pipelinesStore.delete(this.pool, ctx.projectId, name);
+    if (result.rowCount === 0) throw notFound('pipeline', name);
+  }
+}
+
+function toWrite(input: PipelineDefinitionInput): PipelineDefinitionWrite {
+  const seen = new Set<string>();
+  input.source.tables.forEach((table, i) => {
+    if (seen.has(table)) throw validationFailed(`source.tables[${i}]`, `'${table}' is listed twice`);
+    seen.add(table);
+  });
+  return {
+    sourceConnection: input.source.connection,
+    sourceTables: input.source.tables,
+    sinkConnection: input.sink.connection,
+    sinkProperties: input.sink.properties ?? {},
+  };
+}
+
+// Locks the named connections (FOR SHARE) so a concurrent delete cannot slip between check and insert.
+async function checkConnections(tx: CommonQueryMethods, ctx: RequestContext, d: PipelineDefinitionWrite) {
+  const sides = [
+    { field: 'source.connection', name: d.sourceConnection, role: 'source' },
+    { field: 'sink.connection', name: d.sinkConnection, role: 'sink' },
+  ] as const;
+  for (const side of sides) {
+    const row = await connectionsStore.find(tx, ctx.projectId, side.name, 'share');
+    if (!row) throw validationFailed(side.field, `connection '${side.name}' does not exist`);
+    if (!findConnectionType(row.type)?.roles.includes(side.role)) {
+      throw validationFailed(side.field, `a ${row.type} connection cannot be a pipeline ${side.role}`);
+    }
+  }
+}

@@ -1,0 +1,64 @@
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config/options.js';
+import { ConnectionsService } from './connections/connections-service.js';
+import { SYSTEM_CONTEXT } from './context.js';
+import { WorkerRegistry } from './fleet/worker-registry.js';
+import { HealthService } from './health/health-service.js';
+import { buildApp } from './http/app.js';
+import type { Logger } from './log/logger.js';
+import { PipelinesService } from './pipelines/pipelines-service.js';
+import { loadMasterKey } from './secrets/master-key.js';
+import { SecretBox } from './secrets/secret-box.js';
+import { locateMetadataStore } from './store/metadata-store.js';
+import { migrate } from './store/migrate.js';
+import { createStorePool } from './store/pool.js';
+
+/** A started service: its HTTP address and a way to stop it in reverse order of start. */
+export interface RunningService {
+  url: string;
+  app: FastifyInstance;
+  worker: WorkerRegistry;
+  stop(): Promise<void>;
+}
+
+export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+  if (config.auth.mode === 'enabled') {
+    throw new Error(
+      'auth.mode: "enabled" is not available in this version; use "none" behind an authenticating proxy',
+    );
+  }
+  const secrets = new SecretBox(loadMasterKey(config.auth.masterKeyFile, config.dataDir));
+  const stops: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    for (const step of stops.reverse())
+      await step().catch((error) => logger.error({ err: error }, 'shutdown step failed'));
+  };
+  try {
+    const location = await locateMetadataStore(config, logger);
+    stops.push(location.release);
+    await migrate(location.databaseUrl, logger);
+    const pool = await createStorePool(location.databaseUrl);
+    stops.push(() => pool.end());
+
+    const worker = new WorkerRegistry(pool, logger.child({ component: 'worker' }));
+    await worker.start();
+    stops.push(() => worker.stop());
+
+    const app = await buildApp({
+      logger,
+      services: {
+        connections: new ConnectionsService(pool, secrets),
+        pipelines: new PipelinesService(pool),
+        health: new HealthService(pool),
+      },
+      resolveContext: () => SYSTEM_CONTEXT,
+    });
+    // Closing the app stops accepting connections and waits for in-flight requests.
+    stops.push(() => app.close());
+    const url = await app.listen({ host: config.listen.host, port: config.listen.port });
+    return { url, app, worker, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

