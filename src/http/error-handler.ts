@@ -81,11 +81,9 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    reply
-      .status(404)
-      .send({
-        error: `no route ${request.method} ${request.url.split('?')[0]}`,
-        code: 'NOT_FOUND' satisfies ErrorCode,
-      });
+    reply.status(404).send({
+      error: `no route ${request.method} ${request.url.split('?')[0]}`,
+      code: 'NOT_FOUND' satisfies ErrorCode,
+    });
   });
 }
