@@ -59,16 +59,16 @@ export class ConnectionsService {
 
   /** Replaces type and DSN. A password equal to the mask keeps the stored password. */
   async replace(ctx: RequestContext, name: string, input: ConnectionInput) {
-    if (input.name !== undefined && input.name !== name) {
-      throw validationFailed(
-        'name',
-        `must match the connection in the path ('${name}'); renaming is not supported`,
-      );
-    }
-    const { publicDsn, password } = this.checkInput(input);
     return this.pool.transaction(async (tx) => {
       const current = await connectionsStore.find(tx, ctx.projectId, name, 'update');
       if (!current) throw notFound('connection', name);
+      if (input.name !== undefined && input.name !== name) {
+        throw validationFailed(
+          'name',
+          `must match the connection in the path ('${name}'); renaming is not supported`,
+        );
+      }
+      const { publicDsn, password } = this.checkInput(input);
       const sealed =
         password === PASSWORD_MASK
           ? current.password_sealed

@@ -44,6 +44,8 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  // The API speaks JSON only; anything else is refused with 415 rather than parsed as text.
+  app.removeContentTypeParser('text/plain');
   installErrorHandling(app);
   installRequestContext(app, resolveContext);
 

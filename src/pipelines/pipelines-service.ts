@@ -54,15 +54,15 @@ export class PipelinesService {
 
   /** Replaces the definition; a running pipeline picks it up (hot reload) through its generation. */
   async replace(ctx: RequestContext, name: string, input: PipelineDefinitionInput) {
-    if (input.name !== undefined && input.name !== name) {
-      throw validationFailed(
-        'name',
-        `must match the pipeline in the path ('${name}'); renaming is not supported`,
-      );
-    }
-    const definition = toWrite(input);
     const row = await this.pool.transaction(async (tx) => {
       if (!(await pipelinesStore.find(tx, ctx.projectId, name))) throw notFound('pipeline', name);
+      if (input.name !== undefined && input.name !== name) {
+        throw validationFailed(
+          'name',
+          `must match the pipeline in the path ('${name}'); renaming is not supported`,
+        );
+      }
+      const definition = toWrite(input);
       await checkConnections(tx, ctx, definition);
       return pipelinesStore.updateDefinition(tx, ctx.projectId, name, definition);
     });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -64,6 +64,9 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   const root = resolve(dataDir);
   const pgDir = join(root, 'postgres');
   mkdirSync(root, { recursive: true, mode: 0o755 });
+  const asRoot = userInfo().uid === 0;
+  // Run as root, PostgreSQL runs as the `postgres` system user, which must be able to enter the folder.
+  if (asRoot) chmodSync(root, statSync(root).mode | 0o111);
   const password = readOrCreatePassword(join(root, 'postgres.password'));
   await stopOrphanedPostmaster(pgDir, logger);
   const port = await freePort();
@@ -76,14 +79,20 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     authMethod: 'scram-sha-256',
     persistent: true,
     // PostgreSQL refuses to run as root; the package then runs it as a `postgres` system user.
-    createPostgresUser: userInfo().uid === 0,
+    createPostgresUser: asRoot,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
     onLog: (message) => log.debug(String(message).trim()),
     onError: (error) => log.error({ err: error }, 'embedded PostgreSQL reported an error'),
   });
   if (!existsSync(join(pgDir, 'PG_VERSION'))) {
     log.info({ dir: pgDir }, 'initialising embedded PostgreSQL');
-    await server.initialise();
+    await server.initialise().catch((error: Error) => {
+      throw new Error(
+        `could not initialise the embedded PostgreSQL in ${pgDir}` +
+          (asRoot ? ' (it runs as the postgres system user, which must be able to reach that folder)' : '') +
+          `: ${error.message}`,
+      );
+    });
   }
   await server.start();
   const adminUrl = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;

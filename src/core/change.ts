@@ -1,0 +1,67 @@
+/**
+ * The data-plane vocabulary shared by sources and sinks. Values travel as PostgreSQL's text
+ * representation (what pgoutput and COPY text format carry), which is lossless for every type;
+ * the sink casts them to the column type.
+ */
+
+/** A column value in PostgreSQL text form; null is SQL NULL. */
+export type ColumnValue = string | null;
+
+/** A row as column name → text value. */
+export type Row = Record<string, ColumnValue>;
+
+export interface TableRef {
+  schema: string;
+  table: string;
+}
+
+/** One column of a source table, as the sink needs it to create and write its copy. */
+export interface ColumnSchema {
+  name: string;
+  /** `format_type(atttypid, atttypmod)` of the source, e.g. `numeric(12,2)`, `timestamp with time zone`, `text[]`. */
+  typeName: string;
+  typeOid: number;
+  nullable: boolean;
+  /** Part of the primary key (or of the replica identity index). */
+  isKey: boolean;
+}
+
+export interface TableSchema extends TableRef {
+  /** Columns in source ordinal order (dropped columns excluded). */
+  columns: ColumnSchema[];
+  /** Key column names in key order; never empty for a replicated table. */
+  keyColumns: string[];
+}
+
+export type ChangeOp = 'insert' | 'update' | 'delete' | 'truncate';
+
+/** One row change (or a truncate) of a committed source transaction. */
+export interface ChangeEvent {
+  op: ChangeOp;
+  table: TableRef;
+  /** Key of the row before the change: update (when the key changed or identity is FULL) and delete. */
+  key?: Row;
+  /** Old row image, when the table's REPLICA IDENTITY is FULL. */
+  before?: Row;
+  /** New row image for insert and update; unchanged TOAST columns are absent from it. */
+  after?: Row;
+  /** Columns of `after` whose value did not change and was not sent (TOAST): the sink must keep its value. */
+  unchangedToast?: string[];
+  /** For truncate: every table truncated together, `table` being the first. */
+  tables?: TableRef[];
+  /** LSN of this change's WAL record. */
+  lsn: string;
+  /** LSN of the end of the commit record of its transaction: the checkpoint position once durable. */
+  commitLsn: string;
+  xid: number;
+  /** ISO 8601 commit time of the transaction at the source. */
+  commitTime: string;
+}
+
+/** Where a sink has durably got to. */
+export interface Checkpoint {
+  /** Every transaction whose commit end LSN is at or before this is durable in the sink. */
+  lsn: string;
+  /** Fencing epoch of the worker that wrote it. */
+  epoch: number;
+}

@@ -1,0 +1,229 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createDatabase } from '../support/pg-cluster.js';
+import { startTestService, type TestService, testConfig } from '../support/service.js';
+
+describe.each(inject('pgClusters'))('pipelines API on $label', (cluster) => {
+  let service: TestService;
+
+  beforeAll(async () => {
+    service = await startTestService(testConfig(await createDatabase(cluster.adminUrl, 'api_pipelines')));
+    for (const name of ['src', 'dst']) {
+      const res = await service.request('POST', '/v1/connections', {
+        name,
+        type: 'postgres',
+        dsn: `postgres://u:p@127.0.0.1:5432/${name}`,
+      });
+      expect(res.status).toBe(201);
+    }
+  });
+  afterAll(() => service?.stop());
+
+  const definition = {
+    name: 'orders',
+    source: { connection: 'src', tables: ['public.orders', 'sales.Line_Items'] },
+    sink: { connection: 'dst', properties: { target_schema: 'replica' } },
+  };
+
+  it('creates a pipeline, stopped, with the full object', async () => {
+    const res = await service.request('POST', '/v1/pipelines', definition);
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      name: 'orders',
+      source: definition.source,
+      sink: definition.sink,
+      state: 'stopped',
+      desired_state: 'stopped',
+      events_per_second: 0,
+      replication_lag_ms: 0,
+      last_checkpoint_at: null,
+      generation: 1,
+      project_id: '00000000-0000-4000-8000-000000000002',
+    });
+    expect(res.body.id).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('defaults sink.properties to an empty map', async () => {
+    const res = await service.request('POST', '/v1/pipelines', {
+      name: 'bare',
+      source: { connection: 'src', tables: ['public.a'] },
+      sink: { connection: 'dst' },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.sink.properties).toEqual({});
+  });
+
+  it('lists summaries with exactly the summary fields', async () => {
+    const res = await service.request('GET', '/v1/pipelines');
+    expect(res.status).toBe(200);
+    const orders = res.body.find((p: { name: string }) => p.name === 'orders');
+    expect(Object.keys(orders).sort()).toEqual(
+      ['events_per_second', 'last_checkpoint_at', 'name', 'replication_lag_ms', 'state'].sort(),
+    );
+  });
+
+  it('gets a pipeline', async () => {
+    const res = await service.request('GET', '/v1/pipelines/orders');
+    expect(res.status).toBe(200);
+    expect(res.body.source.tables).toEqual(['public.orders', 'sales.Line_Items']);
+  });
+
+  it('replaces the definition and bumps the generation', async () => {
+    const res = await service.request('PUT', '/v1/pipelines/orders', {
+      source: { connection: 'src', tables: ['public.orders'] },
+      sink: { connection: 'dst', properties: {} },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      source: { tables: ['public.orders'] },
+      generation: 2,
+      state: 'stopped',
+    });
+    expect((await service.request('GET', '/v1/pipelines/orders')).body.generation).toBe(2);
+  });
+
+  it.each([
+    ['missing source', { name: 'x', sink: { connection: 'dst' } }, 400, 'BAD_REQUEST', 'source: is required'],
+    [
+      'tables not an array',
+      { ...definition, name: 'x', source: { connection: 'src', tables: 'public.a' } },
+      400,
+      'BAD_REQUEST',
+      'source.tables',
+    ],
+    [
+      'non-string property',
+      { ...definition, name: 'x', sink: { connection: 'dst', properties: { a: 1 } } },
+      400,
+      'BAD_REQUEST',
+      'sink.properties.a',
+    ],
+    [
+      'unknown field',
+      { ...definition, name: 'x', paused: true },
+      400,
+      'BAD_REQUEST',
+      'paused: is not a known field',
+    ],
+    [
+      'empty table list',
+      { ...definition, name: 'x', source: { connection: 'src', tables: [] } },
+      422,
+      'VALIDATION_FAILED',
+      'source.tables',
+    ],
+    [
+      'malformed table',
+      { ...definition, name: 'x', source: { connection: 'src', tables: ['public.a', 'orders'] } },
+      422,
+      'VALIDATION_FAILED',
+      'source.tables[1]: must be "<schema>.<table>"',
+    ],
+    [
+      'table with quote',
+      { ...definition, name: 'x', source: { connection: 'src', tables: ['public.a"b'] } },
+      422,
+      'VALIDATION_FAILED',
+      'source.tables[0]',
+    ],
+    [
+      'duplicate table',
+      {
+        ...definition,
+        name: 'x',
+        source: { connection: 'src', tables: ['public.a', 'public.b', 'public.a'] },
+      },
+      422,
+      'VALIDATION_FAILED',
+      "source.tables[2]: 'public.a' is listed twice",
+    ],
+    [
+      'unknown source connection',
+      { ...definition, name: 'x', source: { connection: 'nope', tables: ['public.a'] } },
+      422,
+      'VALIDATION_FAILED',
+      "source.connection: connection 'nope' does not exist",
+    ],
+    [
+      'unknown sink connection',
+      { ...definition, name: 'x', sink: { connection: 'nope' } },
+      422,
+      'VALIDATION_FAILED',
+      "sink.connection: connection 'nope' does not exist",
+    ],
+    ['bad name', { ...definition, name: '-x' }, 422, 'VALIDATION_FAILED', 'name: must be'],
+    ['duplicate name', definition, 409, 'ALREADY_EXISTS', "pipeline 'orders' already exists"],
+  ])('refuses %s', async (_label, body, status, code, message) => {
+    const res = await service.request('POST', '/v1/pipelines', body);
+    expect(res.status).toBe(status);
+    expect(res.body).toEqual({ code, error: expect.stringContaining(message) });
+  });
+
+  it('refuses a bad replacement and keeps the stored definition', async () => {
+    const before = (await service.request('GET', '/v1/pipelines/orders')).body;
+    const res = await service.request('PUT', '/v1/pipelines/orders', {
+      source: { connection: 'missing', tables: ['public.orders'] },
+      sink: { connection: 'dst' },
+    });
+    expect(res).toMatchObject({ status: 422, body: { code: 'VALIDATION_FAILED' } });
+    const rename = await service.request('PUT', '/v1/pipelines/orders', { ...definition, name: 'renamed' });
+    expect(rename).toMatchObject({ status: 422, body: { code: 'VALIDATION_FAILED' } });
+    expect((await service.request('GET', '/v1/pipelines/orders')).body).toEqual(before);
+  });
+
+  it('answers 404 NOT_FOUND for a missing pipeline', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      expect(await service.request(method, '/v1/pipelines/missing')).toMatchObject({
+        status: 404,
+        body: { code: 'NOT_FOUND', error: "pipeline 'missing' does not exist" },
+      });
+    }
+    const put = await service.request('PUT', '/v1/pipelines/missing', definition);
+    expect(put).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
+  });
+
+  it('deletes a pipeline with 204 and an empty body', async () => {
+    const res = await fetch(`${service.url}/v1/pipelines/bare`, { method: 'DELETE' });
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe('');
+    expect((await service.request('GET', '/v1/pipelines/bare')).status).toBe(404);
+  });
+
+  it('answers unknown routes with the error body', async () => {
+    expect(await service.request('GET', '/v1/nothing')).toEqual({
+      status: 404,
+      body: { error: 'no route GET /v1/nothing', code: 'NOT_FOUND' },
+    });
+  });
+
+  it('refuses a body over the size limit with 413', async () => {
+    const res = await service.request('POST', '/v1/pipelines', {
+      ...definition,
+      name: 'big',
+      pad: 'x'.repeat(2_000_000),
+    });
+    expect(res).toMatchObject({ status: 413, body: { code: 'PAYLOAD_TOO_LARGE' } });
+  });
+
+  it('reports health', async () => {
+    const res = await service.request('GET', '/v1/health');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'ok', workers: 1, pipelines_running: 0 });
+    expect(res.body.version).toMatch(/^v\d+\.\d+\.\d+$/);
+  });
+
+  it('serves the OpenAPI document with the routes', async () => {
+    const res = await service.request('GET', '/v1/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toMatch(/^3\./);
+    expect(Object.keys(res.body.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/pipelines',
+        '/v1/pipelines/{name}',
+        '/v1/connections',
+        '/v1/connections/{name}',
+        '/v1/health',
+      ]),
+    );
+    expect(res.body.paths['/v1/pipelines'].post.responses['422']).toBeDefined();
+  });
+});

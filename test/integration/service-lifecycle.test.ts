@@ -1,0 +1,196 @@
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { describe, expect, inject, it } from 'vitest';
+import { loadMasterKey } from '../../src/secrets/master-key.js';
+import { SecretBox } from '../../src/secrets/secret-box.js';
+import { runCli, startCliServer, stopChild } from '../support/cli-process.js';
+import { createDatabase, freePort } from '../support/pg-cluster.js';
+import { jsonRequest, startTestService, testConfig } from '../support/service.js';
+
+const [firstCluster] = inject('pgClusters');
+const adminUrl = firstCluster?.adminUrl as string;
+
+async function query<T extends pg.QueryResultRow>(url: string, text: string): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('service lifecycle', () => {
+  it('keeps connections and pipelines across a restart, passwords still readable', async () => {
+    const storeUrl = await createDatabase(adminUrl, 'lifecycle_restart');
+    const config = testConfig(storeUrl);
+    const first = await startTestService(config);
+    await first.request('POST', '/v1/connections', {
+      name: 'a',
+      type: 'postgres',
+      dsn: 'postgres://u:pw1@h/db',
+    });
+    await first.request('POST', '/v1/pipelines', {
+      name: 'p',
+      source: { connection: 'a', tables: ['public.t'] },
+      sink: { connection: 'a', properties: { k: 'v' } },
+    });
+    const before = (await first.request('GET', '/v1/pipelines/p')).body;
+    await first.stop();
+
+    const second = await startTestService(config);
+    expect((await second.request('GET', '/v1/pipelines/p')).body).toEqual(before);
+    expect((await second.request('GET', '/v1/connections/a')).body.dsn).toBe('postgres://u:****@h/db');
+    await second.stop();
+
+    const [row] = await query<{ password_sealed: string }>(
+      storeUrl,
+      "SELECT password_sealed FROM connections WHERE name = 'a'",
+    );
+    const box = new SecretBox(loadMasterKey(undefined, config.dataDir));
+    expect(box.open(row?.password_sealed as string)).toBe('pw1');
+  });
+
+  it('lets two instances start together on one empty database', async () => {
+    const storeUrl = await createDatabase(adminUrl, 'lifecycle_concurrent');
+    const [a, b] = await Promise.all([
+      startTestService(testConfig(storeUrl)),
+      startTestService(testConfig(storeUrl)),
+    ]);
+    try {
+      const versions = await query<{ version: number; n: number }>(
+        storeUrl,
+        'SELECT version, count(*)::int AS n FROM schema_migrations GROUP BY version',
+      );
+      expect(versions.length).toBeGreaterThan(0);
+      expect(versions.every((v) => v.n === 1)).toBe(true);
+      const projects = await query<{ n: number }>(storeUrl, 'SELECT count(*)::int AS n FROM projects');
+      expect(projects[0]?.n).toBe(1);
+      // Both see the same store and count each other as workers.
+      await a.request('POST', '/v1/connections', {
+        name: 'shared',
+        type: 'postgres',
+        dsn: 'postgres://h/db',
+      });
+      expect((await b.request('GET', '/v1/connections/shared')).status).toBe(200);
+      expect((await b.request('GET', '/v1/health')).body.workers).toBe(2);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
+  it('reports the store as unavailable with 503 when it goes away', async () => {
+    const storeUrl = await createDatabase(adminUrl, 'lifecycle_unavailable');
+    const service = await startTestService(testConfig(storeUrl));
+    try {
+      expect((await service.request('GET', '/v1/health')).status).toBe(200);
+      await query(
+        adminUrl,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'lifecycle_unavailable'",
+      );
+      await query(adminUrl, 'ALTER DATABASE lifecycle_unavailable ALLOW_CONNECTIONS false');
+      await query(
+        adminUrl,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'lifecycle_unavailable'",
+      );
+      const health = await service.request('GET', '/v1/health');
+      expect(health.status).toBe(503);
+      expect(health.body.status).toBe('unavailable');
+      expect(health.body.checks[0]).toMatchObject({ name: 'store', status: 'failing' });
+      expect(health.body.checks[0].erroring_since).toMatch(/Z$/);
+      const list = await service.request('GET', '/v1/pipelines');
+      expect(list.status).toBeGreaterThanOrEqual(500);
+      expect(list.body.code).toMatch(/^(UNAVAILABLE|INTERNAL)$/);
+      expect(JSON.stringify(list.body)).not.toMatch(/postgres:\/\//);
+    } finally {
+      await query(adminUrl, 'ALTER DATABASE lifecycle_unavailable ALLOW_CONNECTIONS true');
+      await service.stop();
+    }
+  });
+});
+
+describe('command line', () => {
+  it('prints the version', () => {
+    const { code, stdout } = runCli(['version']);
+    expect(code).toBe(0);
+    expect(stdout.trim()).toMatch(/^v\d+\.\d+\.\d+$/);
+  });
+
+  it.each([
+    [['--auth-mode', 'sometimes'], 'config error: auth.mode: must be one of none, enabled (got "sometimes")'],
+    [['--port', '99999'], 'config error: port: must be a port number from 1 to 65535 (got "99999")'],
+    [['--log-level', 'loud'], 'config error: log.level: must be one of'],
+    [['--bogus'], "config error: command line: Unknown option '--bogus'"],
+    [['frobnicate'], 'config error: command line: unknown command "frobnicate"'],
+  ])('exits 2 with one line for %j', (args, line) => {
+    const { code, stderr } = runCli(
+      ['serve', ...args].filter((a) => a !== 'serve' || args[0] !== 'frobnicate'),
+    );
+    expect(code).toBe(2);
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toContain(line);
+  });
+
+  it('reads a YAML file, with environment and flags taking precedence', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'replicator-config-'));
+    const file = join(dir, 'config.yaml');
+    writeFileSync(file, 'auth:\n  session_ttl: soon\n');
+    expect(runCli(['serve', '--config', file]).stderr).toContain('auth.session_ttl: must be a duration');
+    expect(runCli(['serve', '--config', file], { REPLICATOR_AUTH_MODE: 'x' }).stderr).toContain(
+      'auth.session_ttl',
+    );
+    writeFileSync(file, 'log:\n  levle: info\n');
+    expect(runCli(['serve', '--config', file]).stderr.trim()).toBe(
+      'config error: log.levle: unknown key in the config file',
+    );
+  });
+
+  it('refuses auth mode enabled, which this version does not have', () => {
+    const { code, stderr } = runCli([
+      'serve',
+      '--auth-mode',
+      'enabled',
+      '--data-dir',
+      mkdtempSync(join(tmpdir(), 'r-')),
+    ]);
+    expect(code).toBe(1);
+    expect(stderr).toContain('auth.mode: "enabled" is not available in this version');
+  });
+
+  it('migrates a database and exits', async () => {
+    const storeUrl = await createDatabase(adminUrl, 'lifecycle_migrate');
+    const first = runCli(['migrate', '--database-url', storeUrl, '--log-level', 'info']);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain('applied migration');
+    const again = runCli(['migrate'], { REPLICATOR_DATABASE_URL: storeUrl, REPLICATOR_LOG_LEVEL: 'info' });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('no migration pending');
+    expect(again.stdout).not.toContain('postgres://');
+  });
+
+  it('serves on an embedded PostgreSQL in the data directory, keeping data across restarts', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'replicator-embedded-'));
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const first = await startCliServer(['--data-dir', dataDir], port);
+    const created = await jsonRequest(base, 'POST', '/v1/connections', {
+      name: 'c',
+      type: 'postgres',
+      dsn: 'postgres://me:hunter2@h/db',
+    });
+    expect(created.status).toBe(201);
+    expect(await stopChild(first.child)).toBe(0);
+    expect(first.output()).not.toContain('hunter2');
+    expect(readdirSync(join(dataDir, 'postgres'))).not.toContain('postmaster.pid');
+
+    // A hard kill leaves the embedded server behind; the next start takes the directory back.
+    const second = await startCliServer(['--data-dir', dataDir], port);
+    expect((await jsonRequest(base, 'GET', '/v1/connections/c')).body.dsn).toBe('postgres://me:****@h/db');
+    await stopChild(second.child, 'SIGKILL');
+    const third = await startCliServer(['--data-dir', dataDir], port);
+    expect((await jsonRequest(base, 'GET', '/v1/connections/c')).status).toBe(200);
+    expect(await stopChild(third.child)).toBe(0);
+  });
+});

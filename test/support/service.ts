@@ -1,0 +1,46 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Config } from '../../src/config/options.js';
+import { createLogger } from '../../src/log/logger.js';
+import { type RunningService, startService } from '../../src/server.js';
+
+/** A service started in this process on a random port, with a small JSON client. */
+export interface TestService {
+  url: string;
+  running: RunningService;
+  request<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }>;
+  stop(): Promise<void>;
+}
+
+export function testConfig(databaseUrl: string | undefined, dataDir?: string): Config {
+  return {
+    listen: { host: '127.0.0.1', port: 0 },
+    dataDir: dataDir ?? mkdtempSync(join(tmpdir(), 'replicator-data-')),
+    databaseUrl,
+    auth: { mode: 'none', sessionTtlMs: 12 * 3_600_000, masterKeyFile: undefined },
+    log: { level: 'silent' },
+  };
+}
+
+/** Sends one request; a string body is sent as-is (to test malformed JSON), anything else as JSON. */
+export async function jsonRequest(base: string, method: string, path: string, body?: unknown) {
+  const init: RequestInit = { method };
+  if (body !== undefined) {
+    init.headers = { 'content-type': 'application/json' };
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+  }
+  const res = await fetch(`${base}${path}`, init);
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+export async function startTestService(config: Config): Promise<TestService> {
+  const running = await startService(config, createLogger(config.log.level));
+  return {
+    url: running.url,
+    running,
+    request: (method, path, body) => jsonRequest(running.url, method, path, body),
+    stop: () => running.stop(),
+  };
+}

@@ -1,0 +1,93 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseDuration } from '../../src/config/duration.js';
+import { loadConfig, parseCommandLine } from '../../src/config/load.js';
+import { ConfigError } from '../../src/config/options.js';
+
+const load = (argv: string[], env: NodeJS.ProcessEnv = {}) => loadConfig(parseCommandLine(argv), env);
+
+function yamlFile(text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'cfg-')), 'config.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('configuration', () => {
+  it('has working defaults', () => {
+    const config = load([]);
+    expect(config).toEqual({
+      listen: { host: '127.0.0.1', port: 7600 },
+      dataDir: './data',
+      databaseUrl: undefined,
+      auth: { mode: 'none', sessionTtlMs: 12 * 3_600_000, masterKeyFile: undefined },
+      log: { level: 'info' },
+    });
+  });
+
+  it('takes flags over environment over file over defaults', () => {
+    const file = yamlFile(
+      'listen: 0.0.0.0:8000\nlog:\n  level: warn\nauth:\n  mode: none\n  session_ttl: 2h\n',
+    );
+    expect(load(['--config', file]).listen).toEqual({ host: '0.0.0.0', port: 8000 });
+    expect(load(['--config', file]).log.level).toBe('warn');
+    expect(load(['--config', file], { REPLICATOR_LOG_LEVEL: 'debug' }).log.level).toBe('debug');
+    expect(
+      load(['--config', file, '--log-level', 'error'], { REPLICATOR_LOG_LEVEL: 'debug' }).log.level,
+    ).toBe('error');
+    expect(load(['--config', file, '--port', '9000']).listen).toEqual({ host: '0.0.0.0', port: 9000 });
+    expect(load([], { REPLICATOR_CONFIG: file }).auth.sessionTtlMs).toBe(7_200_000);
+  });
+
+  it('parses listen forms', () => {
+    expect(load(['--listen', '7700']).listen).toEqual({ host: '127.0.0.1', port: 7700 });
+    expect(load(['--listen', ':7700']).listen).toEqual({ host: '127.0.0.1', port: 7700 });
+    expect(load(['--listen', '[::1]:7700']).listen).toEqual({ host: '::1', port: 7700 });
+  });
+
+  it('takes the subcommand and passes serve by default', () => {
+    expect(parseCommandLine([]).command).toBe('serve');
+    expect(parseCommandLine(['migrate', '--database-url', 'postgres://h/db']).command).toBe('migrate');
+    expect(parseCommandLine(['--help']).command).toBe('help');
+  });
+
+  it.each([
+    [['--listen', 'nope'], 'listen: must be "host:port" or "port"'],
+    [['--port', '0'], 'port: must be a port number'],
+    [['--auth-mode', 'on'], 'auth.mode: must be one of none, enabled'],
+    [['--auth-session-ttl', '12'], 'auth.session_ttl: must be a duration'],
+    [['--database-url', 'mysql://x'], 'database_url: must be a postgres://'],
+    [['--data-dir', ' '], 'data_dir: must not be empty'],
+    [['--config', '/nonexistent/file.yaml'], 'config: cannot read /nonexistent/file.yaml: ENOENT'],
+  ])('refuses %j naming the key', (argv, message) => {
+    expect(() => load(argv)).toThrow(ConfigError);
+    expect(() => load(argv)).toThrow(message);
+  });
+
+  it('refuses unknown keys, lists and non-mappings in the file', () => {
+    expect(() => load(['--config', yamlFile('lissen: 1')])).toThrow('lissen: unknown key in the config file');
+    expect(() => load(['--config', yamlFile('listen: [1, 2]')])).toThrow('listen: must be a single value');
+    expect(() => load(['--config', yamlFile('- a')])).toThrow('must hold a mapping');
+    expect(() => load(['--config', yamlFile('a: [')])).toThrow('is not valid YAML');
+  });
+
+  it('validates both auth modes', () => {
+    expect(load(['--auth-mode', 'enabled']).auth.mode).toBe('enabled');
+  });
+});
+
+describe('durations', () => {
+  it.each([
+    ['12h', 43_200_000],
+    ['90m', 5_400_000],
+    ['1h30m', 5_400_000],
+    ['45s', 45_000],
+    ['2d', 172_800_000],
+    ['250ms', 250],
+  ])('%s is %i ms', (text, ms) => expect(parseDuration(text)).toBe(ms));
+
+  it.each(['', '12', 'h', '1.5h', '-1h', '0h', '1 h'])('refuses %j', (text) =>
+    expect(parseDuration(text)).toBeUndefined(),
+  );
+});
