@@ -1,0 +1,27 @@
+import { type PipelineAction, type PipelineEvent, type PipelineState, pipelineMachine } from './pipeline.js';
+
+/** The machine event each API action sends. */
+export const ACTION_EVENTS: Record<PipelineAction, PipelineEvent> = {
+  start: { type: 'START' },
+  stop: { type: 'STOP' },
+  pause: { type: 'PAUSE' },
+  resume: { type: 'RESUME' },
+};
+
+/** The API state of a machine snapshot value: its top-level state. */
+export function apiState(value: unknown): PipelineState {
+  const top = typeof value === 'string' ? value : Object.keys(value as object)[0];
+  return (top === 'restoring' ? 'stopped' : top) as PipelineState;
+}
+
+/**
+ * Whether `action` is allowed in `state`, asked of the machine itself, so that an instance that
+ * does not run the pipeline's actor answers exactly as the owning one would.
+ */
+export function isActionAllowed(state: PipelineState, action: PipelineAction): boolean {
+  const snapshot = pipelineMachine.resolveState({
+    value: state,
+    context: { pipelineId: '', error: null, retries: 0, resumeAs: 'stopped' },
+  });
+  return snapshot.can(ACTION_EVENTS[action]);
+}

@@ -1,0 +1,191 @@
+import { assign, fromCallback, fromPromise, setup } from 'xstate';
+
+/**
+ * The control plane of one pipeline. Pure: no I/O here. The runtime provides the three actors
+ * with `pipelineMachine.provide({ actors })`:
+ * - `prepare`: checks the source and sink and creates what the pipeline owns (slot, publication,
+ *   target tables); rejects with a message a person can act on.
+ * - `replicate`: runs the data plane (snapshot, then streaming) until stopped, reporting only
+ *   coarse facts back: PHASE, FAILED, SCHEMA_CHANGE.
+ * - `drain`: waits until the data plane has flushed and let go of its connections.
+ */
+
+/** States as the API shows them: the top-level state of the machine. */
+export const PIPELINE_STATES = [
+  'stopped',
+  'starting',
+  'running',
+  'stopping',
+  'paused',
+  'pending_schema_approval',
+  'failed',
+] as const;
+export type PipelineState = (typeof PIPELINE_STATES)[number];
+
+/** Actions a person can request through `PUT /v1/pipelines/{name}/state`. */
+export const PIPELINE_ACTIONS = ['start', 'stop', 'pause', 'resume'] as const;
+export type PipelineAction = (typeof PIPELINE_ACTIONS)[number];
+
+export type Phase = 'snapshot' | 'streaming';
+
+export type PipelineEvent =
+  | { type: 'START' }
+  | { type: 'STOP' }
+  | { type: 'PAUSE' }
+  | { type: 'RESUME' }
+  | { type: 'APPROVE' }
+  | { type: 'REJECT' }
+  | { type: 'PHASE'; phase: Phase }
+  | { type: 'FAILED'; message: string; retryable: boolean }
+  | { type: 'SCHEMA_CHANGE' };
+
+export interface PipelineContext {
+  pipelineId: string;
+  /** The last failure, shown to the user; cleared by a successful (re)start. */
+  error: string | null;
+  /** Consecutive transient failures; reset when the data plane reports a phase again. */
+  retries: number;
+  resumeAs: NonNullable<PipelineInput['resumeAs']>;
+}
+
+export interface PipelineInput {
+  pipelineId: string;
+  /** Where the pipeline should be when its actor starts (restored at process start). */
+  resumeAs?: 'stopped' | 'running' | 'paused';
+}
+
+/** Transient failures are retried this many times in a row before the pipeline fails. */
+export const MAX_RETRIES = 8;
+
+/** Capped exponential backoff: 1 s, 2 s, 4 s … 60 s. */
+export const retryDelayMs = (retries: number) => Math.min(1_000 * 2 ** retries, 60_000);
+
+const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+export const pipelineMachine = setup({
+  types: {
+    context: {} as PipelineContext,
+    events: {} as PipelineEvent,
+    input: {} as PipelineInput,
+  },
+  actors: {
+    prepare: fromPromise<void, { pipelineId: string }>(async () => {
+      throw new Error('prepare is provided by the runtime');
+    }),
+    replicate: fromCallback<PipelineEvent, { pipelineId: string }>(() => {
+      throw new Error('replicate is provided by the runtime');
+    }),
+    drain: fromPromise<void, { pipelineId: string }>(async () => {
+      throw new Error('drain is provided by the runtime');
+    }),
+  },
+  guards: {
+    canRetry: ({ context, event }) =>
+      event.type === 'FAILED' && event.retryable && context.retries < MAX_RETRIES,
+  },
+  delays: {
+    backoff: ({ context }) => retryDelayMs(context.retries - 1),
+  },
+}).createMachine({
+  id: 'pipeline',
+  context: ({ input }) => ({
+    pipelineId: input.pipelineId,
+    error: null,
+    retries: 0,
+    resumeAs: input.resumeAs ?? 'stopped',
+  }),
+  initial: 'restoring',
+  states: {
+    // Decides the first real state from the persisted desired state, without side effects.
+    restoring: {
+      always: [
+        { guard: ({ context }) => context.resumeAs === 'running', target: 'starting' },
+        { guard: ({ context }) => context.resumeAs === 'paused', target: 'paused' },
+        { target: 'stopped' },
+      ],
+    },
+    stopped: {
+      on: { START: 'starting' },
+    },
+    starting: {
+      entry: assign({ error: null, retries: 0 }),
+      invoke: {
+        src: 'prepare',
+        input: ({ context }) => ({ pipelineId: context.pipelineId }),
+        onDone: 'running',
+        onError: {
+          target: 'failed',
+          actions: assign({ error: ({ event }) => errorMessage(event.error) }),
+        },
+      },
+      on: { STOP: 'stopping' },
+    },
+    running: {
+      initial: 'replicating',
+      states: {
+        replicating: {
+          invoke: {
+            src: 'replicate',
+            input: ({ context }) => ({ pipelineId: context.pipelineId }),
+          },
+          initial: 'snapshot',
+          states: {
+            snapshot: {},
+            streaming: {},
+          },
+          on: {
+            PHASE: [
+              {
+                guard: ({ event }) => event.phase === 'streaming',
+                target: '.streaming',
+                actions: assign({ retries: 0, error: null }),
+              },
+              { target: '.snapshot', actions: assign({ retries: 0, error: null }) },
+            ],
+            FAILED: [
+              {
+                guard: 'canRetry',
+                target: 'retrying',
+                actions: assign({
+                  error: ({ event }) => event.message,
+                  retries: ({ context }) => context.retries + 1,
+                }),
+              },
+              { target: '#pipeline.failed', actions: assign({ error: ({ event }) => event.message }) },
+            ],
+            SCHEMA_CHANGE: '#pipeline.pending_schema_approval',
+          },
+        },
+        retrying: {
+          after: { backoff: 'replicating' },
+        },
+      },
+      on: {
+        STOP: 'stopping',
+        PAUSE: 'paused',
+      },
+    },
+    stopping: {
+      invoke: {
+        src: 'drain',
+        input: ({ context }) => ({ pipelineId: context.pipelineId }),
+        onDone: 'stopped',
+        onError: {
+          target: 'stopped',
+          actions: assign({ error: ({ event }) => errorMessage(event.error) }),
+        },
+      },
+    },
+    // The data plane is not running: the slot holds its position and the source keeps the WAL.
+    paused: {
+      on: { RESUME: 'running', STOP: 'stopping' },
+    },
+    // Applying stopped before the first event of a new table shape; nothing is lost while waiting.
+    pending_schema_approval: {
+      on: { APPROVE: 'running', STOP: 'stopping' },
+    },
+    failed: {
+      on: { START: 'starting', STOP: 'stopped' },
+    },
+  },
+});

@@ -1,0 +1,203 @@
+import { describe, expect, it } from 'vitest';
+import { createActor, fromCallback, fromPromise, type SnapshotFrom } from 'xstate';
+import {
+  MAX_RETRIES,
+  PIPELINE_ACTIONS,
+  PIPELINE_STATES,
+  type PipelineAction,
+  type PipelineEvent,
+  type PipelineState,
+  pipelineMachine,
+} from '../../machines/pipeline.js';
+import { apiState, isActionAllowed } from '../../machines/pipeline-transitions.js';
+
+/** The allowed (state, action) pairs and where they lead once the actors have settled. */
+const ALLOWED: Record<string, PipelineState> = {
+  'stopped/start': 'running',
+  'running/stop': 'stopped',
+  'running/pause': 'paused',
+  'paused/resume': 'running',
+  'paused/stop': 'stopped',
+  'pending_schema_approval/stop': 'stopped',
+  'failed/start': 'running',
+  'failed/stop': 'stopped',
+  'starting/stop': 'stopped',
+};
+
+type Snapshot = SnapshotFrom<typeof pipelineMachine>;
+
+/** A machine whose actors resolve when the test says so. */
+function harness(options: { prepareFails?: string } = {}) {
+  const gates = { prepare: [] as (() => void)[], drain: [] as (() => void)[] };
+  let sendBack: ((event: PipelineEvent) => void) | undefined;
+  let replicateStops = 0;
+  const machine = pipelineMachine.provide({
+    actors: {
+      prepare: fromPromise(
+        () =>
+          new Promise<void>((resolve, reject) => {
+            gates.prepare.push(() =>
+              options.prepareFails ? reject(new Error(options.prepareFails)) : resolve(),
+            );
+          }),
+      ),
+      replicate: fromCallback(({ sendBack: send }) => {
+        sendBack = send as (event: PipelineEvent) => void;
+        return () => {
+          replicateStops++;
+        };
+      }),
+      drain: fromPromise(() => new Promise<void>((resolve) => gates.drain.push(resolve))),
+    },
+    delays: { backoff: 5 },
+  });
+  return {
+    machine,
+    gates,
+    report: (event: PipelineEvent) => sendBack?.(event),
+    replicateStops: () => replicateStops,
+  };
+}
+
+const flush = () => new Promise((r) => setTimeout(r, 0));
+
+async function settle(h: ReturnType<typeof harness>) {
+  for (let i = 0; i < 5; i++) {
+    for (const gate of [...h.gates.prepare.splice(0), ...h.gates.drain.splice(0)]) gate();
+    await flush();
+  }
+}
+
+/** Drives a fresh actor into `state` through allowed transitions only. */
+async function actorIn(state: PipelineState) {
+  const h = harness();
+  const actor = createActor(h.machine, { input: { pipelineId: 'p' } }).start();
+  const go = async (event: PipelineEvent) => {
+    actor.send(event);
+    await settle(h);
+  };
+  switch (state) {
+    case 'starting':
+      actor.send({ type: 'START' });
+      break;
+    case 'running':
+      await go({ type: 'START' });
+      break;
+    case 'stopping':
+      await go({ type: 'START' });
+      actor.send({ type: 'STOP' });
+      break;
+    case 'paused':
+      await go({ type: 'START' });
+      await go({ type: 'PAUSE' });
+      break;
+    case 'pending_schema_approval':
+      await go({ type: 'START' });
+      h.report({ type: 'SCHEMA_CHANGE' });
+      break;
+    case 'failed':
+      await go({ type: 'START' });
+      h.report({ type: 'FAILED', message: 'slot lost', retryable: false });
+      break;
+  }
+  expect(apiState(actor.getSnapshot().value)).toBe(state);
+  return { actor, h };
+}
+
+const EVENT: Record<PipelineAction, PipelineEvent> = {
+  start: { type: 'START' },
+  stop: { type: 'STOP' },
+  pause: { type: 'PAUSE' },
+  resume: { type: 'RESUME' },
+};
+
+describe('pipeline machine', () => {
+  const pairs = PIPELINE_STATES.flatMap((state) =>
+    PIPELINE_ACTIONS.map((action) => [state, action] as const),
+  );
+
+  it.each(pairs)('%s + %s', async (state, action) => {
+    const { actor, h } = await actorIn(state);
+    const key = `${state}/${action}`;
+    expect(isActionAllowed(state, action)).toBe(key in ALLOWED);
+    expect(actor.getSnapshot().can(EVENT[action])).toBe(key in ALLOWED);
+    actor.send(EVENT[action]);
+    if (key in ALLOWED) {
+      await settle(h);
+      expect(apiState(actor.getSnapshot().value)).toBe(ALLOWED[key]);
+    } else {
+      expect(apiState(actor.getSnapshot().value)).toBe(state);
+    }
+    actor.stop();
+  });
+
+  it('passes through starting and stopping, observable while the actors work', async () => {
+    const h = harness();
+    const actor = createActor(h.machine, { input: { pipelineId: 'p' } }).start();
+    const seen: PipelineState[] = [apiState(actor.getSnapshot().value)];
+    actor.subscribe((s: Snapshot) => {
+      const state = apiState(s.value);
+      if (seen.at(-1) !== state) seen.push(state);
+    });
+    actor.send({ type: 'START' });
+    await flush();
+    expect(apiState(actor.getSnapshot().value)).toBe('starting');
+    await settle(h);
+    actor.send({ type: 'STOP' });
+    await flush();
+    expect(apiState(actor.getSnapshot().value)).toBe('stopping');
+    await settle(h);
+    expect(seen).toEqual(['stopped', 'starting', 'running', 'stopping', 'stopped']);
+    expect(h.replicateStops()).toBe(1);
+  });
+
+  it('tracks the snapshot and streaming phases inside running', async () => {
+    const { actor, h } = await actorIn('running');
+    expect(actor.getSnapshot().matches({ running: { replicating: 'snapshot' } })).toBe(true);
+    h.report({ type: 'PHASE', phase: 'streaming' });
+    expect(actor.getSnapshot().matches({ running: { replicating: 'streaming' } })).toBe(true);
+  });
+
+  it('fails with the message when prepare is refused', async () => {
+    const h = harness({ prepareFails: 'wal_level is replica; set wal_level=logical' });
+    const actor = createActor(h.machine, { input: { pipelineId: 'p' } }).start();
+    actor.send({ type: 'START' });
+    await settle(h);
+    expect(apiState(actor.getSnapshot().value)).toBe('failed');
+    expect(actor.getSnapshot().context.error).toBe('wal_level is replica; set wal_level=logical');
+  });
+
+  it('retries transient failures with backoff, then fails', async () => {
+    const { actor, h } = await actorIn('running');
+    h.report({ type: 'FAILED', message: 'connection reset', retryable: true });
+    expect(actor.getSnapshot().matches({ running: 'retrying' })).toBe(true);
+    expect(apiState(actor.getSnapshot().value)).toBe('running');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(actor.getSnapshot().matches({ running: 'replicating' })).toBe(true);
+    h.report({ type: 'PHASE', phase: 'streaming' });
+    expect(actor.getSnapshot().context).toMatchObject({ retries: 0, error: null });
+    for (let i = 0; i < MAX_RETRIES; i++) {
+      h.report({ type: 'FAILED', message: `attempt ${i}`, retryable: true });
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    h.report({ type: 'FAILED', message: 'still down', retryable: true });
+    expect(apiState(actor.getSnapshot().value)).toBe('failed');
+    expect(actor.getSnapshot().context.error).toBe('still down');
+  });
+
+  it('moves to pending_schema_approval and back to running on approval', async () => {
+    const { actor } = await actorIn('pending_schema_approval');
+    actor.send({ type: 'APPROVE' });
+    expect(apiState(actor.getSnapshot().value)).toBe('running');
+  });
+
+  it.each([
+    ['running', 'starting'],
+    ['paused', 'paused'],
+    ['stopped', 'stopped'],
+  ] as const)('restores desired state %s as %s', (resumeAs, state) => {
+    const h = harness();
+    const actor = createActor(h.machine, { input: { pipelineId: 'p', resumeAs } }).start();
+    expect(apiState(actor.getSnapshot().value)).toBe(state);
+  });
+});
