@@ -1,0 +1,174 @@
+import type {
+  ChangeEvent,
+  ColumnSchema,
+  ColumnValue,
+  Row,
+  TableRef,
+  TableSchema,
+} from '../../core/change.js';
+import { deleteSql, truncateSql, updateSql, upsertSql } from './ddl.js';
+
+/** A source table as the sink writes it: its schema and its target. */
+export interface TargetTable {
+  source: TableSchema;
+  target: TableRef;
+  /** The key columns, in key order. */
+  keys: ColumnSchema[];
+}
+
+/** One SQL statement of a batch, with its parameters (one text[] per column). */
+export interface Statement {
+  text: string;
+  values: ColumnValue[][];
+}
+
+/** Rows of one set-based statement, deduplicated by the key they address. */
+type RowGroup = { table: TargetTable; columns: ColumnSchema[]; rows: Map<string, ColumnValue[]> };
+
+type Group =
+  | ({ kind: 'upsert' | 'update' | 'delete' } & RowGroup)
+  | { kind: 'move'; table: TargetTable; columns: ColumnSchema[]; row: ColumnValue[] }
+  | { kind: 'truncate'; targets: TableRef[] };
+
+/** Statements are split so no single one carries more rows than this. */
+export const MAX_ROWS_PER_STATEMENT = 50_000;
+
+// Key values are never null (keyValues refuses them), so a single one is its own identity.
+const keyOf = (values: ColumnValue[]): string =>
+  values.length === 1 ? (values[0] as string) : JSON.stringify(values);
+
+function keyValues(table: TargetTable, row: Row | undefined, what: string): ColumnValue[] {
+  return table.keys.map((k) => {
+    const value = row?.[k.name];
+    if (value === undefined || value === null) {
+      const { schema, table: name } = table.source;
+      throw new Error(`${what} of ${schema}.${name} lacks key column ${JSON.stringify(k.name)}`);
+    }
+    return value;
+  });
+}
+
+/** The columns present in `after` (in table order) and whether any column of the table is missing. */
+function presentColumns(
+  table: TargetTable,
+  event: ChangeEvent,
+): { columns: ColumnSchema[]; missing: boolean } {
+  const after = event.after ?? {};
+  const all = table.source.columns;
+  const toast = event.unchangedToast;
+  // Runs once per event: plain loops, and the table's own array when every column is there.
+  const columns: ColumnSchema[] = [];
+  let sent = 0;
+  for (const column of all) {
+    if (!Object.hasOwn(after, column.name)) continue;
+    sent++;
+    if (!toast?.includes(column.name)) columns.push(column);
+  }
+  if (sent !== Object.keys(after).length) {
+    const unknown = Object.keys(after).find((name) => !all.some((c) => c.name === name));
+    const { schema, table: t } = table.source;
+    throw new Error(`column ${JSON.stringify(unknown)} of ${schema}.${t} is not in its schema`);
+  }
+  return columns.length === all.length ? { columns: all, missing: false } : { columns, missing: true };
+}
+
+/** The new key of an insert or update: from `after`, or from the old key for a key column not sent (TOAST). */
+function newKeyImage(table: TargetTable, event: ChangeEvent, present: ColumnSchema[]): Row {
+  const image: Row = {};
+  for (const key of table.keys) {
+    const value = present.includes(key)
+      ? event.after?.[key.name]
+      : (event.key?.[key.name] ?? event.before?.[key.name]);
+    if (value !== undefined) image[key.name] = value;
+  }
+  return image;
+}
+
+const sameColumns = (a: ColumnSchema[], b: ColumnSchema[]): boolean =>
+  a === b || (a.length === b.length && a.every((c, i) => c === b[i]));
+
+/**
+ * Turns the changes of a batch into set-based statements. Consecutive changes of one table and
+ * kind share a statement, and groups run in event order; within one group a later image of a key
+ * replaces an earlier one (a statement cannot touch a row twice, and only the last image counts).
+ */
+export function planBatch(
+  changes: readonly ChangeEvent[],
+  lookup: (ref: TableRef) => TargetTable,
+  maxRows = MAX_ROWS_PER_STATEMENT,
+): Statement[] {
+  const groups: Group[] = [];
+  const add = (kind: 'upsert' | 'update' | 'delete', table: TargetTable, columns: ColumnSchema[]) => {
+    const last = groups.at(-1);
+    if (last?.kind === kind && last.table === table && sameColumns(last.columns, columns)) return last.rows;
+    const rows = new Map<string, ColumnValue[]>();
+    groups.push({ kind, table, columns, rows });
+    return rows;
+  };
+
+  for (const event of changes) {
+    if (event.op === 'truncate') {
+      const targets = (event.tables ?? [event.table]).map((ref) => lookup(ref).target);
+      groups.push({ kind: 'truncate', targets });
+      continue;
+    }
+    const table = lookup(event.table);
+    if (event.op === 'delete') {
+      const key = keyValues(table, event.key ?? event.before, 'delete');
+      add('delete', table, table.keys).set(keyOf(key), key);
+      continue;
+    }
+    const { columns, missing } = presentColumns(table, event);
+    const row = columns.map((c) => event.after?.[c.name] ?? null);
+    const newKey = keyValues(table, newKeyImage(table, event, columns), event.op);
+    const oldImage = event.op === 'update' ? (event.key ?? event.before) : undefined;
+    const oldKey = oldImage ? keyValues(table, oldImage, 'update key') : newKey;
+    const moved = keyOf(oldKey) !== keyOf(newKey);
+    if (event.op === 'insert' || !missing) {
+      // A moved row is deleted at its old key first; the new image is complete, so it is upserted.
+      if (moved) add('delete', table, table.keys).set(keyOf(oldKey), oldKey);
+      add('upsert', table, columns).set(keyOf(newKey), row);
+    } else if (moved) {
+      // Missing columns keep their stored values only if the row is updated in place.
+      groups.push({ kind: 'move', table, columns, row: [...row, ...oldKey] });
+    } else if (columns.length > 0) {
+      add('update', table, columns).set(keyOf(newKey), [...row, ...newKey]);
+    }
+  }
+  return groups.flatMap((group) => statementsOf(group, maxRows));
+}
+
+/** Column-major parameters: one array per column over the given rows. */
+function transpose(rows: ColumnValue[][], width: number): ColumnValue[][] {
+  const values: ColumnValue[][] = Array.from({ length: width }, () => new Array<ColumnValue>(rows.length));
+  rows.forEach((row, r) => {
+    for (let c = 0; c < width; c++) (values[c] as ColumnValue[])[r] = row[c] ?? null;
+  });
+  return values;
+}
+
+function statementsOf(group: Group, maxRows: number): Statement[] {
+  if (group.kind === 'truncate') return [{ text: truncateSql(group.targets), values: [] }];
+  const { table, columns } = group;
+  if (group.kind === 'move') {
+    const text = updateSql(table.target, columns, table.keys);
+    return [{ text, values: transpose([group.row], columns.length + table.keys.length) }];
+  }
+  const text =
+    group.kind === 'delete'
+      ? deleteSql(table.target, table.keys)
+      : group.kind === 'update'
+        ? updateSql(table.target, columns, table.keys)
+        : upsertSql(
+            table.target,
+            columns,
+            table.keys.map((k) => k.name),
+          );
+  const width = group.kind === 'update' ? columns.length + table.keys.length : columns.length;
+  const rows = [...group.rows.values()];
+  const statements: Statement[] = [];
+  for (let i = 0; i < rows.length; i += maxRows) {
+    statements.push({ text, values: transpose(rows.slice(i, i + maxRows), width) });
+  }
+  return statements;
+}

@@ -1,0 +1,143 @@
+import type { TableRef } from '../../core/change.js';
+import { validationFailed } from '../../errors/app-error.js';
+import type { BatchLimits, SinkProperties } from '../registry.js';
+
+/** The Postgres sink's properties, parsed and validated. */
+export interface PostgresSinkConfig extends SinkProperties {
+  /** Schema every target table lives in; undefined keeps the source table's own schema. */
+  targetSchema: string | undefined;
+  /** Explicit target names, keyed by `tableKey(source)`. A mapping without a schema has `schema` undefined. */
+  tableMap: ReadonlyMap<string, { schema: string | undefined; table: string }>;
+  /** From `batch_max_events`, `batch_max_bytes` and `batch_max_wait_ms`. */
+  batch: BatchLimits;
+  /** Whether missing target schemas and tables are created on open. */
+  createTables: boolean;
+}
+
+/** Documentation of one sink property, for error messages and the README. */
+export interface PropertyDoc {
+  key: string;
+  default: string;
+  description: string;
+}
+
+/** Every property of the Postgres sink; the README table is generated from it by `propertiesMarkdown`. */
+export const POSTGRES_SINK_PROPERTIES: readonly PropertyDoc[] = [
+  {
+    key: 'target_schema',
+    default: "the source table's schema",
+    description: 'Schema all target tables are written to.',
+  },
+  {
+    key: 'table.<schema>.<table>',
+    default: 'the source table name',
+    description: 'Target of that source table: `<table>` or `<schema>.<table>`.',
+  },
+  {
+    key: 'batch_max_events',
+    default: '10000',
+    description: 'Most change events applied in one transaction (1..1000000).',
+  },
+  {
+    key: 'batch_max_bytes',
+    default: '16777216',
+    description: 'Most bytes of change data applied in one transaction (1024..1073741824).',
+  },
+  {
+    key: 'batch_max_wait_ms',
+    default: '200',
+    description: 'Longest wait, in milliseconds, for a batch to fill before it is applied (0..60000).',
+  },
+  {
+    key: 'create_tables',
+    default: 'true',
+    description: '`true` creates missing target schemas and tables on start; `false` requires them to exist.',
+  },
+];
+
+/** The properties as a markdown table. */
+export function propertiesMarkdown(docs: readonly PropertyDoc[] = POSTGRES_SINK_PROPERTIES): string {
+  const rows = docs.map((d) => `| \`${d.key}\` | ${d.default} | ${d.description} |`);
+  return ['| Property | Default | Meaning |', '| --- | --- | --- |', ...rows].join('\n');
+}
+
+// Same rule as the source table names of a pipeline: names a user types, not arbitrary identifiers.
+const PART = '[A-Za-z_][A-Za-z0-9_$]{0,62}';
+const NAME = new RegExp(`^${PART}$`);
+const QUALIFIED = new RegExp(`^(?:(${PART})\\.)?(${PART})$`);
+const TABLE_KEY = new RegExp(`^table\\.(${PART})\\.(${PART})$`);
+const NAME_RULE = 'a letter or "_" followed by letters, digits, "_" or "$", at most 63 characters';
+
+/** Key of a source table in `PostgresSinkConfig.tableMap` and in the sink's lookups. */
+export const tableKey = (ref: TableRef): string => `${ref.schema}.${ref.table}`;
+
+function integer(key: string, text: string | undefined, fallback: number, min: number, max: number): number {
+  if (text === undefined) return fallback;
+  const value = /^\d{1,10}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value >= min && value <= max)) {
+    throw validationFailed(
+      `sink.properties.${key}`,
+      `must be an integer from ${min} to ${max}, got '${text}'`,
+    );
+  }
+  return value;
+}
+
+function boolean(key: string, text: string | undefined, fallback: boolean): boolean {
+  if (text === undefined) return fallback;
+  if (text === 'true' || text === 'false') return text === 'true';
+  throw validationFailed(`sink.properties.${key}`, `must be 'true' or 'false', got '${text}'`);
+}
+
+/** Parses and validates the Postgres sink properties; throws a 422 AppError naming the bad key. */
+export function parsePostgresSinkProperties(props: Record<string, string>): PostgresSinkConfig {
+  const tableMap = new Map<string, { schema: string | undefined; table: string }>();
+  const known = new Set(POSTGRES_SINK_PROPERTIES.map((d) => d.key));
+  for (const [key, value] of Object.entries(props)) {
+    if (key.startsWith('table.')) {
+      const source = TABLE_KEY.exec(key);
+      if (!source) {
+        throw validationFailed(
+          `sink.properties.${key}`,
+          `must be 'table.<schema>.<table>', each part ${NAME_RULE}`,
+        );
+      }
+      const target = QUALIFIED.exec(value);
+      if (!target) {
+        throw validationFailed(
+          `sink.properties.${key}`,
+          `must be '<table>' or '<schema>.<table>', each part ${NAME_RULE}; got '${value}'`,
+        );
+      }
+      tableMap.set(tableKey({ schema: source[1] as string, table: source[2] as string }), {
+        schema: target[1],
+        table: target[2] as string,
+      });
+    } else if (!known.has(key)) {
+      const list = POSTGRES_SINK_PROPERTIES.map((d) => d.key).join(', ');
+      throw validationFailed(`sink.properties.${key}`, `unknown property; known properties are ${list}`);
+    }
+  }
+  const targetSchema = props.target_schema;
+  if (targetSchema !== undefined && !NAME.test(targetSchema)) {
+    throw validationFailed('sink.properties.target_schema', `must be ${NAME_RULE}; got '${targetSchema}'`);
+  }
+  return {
+    targetSchema,
+    tableMap,
+    batch: {
+      maxEvents: integer('batch_max_events', props.batch_max_events, 10_000, 1, 1_000_000),
+      maxBytes: integer('batch_max_bytes', props.batch_max_bytes, 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      maxWaitMs: integer('batch_max_wait_ms', props.batch_max_wait_ms, 200, 0, 60_000),
+    },
+    createTables: boolean('create_tables', props.create_tables, true),
+  };
+}
+
+/** The target table of a source table: explicit mapping first, then `target_schema`, then the source's own names. */
+export function targetTableOf(config: PostgresSinkConfig, source: TableRef): TableRef {
+  const mapped = config.tableMap.get(tableKey(source));
+  const table = mapped?.table ?? source.table;
+  const schema = mapped?.schema ?? config.targetSchema ?? source.schema;
+  return { schema, table };
+}

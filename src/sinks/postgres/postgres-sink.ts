@@ -1,0 +1,224 @@
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
+import {
+  type ChangeBatch,
+  FencedError,
+  type Sink,
+  type SinkContext,
+  type SnapshotPartition,
+} from '../types.js';
+import { planBatch, type TargetTable } from './apply-plan.js';
+import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
+import { BOOKKEEPING_SCHEMA, copyFromSql, quoteIdent, truncateSql } from './ddl.js';
+import { ensureBookkeeping, prepareTarget } from './target-tables.js';
+
+const BOOK = quoteIdent(BOOKKEEPING_SCHEMA);
+const UNDEFINED_TABLE = '42P01';
+
+const SQL = {
+  lockEpoch: `SELECT epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1 FOR UPDATE`,
+  // The WHERE makes the upsert a no-op when a newer epoch is stored, which the caller turns into a FencedError.
+  storeCheckpoint:
+    `INSERT INTO ${BOOK}.checkpoints AS c (pipeline_id, lsn, epoch, updated_at) VALUES ($1, $2, $3, now()) ` +
+    'ON CONFLICT (pipeline_id) DO UPDATE SET lsn = EXCLUDED.lsn, epoch = EXCLUDED.epoch, updated_at = now() ' +
+    'WHERE c.epoch <= EXCLUDED.epoch RETURNING lsn::text AS lsn',
+  readCheckpoint: `SELECT lsn::text AS lsn, epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1`,
+  markPartition:
+    `INSERT INTO ${BOOK}.snapshot_partitions (pipeline_id, table_name, partition_id, rows, done_at) ` +
+    'VALUES ($1, $2, $3, $4, now()) ON CONFLICT (pipeline_id, table_name, partition_id) ' +
+    'DO UPDATE SET rows = EXCLUDED.rows, done_at = EXCLUDED.done_at',
+  partitionsDone:
+    `SELECT table_name, partition_id FROM ${BOOK}.snapshot_partitions WHERE pipeline_id = $1 ` +
+    'ORDER BY table_name, partition_id',
+  forgetPartitions: `DELETE FROM ${BOOK}.snapshot_partitions WHERE pipeline_id = $1 AND table_name = $2`,
+};
+
+/** A sink writing into PostgreSQL tables, each call one transaction. */
+export function createPostgresSink(ctx: SinkContext): Sink {
+  return new PostgresSink(ctx, parsePostgresSinkProperties(ctx.properties));
+}
+
+// Sources and targets are told apart by schema and name, whatever characters they hold.
+const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
+
+class PostgresSink implements Sink {
+  private readonly pool: pg.Pool;
+  private readonly tables = new Map<string, TargetTable>();
+  private closed = false;
+
+  constructor(
+    private readonly ctx: SinkContext,
+    private readonly config: PostgresSinkConfig,
+  ) {
+    // A few connections so snapshot partitions can be written in parallel; batches use one at a time.
+    this.pool = new pg.Pool({ connectionString: ctx.dsn, max: 4, application_name: 'replicator-sink' });
+    // An idle connection dropped by the server surfaces again on its next use; do not crash here.
+    this.pool.on('error', () => {});
+  }
+
+  async open(tables: TableSchema[]): Promise<void> {
+    const targets = new Map<string, TableSchema>();
+    for (const source of tables) {
+      const target = targetTableOf(this.config, source);
+      const other = targets.get(refKey(target));
+      if (other) {
+        throw new Error(
+          `${tableKey(other)} and ${tableKey(source)} would both be written to ${tableKey(target)}; map one elsewhere`,
+        );
+      }
+      targets.set(refKey(target), source);
+    }
+    const opened = await this.transaction(async (client) => {
+      await ensureBookkeeping(client);
+      const prepared: TargetTable[] = [];
+      for (const source of tables) {
+        const target = targetTableOf(this.config, source);
+        const written = await prepareTarget(client, source, target, this.config.createTables);
+        prepared.push({
+          source: written,
+          target,
+          keys: source.keyColumns.map((name) => columnOf(written, name)),
+        });
+      }
+      return prepared;
+    });
+    for (const table of opened) this.tables.set(refKey(table.source), table);
+  }
+
+  async readCheckpoint(): Promise<Checkpoint | null> {
+    const rows = await this.queryBookkeeping<{ lsn: string; epoch: string }>(SQL.readCheckpoint);
+    const row = rows[0];
+    return row ? { lsn: row.lsn, epoch: Number(row.epoch) } : null;
+  }
+
+  async snapshotPartitionsDone(): Promise<SnapshotPartition[]> {
+    const rows = await this.queryBookkeeping<{ table_name: string; partition_id: string }>(
+      SQL.partitionsDone,
+    );
+    const known = new Map([...this.tables.values()].map((t) => [tableKey(t.source), t.source]));
+    return rows.map((row) => {
+      const source = known.get(row.table_name);
+      const dot = row.table_name.indexOf('.');
+      const table = source
+        ? { schema: source.schema, table: source.table }
+        : { schema: row.table_name.slice(0, dot), table: row.table_name.slice(dot + 1) };
+      return { table, partitionId: row.partition_id };
+    });
+  }
+
+  async resetTable(table: TableSchema): Promise<void> {
+    const target = targetTableOf(this.config, table);
+    await this.transaction(async (client) => {
+      await client.query(truncateSql([target]));
+      await client.query(SQL.forgetPartitions, [this.ctx.pipelineId, tableKey(table)]);
+    });
+  }
+
+  async writeSnapshotPartition(
+    table: TableSchema,
+    partition: SnapshotPartition,
+    copyText: Readable,
+  ): Promise<number> {
+    if (refKey(partition.table) !== refKey(table)) {
+      throw new Error(`partition of ${tableKey(partition.table)} given for table ${tableKey(table)}`);
+    }
+    // Until the stream is piped, an error it emits must not become an uncaught exception.
+    const parked = () => {};
+    copyText.on('error', parked);
+    try {
+      const target = targetTableOf(this.config, table);
+      return await this.transaction(async (client) => {
+        const copy = client.query(copyFrom(copyFromSql(target, table.columns)));
+        await pipeline(copyText, copy);
+        const rows = copy.rowCount;
+        await client.query(SQL.markPartition, [
+          this.ctx.pipelineId,
+          tableKey(table),
+          partition.partitionId,
+          rows,
+        ]);
+        return rows;
+      });
+    } catch (error) {
+      // The stream is ours once given: release whatever feeds it (a source COPY) when it cannot be written.
+      if (!copyText.destroyed) copyText.destroy();
+      throw error;
+    } finally {
+      copyText.off('error', parked);
+    }
+  }
+
+  async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+    const statements = planBatch(batch.changes, (ref) => this.tableOf(ref));
+    const id = this.ctx.pipelineId;
+    return this.transaction(async (client) => {
+      // Locking the checkpoint row first makes an older worker wait for, then see, the newer epoch.
+      const stored = await client.query<{ epoch: string }>(SQL.lockEpoch, [id]);
+      const storedEpoch = Number(stored.rows[0]?.epoch ?? Number.NEGATIVE_INFINITY);
+      if (storedEpoch > batch.epoch) throw new FencedError(storedEpoch, batch.epoch);
+      for (const statement of statements) await client.query(statement.text, statement.values);
+      const saved = await client.query<{ lsn: string }>(SQL.storeCheckpoint, [
+        id,
+        batch.commitLsn,
+        batch.epoch,
+      ]);
+      const lsn = saved.rows[0]?.lsn;
+      if (lsn === undefined) {
+        // Another worker stored its first checkpoint while this batch was being applied.
+        const again = await client.query<{ epoch: string }>(SQL.lockEpoch, [id]);
+        throw new FencedError(Number(again.rows[0]?.epoch), batch.epoch);
+      }
+      return { lsn, epoch: batch.epoch };
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  private tableOf(ref: TableRef): TargetTable {
+    const table = this.tables.get(refKey(ref));
+    if (!table) throw new Error(`table ${tableKey(ref)} was not opened by this sink`);
+    return table;
+  }
+
+  /** Rows of a bookkeeping query by pipeline id; none when the bookkeeping tables do not exist yet. */
+  private async queryBookkeeping<R extends pg.QueryResultRow>(sql: string): Promise<R[]> {
+    try {
+      return (await this.pool.query<R>(sql, [this.ctx.pipelineId])).rows;
+    } catch (error) {
+      if ((error as { code?: string }).code === UNDEFINED_TABLE) return [];
+      throw error;
+    }
+  }
+
+  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      throw error;
+    } finally {
+      // A connection that could not roll back is in an unknown state: drop it rather than reuse it.
+      client.release(broken);
+    }
+  }
+}
+
+function columnOf(table: TableSchema, name: string) {
+  const column = table.columns.find((c) => c.name === name);
+  if (column) return column;
+  throw new Error(`key column ${JSON.stringify(name)} of ${tableKey(table)} is not one of its columns`);
+}

@@ -1,0 +1,40 @@
+import { parsePostgresSinkProperties } from './postgres/config.js';
+import { createPostgresSink } from './postgres/postgres-sink.js';
+import type { Sink, SinkContext } from './types.js';
+
+/** How the runtime's batcher cuts the change stream for a sink; every sink's parsed properties carry them. */
+export interface BatchLimits {
+  /** Most change events in one batch. */
+  maxEvents: number;
+  /** Most bytes of change data in one batch. */
+  maxBytes: number;
+  /** Longest wait, in milliseconds, for a batch to fill before it is written anyway. */
+  maxWaitMs: number;
+}
+
+/** The parsed properties of any sink. */
+export interface SinkProperties {
+  batch: BatchLimits;
+}
+
+/** One kind of sink: how to validate its properties and how to make an instance. */
+export interface SinkKind<P extends SinkProperties = SinkProperties> {
+  /** The connection type it writes to. */
+  type: string;
+  /** Validates the `sink.properties` of a pipeline; throws a 422 AppError on `sink.properties.<key>`. */
+  parseProperties(props: Record<string, string>): P;
+  /** A new, unopened sink. */
+  create(ctx: SinkContext): Sink;
+}
+
+const KINDS: readonly SinkKind[] = [
+  { type: 'postgres', parseProperties: parsePostgresSinkProperties, create: createPostgresSink },
+];
+
+const BY_TYPE = new Map(KINDS.map((k) => [k.type, k]));
+
+/** The sink kind of a connection type, or undefined when that type cannot be a sink. */
+export const findSinkKind = (type: string): SinkKind | undefined => BY_TYPE.get(type);
+
+/** Connection types that have a sink. */
+export const sinkTypes = (): string[] => KINDS.map((k) => k.type);

@@ -1,0 +1,684 @@
+import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { ChangeEvent, ColumnSchema, Row, TableRef, TableSchema } from '../../src/core/change.js';
+import { createPostgresSink } from '../../src/sinks/postgres/postgres-sink.js';
+import { type ChangeBatch, FencedError, type Sink } from '../../src/sinks/types.js';
+import { createDatabase } from '../support/pg-cluster.js';
+
+/** Builds a source table schema; `*` after a column name marks a key column. */
+function tableSchema(schema: string, table: string, columns: [string, string][]): TableSchema {
+  const cols: ColumnSchema[] = columns.map(([spec, typeName]) => {
+    const isKey = spec.endsWith('*');
+    return { name: isKey ? spec.slice(0, -1) : spec, typeName, typeOid: 0, nullable: !isKey, isKey };
+  });
+  return { schema, table, columns: cols, keyColumns: cols.filter((c) => c.isKey).map((c) => c.name) };
+}
+
+const q = (name: string) => `"${name.replaceAll('"', '""')}"`;
+const qualified = (ref: TableRef) => `${q(ref.schema)}.${q(ref.table)}`;
+
+const copyField = (v: string | null) =>
+  v === null
+    ? '\\N'
+    : v.replaceAll('\\', '\\\\').replaceAll('\t', '\\t').replaceAll('\n', '\\n').replaceAll('\r', '\\r');
+const copyLine = (table: TableSchema, row: Row) =>
+  `${table.columns.map((c) => copyField(row[c.name] ?? null)).join('\t')}\n`;
+
+// A text that does not compress, so it is stored out of line (TOAST).
+function bigText(length: number, seed: number): string {
+  let x = seed;
+  let out = '';
+  while (out.length < length) {
+    x = (x * 1103515245 + 12345) % 2 ** 31;
+    out += String.fromCharCode(33 + (x % 90));
+  }
+  return `${out}\t\n\\ end`;
+}
+
+const typed = tableSchema('src', 'typed', [
+  ['id*', 'bigint'],
+  ['amount', 'numeric(12,2)'],
+  ['ratio', 'double precision'],
+  ['at', 'timestamp with time zone'],
+  ['local_at', 'timestamp(3) without time zone'],
+  ['day', 'date'],
+  ['doc', 'jsonb'],
+  ['raw', 'json'],
+  ['blob', 'bytea'],
+  ['ints', 'integer[]'],
+  ['words', 'text[]'],
+  ['code', 'character varying(20)'],
+  ['flag', 'boolean'],
+  ['uid', 'uuid'],
+  ['span', 'interval'],
+  ['ch', '"char"'],
+  ['bits', 'bit varying(8)'],
+  ['body', 'text'],
+]);
+
+/** Rows in their canonical text form, so what is read back must be exactly what was written. */
+const trickyRows: Row[] = [
+  {
+    id: '1',
+    amount: '12345.67',
+    ratio: '3.141592653589793',
+    at: '2024-02-29 23:59:59.123456+00',
+    local_at: '2024-01-02 03:04:05.678',
+    day: '2024-02-29',
+    doc: '{"a": [1, 2.50, "x\\ty"], "é": null}',
+    raw: '{ "b" : 1,"a":2 }',
+    blob: '\\x00ff5c0a09',
+    ints: '{1,2,NULL,-3}',
+    words: '{"a b","c\\"d","e\\\\f",NULL,"NULL",""}',
+    code: 'tab\there',
+    flag: 't',
+    uid: 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
+    span: '1 year 2 mons 3 days 04:05:06.789',
+    ch: 'q',
+    bits: '1010',
+    body: `line1\nline2\r\n\ttab \\ backslash \\N not null 𝄞 中文 ${bigText(20_000, 1)}`,
+  },
+  {
+    id: '-9223372036854775808',
+    amount: '-0.10',
+    ratio: '1e+300',
+    at: '1999-12-31 23:00:00+00',
+    local_at: '1970-01-01 00:00:00',
+    day: '0001-01-01',
+    doc: '[]',
+    raw: '"\\u0000-less"',
+    blob: '\\x',
+    ints: '{}',
+    words: '{"{}",","}',
+    code: '',
+    flag: 'f',
+    uid: '00000000-0000-0000-0000-000000000000',
+    span: '-00:00:00.000001',
+    ch: '\\',
+    bits: '',
+    body: '',
+  },
+  { id: '9223372036854775807', ...Object.fromEntries(typed.columns.slice(1).map((c) => [c.name, null])) },
+];
+
+const items = tableSchema('src', 'items', [
+  ['id*', 'integer'],
+  ['name', 'text'],
+  ['body', 'text'],
+  ['n', 'numeric(12,2)'],
+]);
+const others = tableSchema('src', 'others', [
+  ['k1*', 'text'],
+  ['k2*', 'integer'],
+  ['v', 'text'],
+]);
+
+let lsn = 0x1000;
+const meta = () => ({
+  lsn: `0/${(lsn++).toString(16).toUpperCase()}`,
+  commitLsn: '0/1',
+  xid: 1,
+  commitTime: '',
+});
+const ins = (table: TableSchema, after: Row): ChangeEvent => ({ ...meta(), op: 'insert', table, after });
+const upd = (table: TableSchema, after: Row, extra: Partial<ChangeEvent> = {}): ChangeEvent => ({
+  ...meta(),
+  op: 'update',
+  table,
+  after,
+  ...extra,
+});
+const del = (table: TableSchema, key: Row): ChangeEvent => ({ ...meta(), op: 'delete', table, key });
+const trunc = (...tables: TableSchema[]): ChangeEvent => ({
+  ...meta(),
+  op: 'truncate',
+  table: tables[0] as TableRef,
+  tables,
+});
+const batch = (changes: ChangeEvent[], epoch = 1, commitLsn = `0/${(lsn++).toString(16).toUpperCase()}`) =>
+  ({ changes, epoch, commitLsn }) satisfies ChangeBatch;
+
+describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
+  let url: string;
+  let db: pg.Client;
+  const sinks: Sink[] = [];
+
+  beforeAll(async () => {
+    url = await createDatabase(cluster.adminUrl, 'postgres_sink');
+    db = new pg.Client({ connectionString: url });
+    await db.connect();
+    await db.query("SET TimeZone = 'UTC'");
+  });
+  afterAll(async () => {
+    await Promise.all(sinks.map((s) => s.close()));
+    await db?.end();
+  });
+
+  function newSink(properties: Record<string, string> = {}, pipelineId: string = randomUUID()): Sink {
+    const sink = createPostgresSink({ pipelineId, dsn: url, properties });
+    sinks.push(sink);
+    return sink;
+  }
+
+  /** Every row of a target in PostgreSQL's text output form (no parsing), ordered by the key. */
+  async function readRows(target: TableRef, table: TableSchema): Promise<Row[]> {
+    const cols = table.columns.map((c) => q(c.name)).join(', ');
+    const order = table.keyColumns.map(q).join(', ');
+    const text = `SELECT ${cols} FROM ${qualified(target)} ORDER BY ${order}`;
+    return (await db.query<Row>({ text, types: { getTypeParser: () => (value: string) => value } })).rows;
+  }
+
+  const count = async (target: TableRef) =>
+    Number((await db.query(`SELECT count(*) AS n FROM ${qualified(target)}`)).rows[0].n);
+
+  const sortById = (rows: Row[]) => [...rows].sort((a, b) => Number(BigInt(a.id ?? 0) - BigInt(b.id ?? 0)));
+
+  describe('open', () => {
+    it('creates schemas and tables with the source types, NOT NULL and primary key', async () => {
+      const sink = newSink();
+      await sink.open([typed, items]);
+      await sink.open([typed, items]);
+      const { rows } = await db.query<{ attname: string; type: string; notnull: boolean }>(
+        `SELECT attname, format_type(atttypid, atttypmod) AS type, attnotnull AS notnull FROM pg_attribute
+          WHERE attrelid = 'src.typed'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
+      );
+      expect(rows).toEqual(
+        typed.columns.map((c) => ({ attname: c.name, type: c.typeName, notnull: c.isKey })),
+      );
+      const pk = await db.query(
+        `SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'src.typed'::regclass`,
+      );
+      expect(pk.rows).toEqual([{ def: 'PRIMARY KEY (id)' }]);
+      const { rows: books } = await db.query<{ relname: string }>(
+        "SELECT relname FROM pg_class WHERE relnamespace = '_replicator'::regnamespace AND relkind = 'r' ORDER BY 1",
+      );
+      expect(books.map((r) => r.relname)).toEqual(['checkpoints', 'snapshot_partitions']);
+    });
+
+    it('creates a composite primary key in key order, and keeps NOT NULL of other columns', async () => {
+      const pair = tableSchema('src', 'pair', [
+        ['b', 'text'],
+        ['a*', 'text'],
+        ['c', 'integer'],
+        ['z*', 'integer'],
+      ]);
+      pair.keyColumns = ['z', 'a'];
+      (pair.columns[0] as ColumnSchema).nullable = false;
+      await newSink({ target_schema: 'composite' }).open([pair]);
+      const pk = await db.query(
+        `SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'composite.pair'::regclass`,
+      );
+      expect(pk.rows).toEqual([{ def: 'PRIMARY KEY (z, a)' }]);
+      const { rows } = await db.query(
+        `SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'composite.pair'::regclass AND attnum > 0
+          ORDER BY attnum`,
+      );
+      expect(rows.map((r) => `${r.attname}:${r.attnotnull}`)).toEqual([
+        'b:true',
+        'a:true',
+        'c:false',
+        'z:true',
+      ]);
+    });
+
+    it('opens concurrently from several sinks', async () => {
+      const schemas = ['c1', 'c2', 'c3', 'c4'];
+      await Promise.all(
+        schemas.map((s) => newSink({ target_schema: 'conc' }).open([{ ...items, table: s }])),
+      );
+      await Promise.all(schemas.map((s) => newSink({ target_schema: s }).open([items])));
+      for (const s of schemas) expect(await count({ schema: s, table: 'items' })).toBe(0);
+    });
+
+    it('maps tables with target_schema and table.<schema>.<table>', async () => {
+      const sink = newSink({
+        target_schema: 'replica',
+        'table.src.items': 'archive.items_copy',
+        'table.src.others': 'o',
+      });
+      await sink.open([items, others, typed]);
+      const { rows } = await db.query<{ t: string }>(
+        `SELECT to_regclass(t)::text AS t FROM unnest(ARRAY['archive.items_copy', 'replica.o', 'replica.typed']) t`,
+      );
+      expect(rows.map((r) => r.t)).toEqual(['archive.items_copy', 'replica.o', 'replica.typed']);
+      await sink.applyBatch(batch([ins(items, { id: '1', name: 'a', body: null, n: '1.50' })]));
+      expect(await readRows({ schema: 'archive', table: 'items_copy' }, items)).toEqual([
+        { id: '1', name: 'a', body: null, n: '1.50' },
+      ]);
+      await expect(
+        newSink({ target_schema: 'x' }).open([items, { ...items, schema: 'other' }]),
+      ).rejects.toThrow(/src.items and other.items would both be written to x.items/);
+    });
+
+    it('checks existing targets', async () => {
+      await db.query(`CREATE SCHEMA manual;
+        CREATE TABLE manual.items (id integer, name text, body text, n numeric(12,2));
+        CREATE TABLE manual.others (k1 text, k2 integer, v text);
+        CREATE UNIQUE INDEX ON manual.others (k2, k1);
+        CREATE TABLE manual.typed (id bigint PRIMARY KEY)`);
+      await expect(newSink({ target_schema: 'manual' }).open([items])).rejects.toThrow(
+        /manual.items has no primary key or unique index on exactly the key columns \["id"\]/,
+      );
+      await expect(newSink({ target_schema: 'manual' }).open([typed])).rejects.toThrow(
+        /manual.typed lacks the columns \["amount",/,
+      );
+      await expect(
+        newSink({ target_schema: 'absent', create_tables: 'false' }).open([items]),
+      ).rejects.toThrow(/absent.items of src.items does not exist and create_tables is false/);
+      expect((await db.query("SELECT to_regnamespace('absent') AS s")).rows[0].s).toBeNull();
+      // A unique index (not a primary key) on the key columns, in another order, is a usable arbiter.
+      const sink = newSink({ target_schema: 'manual', create_tables: 'false' });
+      await sink.open([others]);
+      await sink.applyBatch(
+        batch([ins(others, { k1: 'a', k2: '1', v: 'x' }), ins(others, { k1: 'a', k2: '1', v: 'y' })]),
+      );
+      expect(await readRows({ schema: 'manual', table: 'others' }, others)).toEqual([
+        { k1: 'a', k2: '1', v: 'y' },
+      ]);
+    });
+    it('casts to the types of a user-made target, and names source types the sink lacks', async () => {
+      const moods = tableSchema('src', 'moods', [
+        ['id*', 'integer'],
+        ['mood', 'src_mood'],
+        ['note', 'text'],
+      ]);
+      await expect(newSink({ target_schema: 'typesx' }).open([moods])).rejects.toThrow(
+        /cannot create typesx.moods: the types \["src_mood"\] of src.moods do not exist in the sink database/,
+      );
+      await db.query(`CREATE TYPE public.src_mood AS ENUM ('sad', 'happy');
+        CREATE SCHEMA IF NOT EXISTS manual;
+        CREATE TABLE manual.moods (id bigint PRIMARY KEY, mood text, note varchar(5))`);
+      const sink = newSink({ target_schema: 'manual', create_tables: 'false' });
+      await sink.open([moods]);
+      await sink.applyBatch(batch([ins(moods, { id: '1', mood: 'happy', note: 'hi' })]));
+      await sink.writeSnapshotPartition(
+        moods,
+        { table: moods, partitionId: '0' },
+        Readable.from(['2\tsad\tyo\n']),
+      );
+      expect(await readRows({ schema: 'manual', table: 'moods' }, moods)).toEqual([
+        { id: '1', mood: 'happy', note: 'hi' },
+        { id: '2', mood: 'sad', note: 'yo' },
+      ]);
+      // Now that the enum exists, a created target keeps the source type.
+      await newSink({ target_schema: 'typesx' }).open([moods]);
+      const { rows } = await db.query(
+        "SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'typesx.moods'::regclass AND attname = 'mood'",
+      );
+      expect(rows).toEqual([{ t: 'src_mood' }]);
+    });
+
+    it('works for a user who may write but not create', async () => {
+      await newSink({ target_schema: 'limited' }).open([items]);
+      await db.query(`DO $$ BEGIN CREATE ROLE sink_writer LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
+        GRANT USAGE ON SCHEMA _replicator, limited TO sink_writer;
+        GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA _replicator, limited TO sink_writer`);
+      const writerUrl = new URL(url);
+      writerUrl.username = 'sink_writer';
+      const sink = createPostgresSink({
+        pipelineId: randomUUID(),
+        dsn: writerUrl.toString(),
+        properties: { target_schema: 'limited' },
+      });
+      sinks.push(sink);
+      await sink.open([items]);
+      await sink.applyBatch(batch([ins(items, { id: '1', name: 'w', body: null, n: null })]));
+      await sink.writeSnapshotPartition(
+        items,
+        { table: items, partitionId: '0' },
+        Readable.from(['2\tx\t\\N\t1\n']),
+      );
+      expect(await count({ schema: 'limited', table: 'items' })).toBe(2);
+      await expect(sink.open([others])).rejects.toThrow(/permission denied for schema limited/);
+    });
+  });
+
+  describe('snapshot partitions', () => {
+    const target = { schema: 'snap', table: 'typed' };
+    const partition = (id: string) => ({
+      table: { schema: typed.schema, table: typed.table },
+      partitionId: id,
+    });
+
+    it('copies tricky values exactly, from a stream cut anywhere', async () => {
+      const sink = newSink({ target_schema: 'snap' });
+      await sink.open([typed]);
+      const text = trickyRows.map((r) => copyLine(typed, r)).join('');
+      const buffer = Buffer.from(text);
+      // Chunks of 997 bytes cut lines, escapes and multi-byte characters in the middle.
+      const chunks = Array.from({ length: Math.ceil(buffer.length / 997) }, (_, i) =>
+        buffer.subarray(i * 997, (i + 1) * 997),
+      );
+      expect(await sink.writeSnapshotPartition(typed, partition('0'), Readable.from(chunks))).toBe(3);
+      expect(await readRows(target, typed)).toEqual(sortById(trickyRows));
+      expect(await sink.snapshotPartitionsDone()).toEqual([partition('0')]);
+    });
+
+    it('streams a large partition', async () => {
+      const sink = newSink({ target_schema: 'snap' });
+      await sink.open([items]);
+      async function* lines() {
+        for (let i = 0; i < 100_000; i++) yield `${i}\tname ${i}\t\\N\t${i}.25\n`;
+      }
+      expect(
+        await sink.writeSnapshotPartition(
+          items,
+          { table: items, partitionId: 'big' },
+          Readable.from(lines()),
+        ),
+      ).toBe(100_000);
+      expect(await count({ schema: 'snap', table: 'items' })).toBe(100_000);
+    });
+
+    it('leaves neither rows nor marker when the stream or the data fails', async () => {
+      const sink = newSink({ target_schema: 'broken' });
+      await sink.open([items]);
+      const ref = { schema: 'broken', table: 'items' };
+      async function* failing() {
+        for (let i = 0; i < 5000; i++) yield `${i}\tx\t\\N\t1\n`;
+        throw new Error('source connection lost');
+      }
+      const p = (id: string) => ({ table: items, partitionId: id });
+      await expect(sink.writeSnapshotPartition(items, p('1'), Readable.from(failing()))).rejects.toThrow(
+        'source connection lost',
+      );
+      await expect(
+        sink.writeSnapshotPartition(items, p('2'), Readable.from(['1\ta\t\\N\t1\n', 'two\tb\t\\N\t1\n'])),
+      ).rejects.toThrow(/invalid input syntax for type integer/);
+      const early = new Readable({ read() {} });
+      early.destroy(new Error('failed before the first byte'));
+      await expect(sink.writeSnapshotPartition(items, p('3'), early)).rejects.toThrow(
+        'failed before the first byte',
+      );
+      expect(await count(ref)).toBe(0);
+      expect(await sink.snapshotPartitionsDone()).toEqual([]);
+      // The sink is still usable afterwards.
+      expect(await sink.writeSnapshotPartition(items, p('4'), Readable.from(['7\ta\t\\N\t1\n']))).toBe(1);
+      expect(await sink.snapshotPartitionsDone()).toEqual([
+        { table: { schema: 'src', table: 'items' }, partitionId: '4' },
+      ]);
+    });
+
+    it('resetTable empties the target and forgets only its markers', async () => {
+      const pipelineId = randomUUID();
+      const sink = newSink({ target_schema: 'reset' }, pipelineId);
+      await sink.open([items, others]);
+      await sink.writeSnapshotPartition(
+        items,
+        { table: items, partitionId: '0' },
+        Readable.from(['1\ta\t\\N\t1\n']),
+      );
+      await sink.writeSnapshotPartition(
+        items,
+        { table: items, partitionId: '1' },
+        Readable.from(['2\ta\t\\N\t1\n']),
+      );
+      await sink.writeSnapshotPartition(
+        others,
+        { table: others, partitionId: '0' },
+        Readable.from(['a\t1\tv\n']),
+      );
+      expect(await sink.snapshotPartitionsDone()).toHaveLength(3);
+      await sink.resetTable(items);
+      expect(await count({ schema: 'reset', table: 'items' })).toBe(0);
+      expect(await count({ schema: 'reset', table: 'others' })).toBe(1);
+      expect(await newSink({ target_schema: 'reset' }, pipelineId).snapshotPartitionsDone()).toEqual([
+        { table: { schema: 'src', table: 'others' }, partitionId: '0' },
+      ]);
+    });
+  });
+
+  describe('applyBatch', () => {
+    it('round-trips every type', async () => {
+      const sink = newSink({ target_schema: 'applied' });
+      await sink.open([typed]);
+      await sink.applyBatch(batch(trickyRows.map((r) => ins(typed, r))));
+      const target = { schema: 'applied', table: 'typed' };
+      expect(await readRows(target, typed)).toEqual(sortById(trickyRows));
+      const [first, second, third] = trickyRows as [Row, Row, Row];
+      // Swap the images of two rows by update, and delete the third.
+      await sink.applyBatch(
+        batch([
+          upd(typed, { ...second, id: first.id as string }),
+          upd(typed, { ...first, id: second.id as string }),
+          del(typed, { id: third.id as string }),
+        ]),
+      );
+      expect(await readRows(target, typed)).toEqual(
+        sortById([
+          { ...second, id: first.id as string },
+          { ...first, id: second.id as string },
+        ]),
+      );
+    });
+
+    it('handles every ordering and replay trap', async () => {
+      const sink = newSink({ target_schema: 'traps' });
+      await sink.open([items, others]);
+      const big = bigText(30_000, 7);
+      const seed = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => ({
+        id: String(i),
+        name: `name-${i}`,
+        body: i === 5 ? big : `body-${i}`,
+        n: `${i}.00`,
+      }));
+      await sink.applyBatch(batch(seed.map((r) => ins(items, r))));
+      await sink.applyBatch(
+        batch([
+          // Replay of an insert already applied: an upsert.
+          ins(items, { id: '1', name: 'one-replayed', body: 'b1', n: '1.10' }),
+          // One key three times in one group: only the last image.
+          ins(items, { id: '20', name: 'a', body: null, n: null }),
+          upd(items, { id: '20', name: 'b', body: null, n: null }),
+          upd(items, { id: '20', name: 'c', body: 'c', n: '20.00' }),
+          // Unchanged TOAST columns are kept; twice for one key in one group.
+          upd(items, { id: '2', name: 'two-new', n: '2.50' }, { unchangedToast: ['body'] }),
+          upd(items, { id: '5', name: 'five-1', n: '5.10' }, { unchangedToast: ['body'] }),
+          upd(items, { id: '5', name: 'five-2', n: '5.20' }, { unchangedToast: ['body'] }),
+          // An update of a missing row is not turned into an insert when columns are missing...
+          upd(items, { id: '30', name: 'ghost', n: '0.00' }, { unchangedToast: ['body'] }),
+          // ...but is when the image is complete.
+          upd(items, { id: '31', name: 'whole', body: 'w', n: '31.00' }),
+          // Key changes: complete image, image with TOAST missing, and a chain.
+          upd(items, { id: '33', name: 'moved', body: 'm', n: '33.00' }, { key: { id: '3' } }),
+          upd(
+            items,
+            { id: '44', name: 'moved-toast', n: '44.00' },
+            { key: { id: '4' }, unchangedToast: ['body'] },
+          ),
+          upd(items, { id: '66', name: 'hop1', body: 'h', n: '66.00' }, { key: { id: '6' } }),
+          upd(items, { id: '666', name: 'hop2', body: 'h', n: '666.00' }, { key: { id: '66' } }),
+          // Another table in between.
+          ins(others, { k1: 'x', k2: '1', v: 'v1' }),
+          // Delete of a key inserted earlier in the same batch, and re-insert after delete.
+          ins(items, { id: '40', name: 'short-lived', body: null, n: null }),
+          del(items, { id: '40' }),
+          del(items, { id: '7' }),
+          ins(items, { id: '50', name: 'first', body: null, n: null }),
+          del(items, { id: '50' }),
+          ins(items, { id: '50', name: 'again', body: null, n: null }),
+          // A partial update followed by a complete one of the same row.
+          upd(items, { id: '8', n: '8.80' }, { unchangedToast: ['name', 'body'] }),
+          upd(items, { id: '8', name: 'eight', body: 'b8', n: '8.88' }),
+          del(others, { k1: 'x', k2: '1' }),
+          ins(others, { k1: 'x', k2: '1', v: 'v2' }),
+        ]),
+      );
+      expect(await readRows({ schema: 'traps', table: 'items' }, items)).toEqual([
+        { id: '1', name: 'one-replayed', body: 'b1', n: '1.10' },
+        { id: '2', name: 'two-new', body: 'body-2', n: '2.50' },
+        { id: '5', name: 'five-2', body: big, n: '5.20' },
+        { id: '8', name: 'eight', body: 'b8', n: '8.88' },
+        { id: '20', name: 'c', body: 'c', n: '20.00' },
+        { id: '31', name: 'whole', body: 'w', n: '31.00' },
+        { id: '33', name: 'moved', body: 'm', n: '33.00' },
+        { id: '44', name: 'moved-toast', body: 'body-4', n: '44.00' },
+        { id: '50', name: 'again', body: null, n: null },
+        { id: '666', name: 'hop2', body: 'h', n: '666.00' },
+      ]);
+      expect(await readRows({ schema: 'traps', table: 'others' }, others)).toEqual([
+        { k1: 'x', k2: '1', v: 'v2' },
+      ]);
+    });
+
+    it('truncates in order, together with the other changes', async () => {
+      const sink = newSink({ target_schema: 'trunc' });
+      await sink.open([items, others]);
+      await sink.applyBatch(
+        batch([
+          ins(items, { id: '1', name: 'a', body: null, n: null }),
+          ins(others, { k1: 'a', k2: '1', v: null }),
+          ins(items, { id: '2', name: 'b', body: null, n: null }),
+          trunc(items, others),
+          ins(items, { id: '3', name: 'c', body: null, n: null }),
+          trunc(others),
+          ins(others, { k1: 'b', k2: '2', v: null }),
+        ]),
+      );
+      expect((await readRows({ schema: 'trunc', table: 'items' }, items)).map((r) => r.id)).toEqual(['3']);
+      expect((await readRows({ schema: 'trunc', table: 'others' }, others)).map((r) => r.k1)).toEqual(['b']);
+    });
+
+    it('rolls back the whole batch when one change fails', async () => {
+      const pipelineId = randomUUID();
+      const sink = newSink({ target_schema: 'atomic' }, pipelineId);
+      await sink.open([items]);
+      const bad = batch([
+        ins(items, { id: '1', name: 'a', body: null, n: null }),
+        ins(items, { id: 'x', name: 'b', body: null, n: null }),
+      ]);
+      await expect(sink.applyBatch(bad)).rejects.toThrow(/invalid input syntax for type integer/);
+      expect(await count({ schema: 'atomic', table: 'items' })).toBe(0);
+      expect(await sink.readCheckpoint()).toBeNull();
+      await expect(
+        sink.applyBatch(batch([ins({ ...items, table: 'unknown' }, { id: '1' })])),
+      ).rejects.toThrow(/src.unknown was not opened/);
+    });
+
+    it('stores the checkpoint with the batch and reads it back', async () => {
+      const pipelineId = randomUUID();
+      const sink = newSink({ target_schema: 'ckpt' }, pipelineId);
+      expect(await sink.readCheckpoint()).toBeNull();
+      await sink.open([items]);
+      expect(await sink.readCheckpoint()).toBeNull();
+      expect(await sink.applyBatch(batch([], 1, '0/16B3748'))).toEqual({ lsn: '0/16B3748', epoch: 1 });
+      expect(
+        await sink.applyBatch(
+          batch([ins(items, { id: '1', name: null, body: null, n: null })], 1, 'A/000000FF'),
+        ),
+      ).toEqual({ lsn: 'A/FF', epoch: 1 });
+      expect(await newSink({}, pipelineId).readCheckpoint()).toEqual({ lsn: 'A/FF', epoch: 1 });
+      expect(await newSink({}, randomUUID()).readCheckpoint()).toBeNull();
+    });
+
+    it('fences a writer whose epoch is older than the stored one', async () => {
+      const pipelineId = randomUUID();
+      const newer = newSink({ target_schema: 'fence' }, pipelineId);
+      const older = newSink({ target_schema: 'fence' }, pipelineId);
+      await newer.open([items]);
+      await older.open([items]);
+      await older.applyBatch(batch([ins(items, { id: '1', name: 'e1', body: null, n: null })], 1, '0/100'));
+      await newer.applyBatch(batch([ins(items, { id: '2', name: 'e2', body: null, n: null })], 2, '0/200'));
+      const refused = older.applyBatch(
+        batch([ins(items, { id: '3', name: 'e1', body: null, n: null })], 1, '0/300'),
+      );
+      await expect(refused).rejects.toBeInstanceOf(FencedError);
+      await expect(refused).rejects.toMatchObject({ storedEpoch: 2, writerEpoch: 1 });
+      expect((await readRows({ schema: 'fence', table: 'items' }, items)).map((r) => r.id)).toEqual([
+        '1',
+        '2',
+      ]);
+      expect(await older.readCheckpoint()).toEqual({ lsn: '0/200', epoch: 2 });
+      expect(await newer.applyBatch(batch([], 3, '0/400'))).toEqual({ lsn: '0/400', epoch: 3 });
+    });
+
+    it('fences a writer that waited for a newer one to commit', async () => {
+      const pipelineId = randomUUID();
+      const older = newSink({ target_schema: 'fence_wait' }, pipelineId);
+      await older.open([items]);
+      await older.applyBatch(batch([], 4, '0/500'));
+      const newer = new pg.Client({ connectionString: url });
+      await newer.connect();
+      try {
+        await newer.query('BEGIN');
+        await newer.query('UPDATE _replicator.checkpoints SET epoch = 5 WHERE pipeline_id = $1', [
+          pipelineId,
+        ]);
+        const waiting = older.applyBatch(
+          batch([ins(items, { id: '9', name: null, body: null, n: null })], 4),
+        );
+        waiting.catch(() => {});
+        await new Promise((r) => setTimeout(r, 200));
+        await newer.query('COMMIT');
+        await expect(waiting).rejects.toMatchObject({ name: 'FencedError', storedEpoch: 5, writerEpoch: 4 });
+      } finally {
+        await newer.end();
+      }
+      expect(await count({ schema: 'fence_wait', table: 'items' })).toBe(0);
+    });
+
+    it('applies repeated 10000-row upsert batches', async () => {
+      const sink = newSink({ target_schema: 'perf' });
+      await sink.open([items]);
+      const rounds = 5;
+      for (let round = 0; round < rounds; round++) {
+        const changes = Array.from({ length: 10_000 }, (_, i) =>
+          (round === 0 ? ins : upd)(items, {
+            id: String(i),
+            name: `n${round}-${i}`,
+            body: 'x'.repeat(100),
+            n: `${i}.5`,
+          }),
+        );
+        await sink.applyBatch(batch(changes));
+      }
+      expect(await count({ schema: 'perf', table: 'items' })).toBe(10_000);
+      expect(await sink.readCheckpoint()).not.toBeNull();
+    });
+  });
+
+  it('writes tables and columns with hostile names exactly', async () => {
+    await db.query(
+      'CREATE TABLE IF NOT EXISTS public.x (id int); CREATE TABLE IF NOT EXISTS public.victim (id int)',
+    );
+    const hostile = tableSchema('we ird"s', 't"; DROP TABLE victim;--', [
+      ['a"; DROP TABLE x;--*', 'integer'],
+      ['Mixed Case', 'text'],
+      ['new\nline\\', 'text'],
+    ]);
+    const sink = newSink();
+    await sink.open([hostile]);
+    const target = { schema: hostile.schema, table: hostile.table };
+    const { rows } = await db.query<{ attname: string }>(
+      'SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 ORDER BY attnum',
+      [qualified(target)],
+    );
+    expect(rows.map((r) => r.attname)).toEqual(hostile.columns.map((c) => c.name));
+    const row = (id: string, v: string): Row => ({
+      'a"; DROP TABLE x;--': id,
+      'Mixed Case': v,
+      'new\nline\\': v,
+    });
+    const copy = Readable.from([copyLine(hostile, row('1', 'a')), copyLine(hostile, row('2', 'b'))]);
+    expect(await sink.writeSnapshotPartition(hostile, { table: target, partitionId: '0' }, copy)).toBe(2);
+    await sink.applyBatch(
+      batch([
+        ins(hostile, row('3', 'c')),
+        upd(hostile, row('1', 'a2')),
+        upd(hostile, { 'a"; DROP TABLE x;--': '2', 'Mixed Case': 'b2' }, { unchangedToast: ['new\nline\\'] }),
+        del(hostile, { 'a"; DROP TABLE x;--': '3' }),
+      ]),
+    );
+    expect(await readRows(target, hostile)).toEqual([
+      row('1', 'a2'),
+      { ...row('2', 'b'), 'Mixed Case': 'b2' },
+    ]);
+    expect(await sink.snapshotPartitionsDone()).toEqual([{ table: target, partitionId: '0' }]);
+    const survivors = await db.query(
+      "SELECT to_regclass('public.x') AS x, to_regclass('public.victim') AS v",
+    );
+    expect(survivors.rows[0]).toEqual({ x: 'x', v: 'victim' });
+  });
+});

@@ -1,0 +1,148 @@
+import { describe, expect, it } from 'vitest';
+import type { ChangeEvent, ColumnSchema, Row, TableSchema } from '../../src/core/change.js';
+import { planBatch, type TargetTable } from '../../src/sinks/postgres/apply-plan.js';
+
+const col = (name: string, isKey = false): ColumnSchema => ({
+  name,
+  typeName: isKey ? 'integer' : 'text',
+  typeOid: 0,
+  nullable: !isKey,
+  isKey,
+});
+
+const items: TableSchema = {
+  schema: 'public',
+  table: 'items',
+  columns: [col('id', true), col('name'), col('body')],
+  keyColumns: ['id'],
+};
+const other: TableSchema = { ...items, table: 'other' };
+
+const tables = new Map<string, TargetTable>(
+  [items, other].map((t) => [
+    t.table,
+    { source: t, target: { schema: 'r', table: t.table }, keys: [t.columns[0] as ColumnSchema] },
+  ]),
+);
+const lookup = (ref: { table: string }): TargetTable => {
+  const table = tables.get(ref.table);
+  if (!table) throw new Error(`unknown ${ref.table}`);
+  return table;
+};
+
+const base = { lsn: '0/1', commitLsn: '0/2', xid: 1, commitTime: '2024-01-01T00:00:00Z' };
+const ins = (after: Row, table = items): ChangeEvent => ({ ...base, op: 'insert', table, after });
+const upd = (after: Row, extra: Partial<ChangeEvent> = {}): ChangeEvent => ({
+  ...base,
+  op: 'update',
+  table: items,
+  after,
+  ...extra,
+});
+const del = (key: Row, table = items): ChangeEvent => ({ ...base, op: 'delete', table, key });
+
+const plan = (changes: ChangeEvent[], maxRows?: number) =>
+  planBatch(changes, lookup, maxRows).map((s) => ({
+    verb: s.text.split(' ')[0],
+    text: s.text,
+    values: s.values,
+  }));
+
+describe('planning a batch', () => {
+  it('groups consecutive changes of one table and kind into one statement', () => {
+    const steps = plan([
+      ins({ id: '1', name: 'a', body: 'x' }),
+      ins({ id: '2', name: 'b', body: 'y' }),
+      upd({ id: '1', name: 'a2', body: 'x' }),
+    ]);
+    expect(steps).toHaveLength(1);
+    expect(steps[0]?.verb).toBe('INSERT');
+    // The same key twice: only its last image, a statement cannot touch a row twice.
+    expect(steps[0]?.values).toEqual([
+      ['1', '2'],
+      ['a2', 'b'],
+      ['x', 'y'],
+    ]);
+  });
+
+  it('keeps the order between groups', () => {
+    const steps = plan([
+      ins({ id: '1', name: 'a', body: null }),
+      del({ id: '1' }),
+      ins({ id: '1', name: 'b', body: null }, other),
+      ins({ id: '1', name: 'c', body: null }),
+      { ...base, op: 'truncate', table: other, tables: [other, items] },
+      ins({ id: '3', name: 'd', body: null }),
+    ]);
+    expect(steps.map((s) => s.verb)).toEqual(['INSERT', 'DELETE', 'INSERT', 'INSERT', 'TRUNCATE', 'INSERT']);
+    expect(steps[2]?.text).toContain('"r"."other"');
+    expect(steps[4]?.text).toBe('TRUNCATE "r"."other", "r"."items"');
+    expect(steps[1]?.values).toEqual([['1']]);
+  });
+
+  it('never writes unchanged TOAST columns and updates those rows in place', () => {
+    const steps = plan([
+      upd({ id: '1', name: 'n1' }, { unchangedToast: ['body'] }),
+      upd({ id: '2', name: 'n2', body: 'ignored' }, { unchangedToast: ['body'] }),
+      upd({ id: '3', name: 'n3', body: 'b3' }),
+    ]);
+    expect(steps.map((s) => s.verb)).toEqual(['UPDATE', 'INSERT']);
+    expect(steps[0]?.text).not.toContain('"body"');
+    expect(steps[0]?.values).toEqual([
+      ['1', '2'],
+      ['n1', 'n2'],
+      ['1', '2'],
+    ]);
+  });
+
+  it('skips an update that sends nothing but unchanged TOAST columns', () => {
+    const steps = plan([
+      upd({ name: null, body: null }, { key: { id: '1' }, unchangedToast: ['id', 'name', 'body'] }),
+    ]);
+    expect(steps).toEqual([]);
+  });
+
+  it('separates updates with different sets of present columns', () => {
+    const steps = plan([
+      upd({ id: '1', name: 'n1' }, { unchangedToast: ['body'] }),
+      upd({ id: '2', body: 'b2' }, { unchangedToast: ['name'] }),
+    ]);
+    expect(steps.map((s) => s.text.match(/SET "(\w+)"/)?.[1])).toEqual(['id', 'id']);
+    expect(steps[0]?.text).toContain('"name" =');
+    expect(steps[1]?.text).toContain('"body" =');
+  });
+
+  it('moves a row whose key changed: delete the old key, upsert the new', () => {
+    const steps = plan([upd({ id: '9', name: 'n', body: 'b' }, { key: { id: '1' } })]);
+    expect(steps.map((s) => s.verb)).toEqual(['DELETE', 'INSERT']);
+    expect(steps[0]?.values).toEqual([['1']]);
+    expect(steps[1]?.values[0]).toEqual(['9']);
+  });
+
+  it('moves a row with TOAST columns missing by updating it in place at its old key', () => {
+    const steps = plan([upd({ id: '9', name: 'n' }, { key: { id: '1' }, unchangedToast: ['body'] })]);
+    expect(steps).toHaveLength(1);
+    expect(steps[0]?.verb).toBe('UPDATE');
+    expect(steps[0]?.values).toEqual([['9'], ['n'], ['1']]);
+  });
+
+  it('splits big groups into several statements', () => {
+    const changes = Array.from({ length: 5 }, (_, i) => ins({ id: String(i), name: null, body: null }));
+    const steps = plan(changes, 2);
+    expect(steps.map((s) => s.values[0])).toEqual([['0', '1'], ['2', '3'], ['4']]);
+  });
+
+  it('refuses unknown tables, unknown columns and rows without key', () => {
+    expect(() => plan([ins({ id: '1' }, { ...items, table: 'nope' })])).toThrow(/unknown nope/);
+    expect(() => plan([ins({ id: '1', extra: 'x' })])).toThrow(
+      /"extra" of public.items is not in its schema/,
+    );
+    expect(() => plan([ins({ name: 'x' })])).toThrow(/lacks key column "id"/);
+    expect(() => plan([del({ name: 'x' })])).toThrow(/lacks key column "id"/);
+  });
+
+  it('tells a null key from the text "null"', () => {
+    const steps = plan([del({ id: 'null' }), del({ id: 'null' }), del({ id: '"null"' })]);
+    expect(steps[0]?.values).toEqual([['null', '"null"']]);
+  });
+});
