@@ -37,7 +37,9 @@ export type PipelineEvent =
   | { type: 'REJECT' }
   | { type: 'PHASE'; phase: Phase }
   | { type: 'FAILED'; message: string; retryable: boolean }
-  | { type: 'SCHEMA_CHANGE' };
+  | { type: 'SCHEMA_CHANGE' }
+  /** The definition changed: restart the data plane with it (hot reload). */
+  | { type: 'RELOAD' };
 
 export interface PipelineContext {
   pipelineId: string;
@@ -51,7 +53,9 @@ export interface PipelineContext {
 export interface PipelineInput {
   pipelineId: string;
   /** Where the pipeline should be when its actor starts (restored at process start). */
-  resumeAs?: 'stopped' | 'running' | 'paused';
+  resumeAs?: 'stopped' | 'running' | 'paused' | 'failed';
+  /** The error a failed pipeline was left with. */
+  error?: string | null;
 }
 
 /** Transient failures are retried this many times in a row before the pipeline fails. */
@@ -90,7 +94,7 @@ export const pipelineMachine = setup({
   id: 'pipeline',
   context: ({ input }) => ({
     pipelineId: input.pipelineId,
-    error: null,
+    error: input.error ?? null,
     retries: 0,
     resumeAs: input.resumeAs ?? 'stopped',
   }),
@@ -101,6 +105,7 @@ export const pipelineMachine = setup({
       always: [
         { guard: ({ context }) => context.resumeAs === 'running', target: 'starting' },
         { guard: ({ context }) => context.resumeAs === 'paused', target: 'paused' },
+        { guard: ({ context }) => context.resumeAs === 'failed', target: 'failed' },
         { target: 'stopped' },
       ],
     },
@@ -163,6 +168,7 @@ export const pipelineMachine = setup({
       on: {
         STOP: 'stopping',
         PAUSE: 'paused',
+        RELOAD: { target: '.replicating', reenter: true },
       },
     },
     stopping: {

@@ -6,7 +6,10 @@ import { WorkerRegistry } from './fleet/worker-registry.js';
 import { HealthService } from './health/health-service.js';
 import { buildApp } from './http/app.js';
 import type { Logger } from './log/logger.js';
+import { PipelineStatusService } from './pipelines/pipeline-status-service.js';
 import { PipelinesService } from './pipelines/pipelines-service.js';
+import { ReplicationRunner } from './runtime/replication-runner.js';
+import { Supervisor } from './runtime/supervisor.js';
 import { loadMasterKey } from './secrets/master-key.js';
 import { SecretBox } from './secrets/secret-box.js';
 import { locateMetadataStore } from './store/metadata-store.js';
@@ -18,6 +21,7 @@ export interface RunningService {
   url: string;
   app: FastifyInstance;
   worker: WorkerRegistry;
+  supervisor: Supervisor;
   stop(): Promise<void>;
 }
 
@@ -44,11 +48,26 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await worker.start();
     stops.push(() => worker.stop());
 
+    const connections = new ConnectionsService(pool, secrets);
+    const pipelines = new PipelinesService(pool);
+    const runner = new ReplicationRunner({
+      pool,
+      logger: logger.child({ component: 'replication' }),
+      resolveConnection: (projectId, name) => connections.resolve({ projectId, actor: 'system' }, name),
+    });
+    const supervisor = new Supervisor(pool, runner, logger.child({ component: 'supervisor' }));
+    pipelines.lifecycle = supervisor;
+    connections.events.deletedWhileInUse = async (ctx, _connection, users) =>
+      supervisor.connectionDeleted(ctx.projectId, users);
+    await supervisor.start();
+    stops.push(() => supervisor.stop());
+
     const app = await buildApp({
       logger,
       services: {
-        connections: new ConnectionsService(pool, secrets),
-        pipelines: new PipelinesService(pool),
+        connections,
+        pipelines,
+        status: new PipelineStatusService(pool, supervisor),
         health: new HealthService(pool),
       },
       resolveContext: () => SYSTEM_CONTEXT,
@@ -56,7 +75,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     // Closing the app stops accepting connections and waits for in-flight requests.
     stops.push(() => app.close());
     const url = await app.listen({ host: config.listen.host, port: config.listen.port });
-    return { url, app, worker, stop };
+    return { url, app, worker, supervisor, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -25,6 +25,8 @@ export const ERROR_CODES = {
   VALIDATION_FAILED: 422,
   /** An unexpected failure inside the service; details are in the service log under the request id. */
   INTERNAL: 500,
+  /** The source database could not be reached to clean up what a pipeline owns there (its slot). */
+  SOURCE_UNAVAILABLE: 502,
   /** A dependency the service needs (its metadata store) is unreachable; retry later. */
   UNAVAILABLE: 503,
 } as const;

@@ -5,17 +5,20 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ConnectionsService } from '../connections/connections-service.js';
 import type { HealthService } from '../health/health-service.js';
 import type { Logger } from '../log/logger.js';
+import type { PipelineStatusService } from '../pipelines/pipeline-status-service.js';
 import type { PipelinesService } from '../pipelines/pipelines-service.js';
 import { VERSION } from '../version.js';
 import { installErrorHandling } from './error-handler.js';
 import { type ContextResolver, installRequestContext } from './request-context.js';
 import { connectionRoutes } from './routes/connections.js';
 import { healthRoutes } from './routes/health.js';
+import { pipelineStatusRoutes } from './routes/pipeline-status.js';
 import { pipelineRoutes } from './routes/pipelines.js';
 
 export interface AppServices {
   connections: ConnectionsService;
   pipelines: PipelinesService;
+  status: PipelineStatusService;
   health: HealthService;
 }
 
@@ -61,6 +64,7 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
     async (v1) => {
       await v1.register(connectionRoutes, { connections: services.connections });
       await v1.register(pipelineRoutes, { pipelines: services.pipelines });
+      await v1.register(pipelineStatusRoutes, { status: services.status });
       await v1.register(healthRoutes, { health: services.health });
       v1.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
     },

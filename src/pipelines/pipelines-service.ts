@@ -2,6 +2,7 @@ import { type CommonQueryMethods, type DatabasePool, UniqueIntegrityConstraintVi
 import { findConnectionType } from '../connections/connection-types.js';
 import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
+import { findSinkKind } from '../sinks/registry.js';
 import { connectionsStore } from '../store/connections-store.js';
 import { type PipelineDefinitionWrite, pipelinesStore } from '../store/pipelines-store.js';
 import { IDLE_STATS, type PipelineLiveStats, toPipelineSummary, toPipelineView } from './pipeline-view.js';
@@ -13,27 +14,36 @@ export interface PipelineDefinitionInput {
   sink: { connection: string; properties?: Record<string, string> };
 }
 
-/** Where live figures come from; the runtime provides them for running pipelines. */
-export interface LiveStatsSource {
+/** What the runtime does when definitions change; without a runtime, nothing runs. */
+export interface PipelineLifecycle {
+  /** Live figures of a running pipeline. */
   stats(pipelineId: string): PipelineLiveStats;
+  /** The stored definition changed: a running pipeline reloads it. */
+  definitionChanged(pipelineId: string): void;
+  /** Stops the pipeline and drops what it owns on its source; throws to refuse the deletion. */
+  beforeDelete(pipelineId: string, force: boolean): Promise<void>;
 }
 
-const idle: LiveStatsSource = { stats: () => IDLE_STATS };
+const idle: PipelineLifecycle = {
+  stats: () => IDLE_STATS,
+  definitionChanged: () => {},
+  beforeDelete: async () => {},
+};
 
 export class PipelinesService {
-  live: LiveStatsSource = idle;
+  lifecycle: PipelineLifecycle = idle;
 
   constructor(private readonly pool: DatabasePool) {}
 
   async list(ctx: RequestContext) {
     const rows = await pipelinesStore.list(this.pool, ctx.projectId);
-    return rows.map((row) => toPipelineSummary(row, this.live.stats(row.id)));
+    return rows.map((row) => toPipelineSummary(row, this.lifecycle.stats(row.id)));
   }
 
   async get(ctx: RequestContext, name: string) {
     const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
     if (!row) throw notFound('pipeline', name);
-    return toPipelineView(row, this.live.stats(row.id));
+    return toPipelineView(row, this.lifecycle.stats(row.id));
   }
 
   async create(ctx: RequestContext, name: string, input: PipelineDefinitionInput) {
@@ -67,10 +77,15 @@ export class PipelinesService {
       return pipelinesStore.updateDefinition(tx, ctx.projectId, name, definition);
     });
     if (!row) throw notFound('pipeline', name);
-    return toPipelineView(row, this.live.stats(row.id));
+    this.lifecycle.definitionChanged(row.id);
+    return toPipelineView(row, this.lifecycle.stats(row.id));
   }
 
-  async delete(ctx: RequestContext, name: string): Promise<void> {
+  /** Deletes a pipeline after stopping it and dropping its slot and publication on the source. */
+  async delete(ctx: RequestContext, name: string, force = false): Promise<void> {
+    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
+    if (!row) throw notFound('pipeline', name);
+    await this.lifecycle.beforeDelete(row.id, force);
     const result = await pipelinesStore.delete(this.pool, ctx.projectId, name);
     if (result.rowCount === 0) throw notFound('pipeline', name);
   }
@@ -102,5 +117,6 @@ async function checkConnections(tx: CommonQueryMethods, ctx: RequestContext, d: 
     if (!findConnectionType(row.type)?.roles.includes(side.role)) {
       throw validationFailed(side.field, `a ${row.type} connection cannot be a pipeline ${side.role}`);
     }
+    if (side.role === 'sink') findSinkKind(row.type)?.parseProperties(d.sinkProperties);
   }
 }

@@ -15,13 +15,17 @@ const PipelineRow = z.object({
   state_reason: z.string().nullable(),
   error: z.string().nullable(),
   last_checkpoint_at: z.string().nullable(),
+  last_checkpoint_lsn: z.string().nullable(),
+  events_total: z.number(),
+  sink_errors_total: z.number(),
   created_at: z.string(),
   updated_at: z.string(),
 });
 export type PipelineRow = z.infer<typeof PipelineRow>;
 
 const COLUMNS = sql.fragment`id, project_id, name, source_connection, source_tables, sink_connection,
-  sink_properties, generation, desired_state, state, state_reason, error, last_checkpoint_at, created_at, updated_at`;
+  sink_properties, generation, desired_state, state, state_reason, error, last_checkpoint_at,
+  last_checkpoint_lsn, events_total, sink_errors_total, created_at, updated_at`;
 
 /** The user-given part of a pipeline. */
 export interface PipelineDefinitionWrite {
@@ -58,6 +62,46 @@ export const pipelinesStore = {
         sink_connection = ${d.sinkConnection}, sink_properties = ${sql.jsonb(d.sinkProperties)},
         generation = generation + 1, updated_at = now()
       WHERE project_id = ${projectId} AND name = ${name} RETURNING ${COLUMNS}`),
+
+  findById: (db: CommonQueryMethods, id: string) =>
+    db.maybeOne(sql.type(PipelineRow)`SELECT ${COLUMNS} FROM pipelines WHERE id = ${id}`),
+
+  /** Pipelines a process should bring back at start: those the user left running or paused. */
+  listToRestore: (db: CommonQueryMethods) =>
+    db.any(
+      sql.type(PipelineRow)`SELECT ${COLUMNS} FROM pipelines WHERE desired_state <> 'stopped' ORDER BY name`,
+    ),
+
+  setDesiredState: (db: CommonQueryMethods, id: string, desired: 'stopped' | 'running' | 'paused') =>
+    db.query(
+      sql.unsafe`UPDATE pipelines SET desired_state = ${desired}, updated_at = now() WHERE id = ${id}`,
+    ),
+
+  markSourcePrepared: (db: CommonQueryMethods, id: string) =>
+    db.query(
+      sql.unsafe`UPDATE pipelines SET source_prepared_at = coalesce(source_prepared_at, now()) WHERE id = ${id}`,
+    ),
+
+  isSourcePrepared: (db: CommonQueryMethods, id: string) =>
+    db.exists(sql.unsafe`SELECT 1 FROM pipelines WHERE id = ${id} AND source_prepared_at IS NOT NULL`),
+
+  /** Records the state the pipeline's actor is in, and why. */
+  setState: (db: CommonQueryMethods, id: string, state: string, error: string | null) =>
+    db.query(
+      sql.unsafe`UPDATE pipelines SET state = ${state}, error = ${error}, updated_at = now() WHERE id = ${id}`,
+    ),
+
+  /** Adds what the data plane did since the last call. */
+  recordProgress: (
+    db: CommonQueryMethods,
+    id: string,
+    p: { checkpointLsn: string | null; checkpointAt: string | null; events: number; sinkErrors: number },
+  ) =>
+    db.query(sql.unsafe`UPDATE pipelines SET
+        last_checkpoint_lsn = coalesce(${p.checkpointLsn}, last_checkpoint_lsn),
+        last_checkpoint_at = coalesce(${p.checkpointAt}::timestamptz, last_checkpoint_at),
+        events_total = events_total + ${p.events}, sink_errors_total = sink_errors_total + ${p.sinkErrors}
+      WHERE id = ${id}`),
 
   delete: (db: CommonQueryMethods, projectId: string, name: string) =>
     db.query(sql.unsafe`DELETE FROM pipelines WHERE project_id = ${projectId} AND name = ${name}`),

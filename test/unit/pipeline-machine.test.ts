@@ -191,7 +191,19 @@ describe('pipeline machine', () => {
     expect(apiState(actor.getSnapshot().value)).toBe('running');
   });
 
+  it('restarts the data plane on RELOAD, staying running', async () => {
+    const { actor, h } = await actorIn('running');
+    h.report({ type: 'PHASE', phase: 'streaming' });
+    actor.send({ type: 'RELOAD' });
+    expect(h.replicateStops()).toBe(1);
+    expect(actor.getSnapshot().matches({ running: { replicating: 'snapshot' } })).toBe(true);
+    const paused = await actorIn('paused');
+    paused.actor.send({ type: 'RELOAD' });
+    expect(apiState(paused.actor.getSnapshot().value)).toBe('paused');
+  });
+
   it.each([
+    ['failed', 'failed'],
     ['running', 'starting'],
     ['paused', 'paused'],
     ['stopped', 'stopped'],

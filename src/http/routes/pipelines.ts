@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { PipelinesService } from '../../pipelines/pipelines-service.js';
 import { errorResponses, NameParams } from '../schemas/common.js';
+import { ForceQuery } from '../schemas/connections.js';
 import { Pipeline, PipelineCreateBody, PipelineReplaceBody, PipelineSummary } from '../schemas/pipelines.js';
 
 const tags = ['pipelines'];
@@ -64,13 +65,16 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
     {
       schema: {
         tags,
-        summary: 'Delete a pipeline',
+        summary:
+          'Stop and delete a pipeline, dropping its replication slot and publication on the source; 502 ' +
+          'SOURCE_UNAVAILABLE keeps it when the slot cannot be dropped, unless force=true',
         params: NameParams,
-        response: { 204: Type.Null(), ...errorResponses(404) },
+        querystring: ForceQuery,
+        response: { 204: Type.Null(), ...errorResponses(404, 502) },
       },
     },
     async (request, reply) => {
-      await pipelines.delete(request.ctx, request.params.name);
+      await pipelines.delete(request.ctx, request.params.name, request.query.force === 'true');
       return reply.status(204).send(null);
     },
   );

@@ -1,0 +1,78 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { validationFailed } from '../../errors/app-error.js';
+import type { PipelineStatusService } from '../../pipelines/pipeline-status-service.js';
+import { errorResponses, NameParams } from '../schemas/common.js';
+import {
+  PipelineMetrics,
+  RunHistory,
+  RunsQuery,
+  SnapshotProgress,
+  StateChangeBody,
+} from '../schemas/pipeline-status.js';
+import { Pipeline } from '../schemas/pipelines.js';
+
+const tags = ['pipelines'];
+
+export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineStatusService }> = async (
+  app,
+  { status },
+) => {
+  app.put(
+    '/pipelines/:name/state',
+    {
+      schema: {
+        tags,
+        summary:
+          'Start, stop, pause or resume a pipeline; 409 INVALID_TRANSITION when its state does not allow it',
+        params: NameParams,
+        body: StateChangeBody,
+        response: { 200: Pipeline, ...errorResponses(400, 404, 409, 415) },
+      },
+    },
+    (request) => status.changeState(request.ctx, request.params.name, request.body.state),
+  );
+
+  app.get(
+    '/pipelines/:name/metrics',
+    {
+      schema: {
+        tags,
+        summary: 'Throughput, lag and counters',
+        params: NameParams,
+        response: { 200: PipelineMetrics, ...errorResponses(404) },
+      },
+    },
+    (request) => status.metrics(request.ctx, request.params.name),
+  );
+
+  app.get(
+    '/pipelines/:name/progress',
+    {
+      schema: {
+        tags,
+        summary: 'Snapshot progress per table',
+        params: NameParams,
+        response: { 200: SnapshotProgress, ...errorResponses(404) },
+      },
+    },
+    (request) => status.progress(request.ctx, request.params.name),
+  );
+
+  app.get(
+    '/pipelines/:name/runs',
+    {
+      schema: {
+        tags,
+        summary: 'Run history, newest first, paged with a cursor',
+        params: NameParams,
+        querystring: RunsQuery,
+        response: { 200: RunHistory, ...errorResponses(404, 422) },
+      },
+    },
+    (request) => {
+      const limit = request.query.limit === undefined ? 20 : Number(request.query.limit);
+      if (limit < 1 || limit > 100) throw validationFailed('limit', 'must be from 1 to 100');
+      return status.runs(request.ctx, request.params.name, limit, request.query.cursor);
+    },
+  );
+};

@@ -1,0 +1,74 @@
+import { Type } from 'typebox';
+import { PIPELINE_ACTIONS } from '../../../machines/pipeline.js';
+import { Timestamp } from './common.js';
+
+export const StateChangeBody = Type.Object(
+  {
+    state: Type.Union(
+      PIPELINE_ACTIONS.map((a) => Type.Literal(a)),
+      { description: 'The action: start, stop, pause or resume' },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const PipelineMetrics = Type.Object({
+  name: Type.String(),
+  state: Type.String(),
+  events_per_second: Type.Number({ description: 'Events applied per second, over the last 5 s' }),
+  replication_lag_seconds: Type.Number({
+    description:
+      'Now minus the commit time of the oldest received change not yet durable in the sink; 0 when caught up',
+  }),
+  last_checkpoint_at: Type.Union([Timestamp, Type.Null()]),
+  events_total: Type.Integer({ description: 'Change events applied, over the life of the pipeline' }),
+  sink_errors_total: Type.Integer({ description: 'Failed sink writes, over the life of the pipeline' }),
+});
+
+export const SnapshotProgress = Type.Object({
+  phase: Type.String({ description: '`snapshot`, `streaming`, or `idle` when the pipeline is not running' }),
+  tables: Type.Array(
+    Type.Object({
+      table: Type.String(),
+      status: Type.String({ description: '`pending`, `snapshot` (being copied) or `streaming` (copied)' }),
+      partitions_total: Type.Integer(),
+      partitions_done: Type.Integer(),
+      rows_total: Type.Integer({
+        description: "Estimate from the source's statistics until the copy is done",
+      }),
+      rows_done: Type.Integer(),
+      percent: Type.Number({ description: '0 to 100' }),
+    }),
+  ),
+});
+
+export const RunsQuery = Type.Object(
+  {
+    limit: Type.Optional(
+      Type.String({ pattern: '^[0-9]{1,3}$', description: 'Runs per page, 1 to 100 (default 20)' }),
+    ),
+    cursor: Type.Optional(Type.String({ description: 'next_cursor of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+
+export const RunHistory = Type.Object({
+  runs: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      started_at: Timestamp,
+      ended_at: Type.Union([Timestamp, Type.Null()]),
+      duration_ms: Type.Integer({ description: 'Until ended_at, or until now for the current run' }),
+      events_total: Type.Integer(),
+      outcome: Type.String({
+        description:
+          '`running`, `stopped`, `failed`, `shutdown` (the process stopped), `interrupted` (it died), `deleted`',
+      }),
+      error: Type.Union([Type.String(), Type.Null()]),
+    }),
+    { description: 'Newest first' },
+  ),
+  next_cursor: Type.Union([Type.String(), Type.Null()], {
+    description: 'Pass as `cursor` for the next page',
+  }),
+});

@@ -1,0 +1,103 @@
+import type { DatabasePool } from 'slonik';
+import type { PipelineAction } from '../../machines/pipeline.js';
+import type { RequestContext } from '../context.js';
+import { notFound, validationFailed } from '../errors/app-error.js';
+import type { Supervisor } from '../runtime/supervisor.js';
+import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
+import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
+import { runsStore } from '../store/runs-store.js';
+import { toPipelineView } from './pipeline-view.js';
+
+const percentOf = (done: number, total: number, complete: boolean) =>
+  complete ? 100 : total > 0 ? Math.min(100, Math.round((done / total) * 10_000) / 100) : 0;
+
+/** The running side of pipelines: state changes, metrics, snapshot progress and run history. */
+export class PipelineStatusService {
+  constructor(
+    private readonly pool: DatabasePool,
+    private readonly supervisor: Supervisor,
+  ) {}
+
+  async changeState(ctx: RequestContext, name: string, action: PipelineAction) {
+    const state = await this.supervisor.requestAction(ctx, name, action);
+    const row = await this.row(ctx, name);
+    return { ...toPipelineView(row, this.supervisor.stats(row.id)), state };
+  }
+
+  async metrics(ctx: RequestContext, name: string) {
+    const row = await this.row(ctx, name);
+    const live = this.supervisor.stats(row.id);
+    const unsaved = this.supervisor.statsOf(row.id)?.unsaved() ?? { events: 0, sinkErrors: 0 };
+    return {
+      name: row.name,
+      state: row.state,
+      events_per_second: live.eventsPerSecond,
+      replication_lag_seconds: live.replicationLagMs / 1000,
+      last_checkpoint_at: this.supervisor.statsOf(row.id)?.lastCheckpointAt ?? row.last_checkpoint_at,
+      events_total: row.events_total + unsaved.events,
+      sink_errors_total: row.sink_errors_total + unsaved.sinkErrors,
+    };
+  }
+
+  async progress(ctx: RequestContext, name: string) {
+    const row = await this.row(ctx, name);
+    const stats = this.supervisor.statsOf(row.id);
+    const stored = await pipelineTablesStore.list(this.pool, row.id);
+    const tables = row.source_tables.map((table) => {
+      const saved = stored.find((t) => t.table_name === table);
+      const live = saved?.status === 'snapshot' ? stats?.tables.get(table) : undefined;
+      const complete = saved?.status === 'streaming';
+      const partitionsTotal = live?.partitionsTotal ?? saved?.partitions_total ?? 0;
+      const partitionsDone = live?.partitionsDone ?? saved?.partitions_done ?? 0;
+      const rowsTotal = live?.rowsTotal ?? saved?.rows_total ?? 0;
+      const rowsDone = live?.rowsDone ?? saved?.rows_done ?? 0;
+      return {
+        table,
+        status: saved?.status ?? 'pending',
+        partitions_total: partitionsTotal,
+        partitions_done: partitionsDone,
+        rows_total: Math.max(rowsTotal, rowsDone),
+        rows_done: rowsDone,
+        percent: percentOf(rowsDone, rowsTotal, complete),
+      };
+    });
+    return { phase: stats && stats.phase !== 'idle' ? stats.phase : 'idle', tables };
+  }
+
+  async runs(ctx: RequestContext, name: string, limit: number, cursor: string | undefined) {
+    const row = await this.row(ctx, name);
+    const before = cursor === undefined ? undefined : decodeCursor(cursor);
+    const rows = await runsStore.page(this.pool, row.id, limit + 1, before);
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return {
+      runs: page.map((r) => ({
+        id: r.id,
+        started_at: r.started_at,
+        ended_at: r.ended_at,
+        duration_ms: r.duration_ms,
+        events_total: r.events_total,
+        outcome: r.outcome ?? 'running',
+        error: r.error,
+      })),
+      next_cursor: rows.length > limit && last ? encodeCursor(last.started_at, last.id) : null,
+    };
+  }
+
+  private async row(ctx: RequestContext, name: string): Promise<PipelineRow> {
+    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
+    if (!row) throw notFound('pipeline', name);
+    return row;
+  }
+}
+
+const encodeCursor = (startedAt: string, id: string) =>
+  Buffer.from(`${startedAt}|${id}`).toString('base64url');
+
+function decodeCursor(cursor: string): { startedAt: string; id: string } {
+  const [startedAt, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (!startedAt || !id || Number.isNaN(Date.parse(startedAt)) || !/^[0-9a-f-]{36}$/.test(id)) {
+    throw validationFailed('cursor', 'is not a cursor returned by this endpoint');
+  }
+  return { startedAt, id };
+}

@@ -1,0 +1,85 @@
+import type { Phase } from '../../machines/pipeline.js';
+import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
+
+/** Progress of one table's snapshot, as the progress endpoint shows it. */
+export interface TableProgress {
+  partitionsTotal: number;
+  partitionsDone: number;
+  /** Estimate from the source's statistics until the copy finishes. */
+  rowsTotal: number;
+  rowsDone: number;
+}
+
+// Rates are measured over this window so a single large batch does not make the figure jump.
+const RATE_WINDOW_MS = 5_000;
+
+/**
+ * What the data plane of one pipeline is doing, measured in this process. The figures the API
+ * shows are read from here; what must survive a restart is handed to the store in `takeDeltas`.
+ */
+export class PipelineStats {
+  phase: Phase | 'idle' = 'idle';
+  eventsTotal = 0;
+  sinkErrorsTotal = 0;
+  lastCheckpointAt: string | null = null;
+  lastCheckpointLsn: string | null = null;
+  /** Commit time (ms) of the oldest transaction received but not yet durable in the sink. */
+  oldestPendingCommitMs: number | null = null;
+  readonly tables = new Map<string, TableProgress>();
+  private applied: { at: number; events: number }[] = [];
+  private pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };
+
+  /** A batch became durable in the sink. */
+  recordApplied(events: number, checkpointLsn: string, now = Date.now()): void {
+    this.eventsTotal += events;
+    this.pendingSave.events += events;
+    this.lastCheckpointLsn = checkpointLsn;
+    this.lastCheckpointAt = new Date(now).toISOString();
+    this.pendingSave.checkpoint = true;
+    this.applied.push({ at: now, events });
+    this.trim(now);
+  }
+
+  recordSinkError(): void {
+    this.sinkErrorsTotal++;
+    this.pendingSave.sinkErrors++;
+  }
+
+  eventsPerSecond(now = Date.now()): number {
+    this.trim(now);
+    const events = this.applied.reduce((sum, a) => sum + a.events, 0);
+    return Math.round((events / (RATE_WINDOW_MS / 1000)) * 100) / 100;
+  }
+
+  /** Now minus the commit time of the oldest change not yet durable; 0 when caught up. */
+  lagMs(now = Date.now()): number {
+    return this.oldestPendingCommitMs === null ? 0 : Math.max(0, now - this.oldestPendingCommitMs);
+  }
+
+  live(now = Date.now()): PipelineLiveStats {
+    return { eventsPerSecond: this.eventsPerSecond(now), replicationLagMs: this.lagMs(now) };
+  }
+
+  /** Counts not yet handed to the store, to add to the stored totals. */
+  unsaved(): { events: number; sinkErrors: number } {
+    return { events: this.pendingSave.events, sinkErrors: this.pendingSave.sinkErrors };
+  }
+
+  /** What happened since the last call, for the store; resets the counters it returns. */
+  takeDeltas() {
+    const deltas = {
+      events: this.pendingSave.events,
+      sinkErrors: this.pendingSave.sinkErrors,
+      checkpointLsn: this.pendingSave.checkpoint ? this.lastCheckpointLsn : null,
+      checkpointAt: this.pendingSave.checkpoint ? this.lastCheckpointAt : null,
+    };
+    this.pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };
+    return deltas;
+  }
+
+  private trim(now: number): void {
+    while (this.applied.length > 0 && (this.applied[0] as { at: number }).at < now - RATE_WINDOW_MS) {
+      this.applied.shift();
+    }
+  }
+}

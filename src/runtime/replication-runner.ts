@@ -1,0 +1,234 @@
+import pg from 'pg';
+import type { DatabasePool } from 'slonik';
+import type { Phase } from '../../machines/pipeline.js';
+import type { TableRef } from '../core/change.js';
+import { AppError, validationFailed } from '../errors/app-error.js';
+import type { Logger } from '../log/logger.js';
+import { parseTableName } from '../pipelines/table-name.js';
+import { findSinkKind } from '../sinks/registry.js';
+import type { Sink } from '../sinks/types.js';
+import { checkSourceReady, readTableSchemas } from '../source/postgres/catalog.js';
+import { SOURCE_SESSION_OPTIONS, startChangeStream } from '../source/postgres/change-stream.js';
+import { SlotMissingError } from '../source/postgres/errors.js';
+import { ZERO_LSN } from '../source/postgres/lsn.js';
+import {
+  createSlotWithSnapshot,
+  dropSlotAndPublication,
+  ensurePublication,
+  publicationName,
+  type SlotWithSnapshot,
+  slotName,
+  slotStatus,
+} from '../source/postgres/slot.js';
+import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
+import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
+import type { PipelineStats } from './pipeline-stats.js';
+import { snapshotTables } from './snapshot/snapshot-tables.js';
+import { applyStream } from './stream-applier.js';
+
+/** Resolves a connection name of a project to its type and full DSN. */
+export type ConnectionResolver = (projectId: string, name: string) => Promise<{ type: string; dsn: string }>;
+
+export interface RunnerDeps {
+  pool: DatabasePool;
+  resolveConnection: ConnectionResolver;
+  logger: Logger;
+}
+
+/** What one start of the data plane works with: the definition as it is now, resolved. */
+interface Resolved {
+  row: PipelineRow;
+  sourceDsn: string;
+  sinkType: string;
+  sinkDsn: string;
+  tables: TableRef[];
+}
+
+/**
+ * The data plane of a pipeline: checks and prepares the source and sink, snapshots the tables
+ * not yet copied, then applies the change stream until told to stop. Every start reads the
+ * definition afresh, which is how a changed definition is picked up without a process restart.
+ */
+export class ReplicationRunner {
+  constructor(private readonly deps: RunnerDeps) {}
+
+  /** Checks the source and sink and creates what the pipeline owns; throws what a person must fix. */
+  async prepare(pipelineId: string): Promise<void> {
+    const resolved = await this.resolve(pipelineId);
+    const source = await this.connectSource(resolved.sourceDsn);
+    try {
+      await checkSourceReady(source);
+      const schemas = await readTableSchemas(source, resolved.tables);
+      await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
+      await ensurePublication(source, publicationName(pipelineId), resolved.tables);
+      const sink = this.createSink(resolved);
+      try {
+        await sink.open(schemas);
+      } finally {
+        await sink.close();
+      }
+    } finally {
+      await source.end().catch(() => undefined);
+    }
+  }
+
+  /** Runs until `signal` aborts; reports phases through `onPhase`. */
+  async run(
+    pipelineId: string,
+    stats: PipelineStats,
+    signal: AbortSignal,
+    onPhase: (phase: Phase) => void,
+  ): Promise<void> {
+    const resolved = await this.resolve(pipelineId);
+    const log = this.deps.logger.child({ pipeline: resolved.row.name });
+    const source = await this.connectSource(resolved.sourceDsn);
+    let sink: Sink | undefined;
+    let created: SlotWithSnapshot | undefined;
+    try {
+      const schemas = await readTableSchemas(source, resolved.tables);
+      await ensurePublication(source, publicationName(pipelineId), resolved.tables);
+      sink = this.createSink(resolved);
+      await sink.open(schemas);
+      const checkpoint = await sink.readCheckpoint();
+      const slot = slotName(pipelineId);
+      const status = await slotStatus(source, slot);
+      const tableRows = await this.syncTables(resolved);
+      if (!status) {
+        // A slot is created only for a pipeline that never streamed: recreating one later would skip changes.
+        if (checkpoint !== null || tableRows.some((t) => t.status === 'streaming')) {
+          throw new SlotMissingError(slot, 'does not exist any more');
+        }
+        created = await createSlotWithSnapshot(resolved.sourceDsn, slot);
+        log.info({ slot, lsn: created.consistentPoint }, 'created replication slot');
+      } else if (status.walStatus === 'lost') {
+        throw new SlotMissingError(slot, 'was invalidated by the source (wal_status lost)');
+      }
+      const startLsn = checkpoint?.lsn ?? created?.consistentPoint ?? status?.confirmedFlushLsn ?? ZERO_LSN;
+
+      const pending = schemas.filter(
+        (s) => tableRows.find((t) => t.table_name === key(s))?.status !== 'streaming',
+      );
+      if (pending.length > 0) {
+        stats.phase = 'snapshot';
+        onPhase('snapshot');
+        await snapshotTables({
+          pool: this.deps.pool,
+          pipelineId,
+          projectId: resolved.row.project_id,
+          sourceDsn: resolved.sourceDsn,
+          exportedSnapshot: created?.snapshotName,
+          tables: pending,
+          sink,
+          stats,
+          properties: resolved.row.sink_properties,
+          signal,
+          logger: log,
+        });
+      }
+      await created?.release();
+      created = undefined;
+      if (signal.aborted) return;
+
+      stats.phase = 'streaming';
+      onPhase('streaming');
+      const stream = startChangeStream({
+        dsn: resolved.sourceDsn,
+        slotName: slot,
+        publicationName: publicationName(pipelineId),
+        startLsn,
+        logger: log,
+      });
+      try {
+        await applyStream({
+          items: stream.items,
+          ack: (lsn) => stream.ack(lsn),
+          sink,
+          limits: this.batchLimits(resolved),
+          epoch: 1,
+          startLsn,
+          tables: new Set(resolved.tables.map(key)),
+          stats,
+          signal,
+          logger: log,
+        });
+      } finally {
+        await stream.close();
+      }
+    } finally {
+      await created?.release();
+      await sink?.close();
+      await source.end().catch(() => undefined);
+    }
+  }
+
+  /** Drops the slot and publication the pipeline owns on its source, if it ever made them. */
+  async dropSourceObjects(pipelineId: string): Promise<void> {
+    if (!(await pipelinesStore.isSourcePrepared(this.deps.pool, pipelineId))) return;
+    const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
+    if (!row) return;
+    const { dsn } = await this.deps.resolveConnection(row.project_id, row.source_connection);
+    const source = await this.connectSource(dsn);
+    try {
+      await dropSlotAndPublication(source, pipelineId);
+    } finally {
+      await source.end().catch(() => undefined);
+    }
+  }
+
+  private async resolve(pipelineId: string): Promise<Resolved> {
+    const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
+    if (!row) throw new AppError('NOT_FOUND', `pipeline ${pipelineId} does not exist`);
+    const source = await this.deps.resolveConnection(row.project_id, row.source_connection).catch(() => {
+      throw validationFailed('source.connection', `connection '${row.source_connection}' does not exist`);
+    });
+    const sink = await this.deps.resolveConnection(row.project_id, row.sink_connection).catch(() => {
+      throw validationFailed('sink.connection', `connection '${row.sink_connection}' does not exist`);
+    });
+    const tables = row.source_tables.map((t) => parseTableName(t) as TableRef);
+    return { row, sourceDsn: source.dsn, sinkType: sink.type, sinkDsn: sink.dsn, tables };
+  }
+
+  private async connectSource(dsn: string): Promise<pg.Client> {
+    const client = new pg.Client({
+      connectionString: dsn,
+      application_name: 'replicator',
+      options: SOURCE_SESSION_OPTIONS,
+    });
+    client.on('error', () => {});
+    await client.connect();
+    return client;
+  }
+
+  private sinkKind(resolved: Resolved) {
+    const kind = findSinkKind(resolved.sinkType);
+    if (!kind)
+      throw validationFailed('sink.connection', `a ${resolved.sinkType} connection cannot be a sink`);
+    return kind;
+  }
+
+  private createSink(resolved: Resolved): Sink {
+    const kind = this.sinkKind(resolved);
+    kind.parseProperties(resolved.row.sink_properties);
+    return kind.create({
+      pipelineId: resolved.row.id,
+      dsn: resolved.sinkDsn,
+      properties: resolved.row.sink_properties,
+    });
+  }
+
+  private batchLimits(resolved: Resolved) {
+    return this.sinkKind(resolved).parseProperties(resolved.row.sink_properties).batch;
+  }
+
+  private async syncTables(resolved: Resolved) {
+    await pipelineTablesStore.sync(
+      this.deps.pool,
+      resolved.row.id,
+      resolved.row.project_id,
+      resolved.row.source_tables,
+    );
+    return pipelineTablesStore.list(this.deps.pool, resolved.row.id);
+  }
+}
+
+const key = (t: TableRef) => `${t.schema}.${t.table}`;

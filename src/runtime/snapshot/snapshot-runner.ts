@@ -1,0 +1,128 @@
+import type pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
+import type { TableSchema } from '../../core/change.js';
+import type { Logger } from '../../log/logger.js';
+import type { Sink } from '../../sinks/types.js';
+import type { PipelineStats } from '../pipeline-stats.js';
+import { type PlannedPartition, partitionCopySql } from './partition-planner.js';
+import { RowCounter } from './row-counter.js';
+import { connectInSnapshot } from './snapshot-session.js';
+
+/** One table to copy, with its plan and what is already done. */
+export interface TableSnapshotJob {
+  table: TableSchema;
+  /** `schema.table`, the key of progress. */
+  name: string;
+  partitions: PlannedPartition[];
+  /** Partition ids the sink already holds. */
+  done: Set<string>;
+}
+
+/** Where the runner reports durable progress (the metadata store). */
+export interface SnapshotProgressSink {
+  partitionDone(
+    table: string,
+    partitionId: string,
+    rows: number,
+    partitionsDone: number,
+    rowsDone: number,
+  ): Promise<void>;
+  tableDone(table: string, rows: number): Promise<void>;
+}
+
+export interface SnapshotRunOptions {
+  sourceDsn: string;
+  snapshotName: string;
+  jobs: TableSnapshotJob[];
+  sink: Sink;
+  stats: PipelineStats;
+  progress: SnapshotProgressSink;
+  parallelism: number;
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+interface WorkItem {
+  job: TableSnapshotJob;
+  partition: PlannedPartition;
+}
+
+async function copyPartition(
+  client: pg.Client,
+  item: WorkItem,
+  sink: Sink,
+  stats: PipelineStats,
+): Promise<number> {
+  const progress = stats.tables.get(item.job.name);
+  const counter = new RowCounter((added) => {
+    if (progress) progress.rowsDone += added;
+  });
+  const source = client.query(copyTo(partitionCopySql(item.job.table, item.partition)));
+  source.on('error', (error) => counter.destroy(error));
+  source.pipe(counter);
+  try {
+    return await sink.writeSnapshotPartition(
+      item.job.table,
+      { table: item.job.table, partitionId: item.partition.partitionId },
+      counter,
+    );
+  } catch (error) {
+    // The sink rolled the partition back: take its rows out of the live count again.
+    if (progress) progress.rowsDone -= counter.rows;
+    throw error;
+  }
+}
+
+/**
+ * Copies every partition not yet done, `parallelism` at a time, each worker reading in the same
+ * snapshot. A partition is written and marked done by the sink atomically, so a crash loses at
+ * most the partitions in flight, which are copied again on resume.
+ */
+export async function runSnapshot(options: SnapshotRunOptions): Promise<void> {
+  const { jobs, stats, progress, signal } = options;
+  const queue: WorkItem[] = [];
+  const remaining = new Map<string, number>();
+  for (const job of jobs) {
+    const todo = job.partitions.filter((p) => !job.done.has(p.partitionId));
+    remaining.set(job.name, todo.length);
+    for (const partition of todo) queue.push({ job, partition });
+  }
+  for (const job of jobs) {
+    if ((remaining.get(job.name) ?? 0) === 0)
+      await progress.tableDone(job.name, stats.tables.get(job.name)?.rowsDone ?? 0);
+  }
+
+  const worker = async () => {
+    let client: pg.Client | undefined;
+    try {
+      for (let item = queue.shift(); item && !signal.aborted; item = queue.shift()) {
+        client ??= await connectInSnapshot(options.sourceDsn, options.snapshotName);
+        const rows = await copyPartition(client, item, options.sink, stats);
+        const table = stats.tables.get(item.job.name);
+        if (table) table.partitionsDone++;
+        await progress.partitionDone(
+          item.job.name,
+          item.partition.partitionId,
+          rows,
+          table?.partitionsDone ?? 0,
+          table?.rowsDone ?? rows,
+        );
+        const left = (remaining.get(item.job.name) ?? 1) - 1;
+        remaining.set(item.job.name, left);
+        if (left === 0) {
+          await progress.tableDone(item.job.name, table?.rowsDone ?? rows);
+          options.logger.info({ table: item.job.name, rows: table?.rowsDone }, 'table snapshot done');
+        }
+      }
+    } catch (error) {
+      queue.length = 0; // the other workers finish their partition and stop
+      throw error;
+    } finally {
+      await client?.end().catch(() => undefined);
+    }
+  };
+  const workers = Array.from({ length: Math.max(1, Math.min(options.parallelism, queue.length)) }, worker);
+  const results = await Promise.allSettled(workers);
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
+}

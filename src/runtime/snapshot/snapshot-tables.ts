@@ -1,0 +1,113 @@
+import type { DatabasePool } from 'slonik';
+import type { TableSchema } from '../../core/change.js';
+import type { Logger } from '../../log/logger.js';
+import type { Sink } from '../../sinks/types.js';
+import { pipelineTablesStore } from '../../store/pipeline-tables-store.js';
+import { snapshotPartitionsStore } from '../../store/snapshot-partitions-store.js';
+import type { PipelineStats } from '../pipeline-stats.js';
+import { planPartitions } from './partition-planner.js';
+import { runSnapshot, type TableSnapshotJob } from './snapshot-runner.js';
+import { connectInSnapshot, exportSnapshot } from './snapshot-session.js';
+
+/** Rows per partition when nothing else is said. */
+export const DEFAULT_PARTITION_ROWS = 250_000;
+/** Parallel copy connections when nothing else is said: one per core of this machine is plenty. */
+export const DEFAULT_PARALLELISM = 4;
+
+export interface SnapshotTablesOptions {
+  pool: DatabasePool;
+  pipelineId: string;
+  projectId: string;
+  sourceDsn: string;
+  /** The slot's exported snapshot when the slot was just created; otherwise one is exported here. */
+  exportedSnapshot: string | undefined;
+  tables: TableSchema[];
+  sink: Sink;
+  stats: PipelineStats;
+  properties: Record<string, string>;
+  signal: AbortSignal;
+  logger: Logger;
+}
+
+const tableKey = (t: TableSchema) => `${t.schema}.${t.table}`;
+
+/**
+ * Copies the given tables into the sink: plans (or reloads the plan of) each table, skips the
+ * partitions the sink already holds, and marks each table as streaming once it is complete.
+ */
+export async function snapshotTables(options: SnapshotTablesOptions): Promise<void> {
+  const { pool, pipelineId, sink, stats, logger } = options;
+  const session = options.exportedSnapshot ? undefined : await exportSnapshot(options.sourceDsn);
+  const snapshotName = options.exportedSnapshot ?? (session?.snapshotName as string);
+  try {
+    const doneInSink = await sink.snapshotPartitionsDone();
+    const planner = await connectInSnapshot(options.sourceDsn, snapshotName);
+    const jobs: TableSnapshotJob[] = [];
+    try {
+      for (const table of options.tables) {
+        const name = tableKey(table);
+        const done = new Set(
+          doneInSink
+            .filter((p) => p.table.schema === table.schema && p.table.table === table.table)
+            .map((p) => p.partitionId),
+        );
+        const stored = await snapshotPartitionsStore.list(pool, pipelineId, name);
+        let partitions = stored.map((p) => ({
+          partitionId: p.partition_id,
+          lower: p.lower_bound,
+          upper: p.upper_bound,
+        }));
+        let rowsTotal =
+          (await pipelineTablesStore.list(pool, pipelineId)).find((t) => t.table_name === name)?.rows_total ??
+          0;
+        // A fresh slot invalidates any earlier partial copy (its stream starts later); otherwise resume
+        // the stored plan when the sink holds some of it.
+        if (options.exportedSnapshot !== undefined || partitions.length === 0 || done.size === 0) {
+          const plan = await planPartitions(planner, table, {
+            targetRows: DEFAULT_PARTITION_ROWS,
+            maxPartitions: 1024,
+          });
+          partitions = plan.partitions;
+          rowsTotal = plan.rowsEstimate;
+          await sink.resetTable(table);
+          done.clear();
+          await snapshotPartitionsStore.savePlan(pool, pipelineId, name, partitions);
+        }
+        await pipelineTablesStore.startSnapshot(pool, pipelineId, name, partitions.length, rowsTotal);
+        const rowsDone = stored
+          .filter((p) => done.has(p.partition_id))
+          .reduce((sum, p) => sum + (p.rows_done ?? 0), 0);
+        stats.tables.set(name, {
+          partitionsTotal: partitions.length,
+          partitionsDone: done.size,
+          rowsTotal,
+          rowsDone,
+        });
+        jobs.push({ table, name, partitions, done });
+        logger.info({ table: name, partitions: partitions.length, resumed: done.size }, 'snapshot planned');
+      }
+    } finally {
+      await planner.end().catch(() => undefined);
+    }
+    await runSnapshot({
+      sourceDsn: options.sourceDsn,
+      snapshotName,
+      jobs,
+      sink,
+      stats,
+      parallelism: DEFAULT_PARALLELISM,
+      signal: options.signal,
+      logger,
+      progress: {
+        partitionDone: async (table, partitionId, rows, partitionsDone, rowsDone) => {
+          await snapshotPartitionsStore.markDone(pool, pipelineId, table, partitionId, rows);
+          await pipelineTablesStore.progress(pool, pipelineId, table, partitionsDone, rowsDone);
+        },
+        tableDone: (table, rows) =>
+          pipelineTablesStore.finishSnapshot(pool, pipelineId, table, rows).then(() => undefined),
+      },
+    });
+  } finally {
+    await session?.release();
+  }
+}

@@ -1,0 +1,151 @@
+import type { ChangeEvent } from '../core/change.js';
+import type { Logger } from '../log/logger.js';
+import type { BatchLimits } from '../sinks/registry.js';
+import type { Sink } from '../sinks/types.js';
+import type { StreamItem } from '../source/postgres/change-stream.js';
+import { compareLsn } from '../source/postgres/lsn.js';
+import type { PipelineStats } from './pipeline-stats.js';
+
+export interface StreamApplierOptions {
+  items: AsyncIterable<StreamItem>;
+  ack(lsn: string): Promise<void>;
+  sink: Sink;
+  limits: BatchLimits;
+  epoch: number;
+  /** The durable position the stream starts after (the sink's checkpoint or the slot's start). */
+  startLsn: string;
+  /** `schema.table` of the tables to apply; changes of others (just removed) are skipped. */
+  tables: ReadonlySet<string>;
+  stats: PipelineStats;
+  signal: AbortSignal;
+  logger: Logger;
+  /** Called after every durable batch, for the store. */
+  onApplied?(events: number, checkpointLsn: string): void;
+}
+
+const valueBytes = (change: ChangeEvent) => {
+  let bytes = 64;
+  for (const row of [change.after, change.key, change.before]) {
+    if (row) for (const v of Object.values(row)) bytes += v === null ? 1 : v.length;
+  }
+  return bytes;
+};
+
+/**
+ * Applies the change stream to the sink in batches of whole transactions, each batch with its
+ * checkpoint in one sink transaction, and acknowledges to the source only what is durable. A
+ * transaction larger than a batch is applied in pieces under the previous checkpoint: a crash
+ * in between replays it whole, and the sink's idempotent writes converge.
+ */
+export async function applyStream(options: StreamApplierOptions): Promise<void> {
+  const { sink, stats, limits, signal } = options;
+  const iterator = options.items[Symbol.asyncIterator]();
+  let durableLsn = options.startLsn;
+  let batch: ChangeEvent[] = [];
+  let batchBytes = 0;
+  let committedCount = 0; // changes of `batch` whose transaction has committed
+  let committedLsn: string | null = null;
+  let txOpen = false;
+  let batchStartedAt = 0;
+
+  const apply = async (changes: ChangeEvent[], checkpointLsn: string) => {
+    try {
+      await sink.applyBatch({ changes, commitLsn: checkpointLsn, epoch: options.epoch });
+    } catch (error) {
+      stats.recordSinkError();
+      throw error;
+    }
+    stats.recordApplied(changes.length, checkpointLsn);
+    options.onApplied?.(changes.length, checkpointLsn);
+  };
+
+  /** Applies the committed transactions; with `partial`, also the open transaction's changes so far. */
+  const flush = async (partial: boolean) => {
+    if (committedCount > 0 && committedLsn !== null) {
+      const changes = batch.slice(0, committedCount);
+      await apply(changes, committedLsn);
+      durableLsn = committedLsn;
+      await options.ack(durableLsn);
+      batch = batch.slice(committedCount);
+      committedCount = 0;
+      committedLsn = null;
+    }
+    if (partial && batch.length > 0) {
+      await apply(batch, durableLsn);
+      batch = [];
+    }
+    batchBytes = batch.reduce((sum, c) => sum + valueBytes(c), 0);
+    if (batch.length === 0) {
+      stats.oldestPendingCommitMs = null;
+      batchStartedAt = 0;
+    }
+  };
+
+  let pending: Promise<IteratorResult<StreamItem>> | null = null;
+  const aborted = new Promise<'aborted'>((resolve) =>
+    signal.addEventListener('abort', () => resolve('aborted')),
+  );
+  try {
+    while (!signal.aborted) {
+      pending ??= iterator.next();
+      const waitMs = committedCount > 0 ? Math.max(0, batchStartedAt + limits.maxWaitMs - Date.now()) : null;
+      const timer =
+        waitMs === null
+          ? null
+          : new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), waitMs).unref());
+      const next = await Promise.race([pending, aborted, ...(timer ? [timer] : [])]);
+      if (next === 'aborted') break;
+      if (next === 'timeout') {
+        await flush(false);
+        continue;
+      }
+      pending = null;
+      if (next.done) break;
+      const item = next.value;
+      switch (item.kind) {
+        case 'begin':
+          txOpen = true;
+          if (stats.oldestPendingCommitMs === null) stats.oldestPendingCommitMs = Date.parse(item.commitTime);
+          break;
+        case 'change': {
+          const { table } = item.change;
+          if (!options.tables.has(`${table.schema}.${table.table}`) && item.change.op !== 'truncate') break;
+          if (batch.length === 0) batchStartedAt = Date.now();
+          batch.push(item.change);
+          batchBytes += valueBytes(item.change);
+          if (batch.length >= limits.maxEvents * 2 || batchBytes >= limits.maxBytes * 2) await flush(true);
+          break;
+        }
+        case 'commit':
+          txOpen = false;
+          committedCount = batch.length;
+          committedLsn = item.commitLsn;
+          if (batchStartedAt === 0) batchStartedAt = Date.now();
+          if (batch.length >= limits.maxEvents || batchBytes >= limits.maxBytes) await flush(false);
+          // A transaction with no change for us still moves the position once nothing else is pending.
+          if (batch.length === 0) {
+            await options.ack(item.commitLsn);
+            durableLsn = item.commitLsn;
+            committedLsn = null;
+            stats.oldestPendingCommitMs = null;
+          }
+          break;
+        case 'idle':
+          // Nothing open and nothing pending: the source is idle, so its position can advance (heartbeat).
+          if (!txOpen && batch.length === 0 && compareLsn(item.walEnd, durableLsn) > 0) {
+            await options.ack(item.walEnd);
+            durableLsn = item.walEnd;
+          }
+          if (!txOpen && committedCount > 0) await flush(false);
+          break;
+        case 'relation':
+          break;
+      }
+    }
+    // A stop applies what has fully arrived; an open transaction is replayed on the next start.
+    if (!txOpen) await flush(false);
+    else if (committedCount > 0) await flush(false);
+  } finally {
+    stats.oldestPendingCommitMs = null;
+  }
+}

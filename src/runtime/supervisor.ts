@@ -1,0 +1,258 @@
+import type { DatabasePool } from 'slonik';
+import { type Actor, createActor, fromCallback, fromPromise } from 'xstate';
+import {
+  PIPELINE_ACTIONS,
+  type PipelineAction,
+  type PipelineEvent,
+  type PipelineState,
+  pipelineMachine,
+} from '../../machines/pipeline.js';
+import { ACTION_EVENTS, apiState, isActionAllowed } from '../../machines/pipeline-transitions.js';
+import type { RequestContext } from '../context.js';
+import { AppError, notFound } from '../errors/app-error.js';
+import type { Logger } from '../log/logger.js';
+import { IDLE_STATS, type PipelineLiveStats } from '../pipelines/pipeline-view.js';
+import type { PipelineLifecycle } from '../pipelines/pipelines-service.js';
+import { slotName } from '../source/postgres/slot.js';
+import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
+import { runsStore } from '../store/runs-store.js';
+import { isRetryable, messageOf } from './error-kinds.js';
+import { PipelineStats } from './pipeline-stats.js';
+import type { ReplicationRunner } from './replication-runner.js';
+
+/** How often live counters are written to the store. */
+const PERSIST_INTERVAL_MS = 1_000;
+
+const DESIRED: Record<PipelineAction, 'running' | 'paused' | 'stopped'> = {
+  start: 'running',
+  resume: 'running',
+  pause: 'paused',
+  stop: 'stopped',
+};
+
+/** One pipeline this process runs: its actor, its data-plane loop and its live figures. */
+interface Handle {
+  id: string;
+  name: string;
+  projectId: string;
+  actor: Actor<typeof pipelineMachine>;
+  stats: PipelineStats;
+  /** The current (or last) data-plane loop; a new one starts only after it settled. */
+  loop: Promise<void>;
+  runId: string | null;
+  state: PipelineState;
+  /** Store writes of this pipeline, in order. */
+  writes: Promise<unknown>;
+}
+
+/**
+ * Owns the actor of every pipeline this process runs. State changes are written to the store
+ * (the record of truth) before the actor is told, and every state the actor reaches is
+ * persisted; at start, pipelines are brought back to the state their users left them in.
+ */
+export class Supervisor implements PipelineLifecycle {
+  private readonly handles = new Map<string, Handle>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly pool: DatabasePool,
+    private readonly runner: ReplicationRunner,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Restores every pipeline whose user left it running or paused. */
+  async start(): Promise<void> {
+    for (const row of await pipelinesStore.listToRestore(this.pool)) {
+      await runsStore.closeAbandoned(this.pool, row.id);
+      const resumeAs = row.state === 'failed' ? 'failed' : (row.desired_state as 'running' | 'paused');
+      this.spawn(row, resumeAs);
+    }
+    this.timer = setInterval(() => void this.persistProgress(), PERSIST_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  /** Stops every loop (leaving desired states as they are, so the next start restores them). */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    const handles = [...this.handles.values()];
+    for (const h of handles) h.actor.stop();
+    await Promise.all(handles.map((h) => h.loop));
+    await this.persistProgress();
+    for (const h of handles) {
+      if (h.runId) await runsStore.close(this.pool, h.runId, 'shutdown', null).catch(() => undefined);
+      await h.writes;
+    }
+    this.handles.clear();
+  }
+
+  /** Live figures of a pipeline this process runs; idle for others. */
+  stats(pipelineId: string): PipelineLiveStats {
+    return this.handles.get(pipelineId)?.stats.live() ?? IDLE_STATS;
+  }
+
+  statsOf(pipelineId: string): PipelineStats | undefined {
+    return this.handles.get(pipelineId)?.stats;
+  }
+
+  /** Applies a user's action; 409 INVALID_TRANSITION when the pipeline's state does not allow it. */
+  async requestAction(ctx: RequestContext, name: string, action: PipelineAction): Promise<PipelineState> {
+    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
+    if (!row) throw notFound('pipeline', name);
+    const handle = this.handles.get(row.id);
+    const state = handle?.state ?? (row.state as PipelineState);
+    if (!isActionAllowed(state, action)) {
+      const allowed = PIPELINE_ACTIONS.filter((a) => isActionAllowed(state, a));
+      throw new AppError(
+        'INVALID_TRANSITION',
+        `pipeline '${name}' is ${state}: cannot ${action} it (allowed: ${allowed.join(', ') || 'none'})`,
+        { state, action, allowed },
+      );
+    }
+    await pipelinesStore.setDesiredState(this.pool, row.id, DESIRED[action]);
+    const target = handle ?? this.spawn(row, state === 'failed' ? 'failed' : 'stopped');
+    target.actor.send(ACTION_EVENTS[action]);
+    return target.state;
+  }
+
+  /** The definition of a pipeline changed: a running one restarts its data plane with it. */
+  definitionChanged(pipelineId: string): void {
+    const handle = this.handles.get(pipelineId);
+    if (handle?.state === 'running') handle.actor.send({ type: 'RELOAD' });
+  }
+
+  /** Before a deletion: stops the pipeline and drops its slot and publication on the source. */
+  async beforeDelete(pipelineId: string, force: boolean): Promise<void> {
+    await this.forget(pipelineId);
+    try {
+      await this.runner.dropSourceObjects(pipelineId);
+    } catch (error) {
+      const slot = slotName(pipelineId);
+      if (force) {
+        this.logger.warn({ err: error, slot }, 'deleted a pipeline whose slot could not be dropped');
+        return;
+      }
+      await pipelinesStore.setDesiredState(this.pool, pipelineId, 'stopped');
+      await pipelinesStore.setState(this.pool, pipelineId, 'stopped', messageOf(error));
+      throw new AppError(
+        'SOURCE_UNAVAILABLE',
+        `could not drop replication slot '${slot}' on the source (${messageOf(error)}); the pipeline is kept, ` +
+          `stopped, so that the slot does not hold the source's WAL unnoticed. Retry, or delete with ?force=true ` +
+          `and drop the slot yourself: SELECT pg_drop_replication_slot('${slot}')`,
+      );
+    }
+  }
+
+  /** Connections were deleted under running pipelines: they restart and fail with a clear message. */
+  connectionDeleted(projectId: string, pipelineNames: readonly string[]): void {
+    for (const handle of this.handles.values()) {
+      if (handle.projectId === projectId && pipelineNames.includes(handle.name))
+        this.definitionChanged(handle.id);
+    }
+  }
+
+  /** Stops a pipeline's loop and forgets it (before its deletion). */
+  async forget(pipelineId: string): Promise<void> {
+    const handle = this.handles.get(pipelineId);
+    if (!handle) return;
+    handle.actor.stop();
+    await handle.loop;
+    if (handle.runId) await runsStore.close(this.pool, handle.runId, 'deleted', null).catch(() => undefined);
+    await handle.writes;
+    this.handles.delete(pipelineId);
+  }
+
+  private spawn(row: PipelineRow, resumeAs: 'stopped' | 'running' | 'paused' | 'failed'): Handle {
+    const handle = {
+      id: row.id,
+      name: row.name,
+      projectId: row.project_id,
+      stats: new PipelineStats(),
+      loop: Promise.resolve(),
+      runId: null,
+      state: 'stopped',
+      writes: Promise.resolve(),
+    } as unknown as Handle;
+    const log = this.logger.child({ pipeline: row.name });
+    const machine = pipelineMachine.provide({
+      actors: {
+        prepare: fromPromise(() => this.runner.prepare(row.id)),
+        replicate: fromCallback(({ sendBack }) => {
+          const controller = new AbortController();
+          const report = (event: PipelineEvent) => {
+            if (!controller.signal.aborted) sendBack(event);
+          };
+          handle.loop = handle.loop
+            .then(() => {
+              if (controller.signal.aborted) return;
+              return this.runner.run(row.id, handle.stats, controller.signal, (phase) =>
+                report({ type: 'PHASE', phase }),
+              );
+            })
+            .then(
+              () =>
+                report({ type: 'FAILED', message: 'the change stream ended unexpectedly', retryable: true }),
+              (error: unknown) => {
+                if (controller.signal.aborted) return;
+                log.warn({ err: error }, 'replication failed');
+                report({ type: 'FAILED', message: messageOf(error), retryable: isRetryable(error) });
+              },
+            );
+          return () => controller.abort();
+        }),
+        drain: fromPromise(() => handle.loop),
+      },
+    });
+    handle.actor = createActor(machine, { input: { pipelineId: row.id, resumeAs, error: row.error } });
+    handle.actor.subscribe((snapshot) => {
+      const state = apiState(snapshot.value);
+      if (state === handle.state) return;
+      const previous = handle.state;
+      handle.state = state;
+      if (state !== 'running' && state !== 'pending_schema_approval') handle.stats.phase = 'idle';
+      this.persistState(handle, previous, state, snapshot.context.error);
+    });
+    this.handles.set(row.id, handle);
+    handle.actor.start();
+    handle.state = apiState(handle.actor.getSnapshot().value);
+    this.persistState(handle, 'stopped', handle.state, handle.actor.getSnapshot().context.error);
+    return handle;
+  }
+
+  private persistState(
+    handle: Handle,
+    previous: PipelineState,
+    state: PipelineState,
+    error: string | null,
+  ): void {
+    handle.writes = handle.writes
+      .then(async () => {
+        await pipelinesStore.setState(this.pool, handle.id, state, error);
+        if (state === 'starting' && !handle.runId) {
+          handle.runId = await runsStore.open(this.pool, handle.id, handle.projectId);
+        }
+        if ((state === 'stopped' || state === 'failed') && handle.runId) {
+          await this.persistProgress();
+          await runsStore.close(this.pool, handle.runId, state, state === 'failed' ? error : null);
+          handle.runId = null;
+        }
+        if (state === 'stopped' && previous !== 'stopped') this.handles.delete(handle.id);
+      })
+      .catch((e: unknown) =>
+        this.logger.error({ err: e, pipeline: handle.name }, 'could not record pipeline state'),
+      );
+  }
+
+  private async persistProgress(): Promise<void> {
+    for (const handle of this.handles.values()) {
+      const deltas = handle.stats.takeDeltas();
+      if (deltas.events === 0 && deltas.sinkErrors === 0 && deltas.checkpointLsn === null) continue;
+      try {
+        await pipelinesStore.recordProgress(this.pool, handle.id, deltas);
+        if (handle.runId && deltas.events > 0)
+          await runsStore.addEvents(this.pool, handle.runId, deltas.events);
+      } catch (error) {
+        this.logger.warn({ err: error, pipeline: handle.name }, 'could not record progress');
+      }
+    }
+  }
+}

@@ -1,0 +1,218 @@
+import pg from 'pg';
+import type { ColumnSchema, TableRef, TableSchema } from '../../core/change.js';
+import { SourceNotReadyError, TableNotReplicableError, type TableProblem } from './errors.js';
+
+/** Oldest server whose catalogs (`pg_index.indnkeyatts`) and pgoutput we support. */
+const MIN_SERVER_VERSION = 110000;
+
+/** The server's `server_version_num`, e.g. 170002. */
+export async function serverVersionNum(client: pg.ClientBase): Promise<number> {
+  const { rows } = await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v");
+  return Number(rows[0]?.v);
+}
+
+/**
+ * Checks that the source can serve logical replication to the connected role: `wal_level` is
+ * `logical`, slots and WAL senders are available, and the role may replicate (superuser,
+ * REPLICATION attribute, or membership in RDS's `rds_replication`).
+ *
+ * @throws SourceNotReadyError listing every problem with what to do about it.
+ */
+export async function checkSourceReady(client: pg.ClientBase): Promise<void> {
+  const { rows } = await client.query<{
+    wal_level: string;
+    version: number;
+    max_slots: number;
+    max_senders: number;
+    role: string;
+    rolsuper: boolean;
+    rolreplication: boolean;
+    rds_replication: boolean;
+  }>(`
+    SELECT current_setting('wal_level') AS wal_level,
+           current_setting('server_version_num')::int AS version,
+           current_setting('max_replication_slots')::int AS max_slots,
+           current_setting('max_wal_senders')::int AS max_senders,
+           r.rolname::text AS role, r.rolsuper, r.rolreplication,
+           EXISTS (SELECT 1 FROM pg_roles g
+                   WHERE g.rolname = 'rds_replication' AND pg_has_role(r.oid, g.oid, 'member')) AS rds_replication
+      FROM pg_roles r
+     WHERE r.rolname = current_user`);
+  const s = rows[0];
+  if (!s) throw new SourceNotReadyError(['the current role is not visible in pg_roles']);
+  const problems: string[] = [];
+  if (s.version < MIN_SERVER_VERSION) {
+    problems.push(
+      `PostgreSQL ${s.version} is too old: version 11 or newer is required (14+ to stream large transactions)`,
+    );
+  }
+  if (s.wal_level !== 'logical') {
+    problems.push(
+      `wal_level is '${s.wal_level}': set wal_level = logical (postgresql.conf, or ALTER SYSTEM SET wal_level = logical) and restart PostgreSQL`,
+    );
+  }
+  if (s.max_slots < 1) {
+    problems.push('max_replication_slots is 0: set it to at least 1 per pipeline and restart PostgreSQL');
+  }
+  if (s.max_senders < 1) {
+    problems.push('max_wal_senders is 0: set it to at least 1 per pipeline and restart PostgreSQL');
+  }
+  if (!s.rolsuper && !s.rolreplication && !s.rds_replication) {
+    const role = pg.escapeIdentifier(s.role);
+    problems.push(
+      `role ${s.role} may not use replication: run ALTER ROLE ${role} REPLICATION as a superuser (on Amazon RDS: GRANT rds_replication TO ${role})`,
+    );
+  }
+  if (problems.length > 0) throw new SourceNotReadyError(problems);
+}
+
+/** `"schema"."table"`, quoted for SQL. */
+export function qualifiedName(ref: TableRef): string {
+  return `${pg.escapeIdentifier(ref.schema)}.${pg.escapeIdentifier(ref.table)}`;
+}
+
+interface TableRow {
+  ord: string;
+  relid: string | null;
+  relkind: string | null;
+  relpersistence: string | null;
+  relreplident: string | null;
+  pk_columns: string[] | null;
+  identity_columns: string[] | null;
+}
+
+// Key columns of an index in key order, INCLUDE columns excluded.
+const indexColumns = (flag: 'indisprimary' | 'indisreplident') => `
+  (SELECT array_agg(a.attname::text ORDER BY k.n)
+     FROM pg_index i
+     CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+     JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+    WHERE i.indrelid = c.oid AND i.${flag} AND k.n <= i.indnkeyatts)`;
+
+const RELKIND_NAMES: Record<string, string> = {
+  v: 'view',
+  m: 'materialized view',
+  f: 'foreign table',
+  S: 'sequence',
+  i: 'index',
+  I: 'partitioned index',
+  c: 'composite type',
+  t: 'TOAST table',
+};
+
+function problemOf(ref: TableRef, row: TableRow): TableProblem | null {
+  const q = qualifiedName(ref);
+  const problem = (reason: TableProblem['reason'], message: string): TableProblem => ({
+    ...ref,
+    reason,
+    message,
+  });
+  if (row.relid === null) {
+    return problem(
+      'missing',
+      'does not exist (check the schema and the table name; both are case-sensitive)',
+    );
+  }
+  if (row.relkind === 'p') {
+    return problem(
+      'partitioned',
+      'is a partitioned table: replicate its partitions instead (list each partition)',
+    );
+  }
+  if (row.relkind !== 'r') {
+    const kind = RELKIND_NAMES[row.relkind ?? ''] ?? `relation of kind '${row.relkind}'`;
+    return problem('not-a-table', `is a ${kind}, not a table: only ordinary tables can be replicated`);
+  }
+  if (row.relpersistence !== 'p') {
+    return problem(
+      'not-a-table',
+      `is an unlogged or temporary table, whose changes are not written to WAL: ALTER TABLE ${q} SET LOGGED`,
+    );
+  }
+  if (row.relreplident === 'n') {
+    return problem(
+      'replica-identity-nothing',
+      `has REPLICA IDENTITY NOTHING, so its updates and deletes carry no key: ALTER TABLE ${q} REPLICA IDENTITY DEFAULT (with a primary key), or ALTER TABLE ${q} REPLICA IDENTITY USING INDEX <unique index>`,
+    );
+  }
+  if (!row.pk_columns?.length && !row.identity_columns?.length) {
+    return problem(
+      'no-key',
+      `has no primary key and no replica identity index: add a primary key, or ALTER TABLE ${q} REPLICA IDENTITY USING INDEX <unique index>`,
+    );
+  }
+  return null;
+}
+
+/**
+ * Reads the schema of each requested table, in the order given. A table is replicable iff it is
+ * an ordinary logged table with a primary key or a replica identity index (and its replica
+ * identity is not NOTHING).
+ *
+ * `keyColumns` are the replica identity index's columns when the table uses REPLICA IDENTITY
+ * USING INDEX, else the primary key's: they are the columns the WAL carries as the old key of
+ * updates and deletes, so the only key the change stream can always identify a row by.
+ * Generated columns are left out, as pgoutput does not publish them.
+ *
+ * @throws TableNotReplicableError naming every table that cannot be replicated and why.
+ */
+export async function readTableSchemas(client: pg.ClientBase, tables: TableRef[]): Promise<TableSchema[]> {
+  if (tables.length === 0) return [];
+  const { rows } = await client.query<TableRow>(
+    `SELECT w.ord::text, c.oid::int8::text AS relid, c.relkind::text, c.relpersistence::text, c.relreplident::text,
+            ${indexColumns('indisprimary')} AS pk_columns,
+            ${indexColumns('indisreplident')} AS identity_columns
+       FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS w(nspname, relname, ord)
+       LEFT JOIN pg_namespace n ON n.nspname = w.nspname
+       LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = w.relname
+      ORDER BY w.ord`,
+    [tables.map((t) => t.schema), tables.map((t) => t.table)],
+  );
+  const problems: TableProblem[] = [];
+  rows.forEach((row, i) => {
+    const problem = problemOf(tables[i] as TableRef, row);
+    if (problem) problems.push(problem);
+  });
+  if (problems.length > 0) throw new TableNotReplicableError(problems);
+
+  const version = await serverVersionNum(client);
+  const { rows: columnRows } = await client.query<{
+    relid: string;
+    name: string;
+    type_name: string;
+    type_oid: string;
+    nullable: boolean;
+  }>(
+    `SELECT a.attrelid::int8::text AS relid, a.attname::text AS name,
+            format_type(a.atttypid, a.atttypmod) AS type_name, a.atttypid::int8::text AS type_oid,
+            NOT a.attnotnull AS nullable
+       FROM pg_attribute a
+      WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
+            ${version >= 120000 ? "AND a.attgenerated = ''" : ''}
+      ORDER BY a.attrelid, a.attnum`,
+    [rows.map((r) => r.relid)],
+  );
+  const columnsByRel = new Map<string, typeof columnRows>();
+  for (const c of columnRows) {
+    const list = columnsByRel.get(c.relid) ?? [];
+    list.push(c);
+    columnsByRel.set(c.relid, list);
+  }
+
+  return rows.map((row, i) => {
+    const ref = tables[i] as TableRef;
+    const keyColumns =
+      row.relreplident === 'i' && row.identity_columns?.length
+        ? row.identity_columns
+        : (row.pk_columns ?? []);
+    const keys = new Set(keyColumns);
+    const columns: ColumnSchema[] = (columnsByRel.get(row.relid as string) ?? []).map((c) => ({
+      name: c.name,
+      typeName: c.type_name,
+      typeOid: Number(c.type_oid),
+      nullable: c.nullable,
+      isKey: keys.has(c.name),
+    }));
+    return { schema: ref.schema, table: ref.table, columns, keyColumns: [...keyColumns] };
+  });
+}

@@ -1,0 +1,69 @@
+import type pg from 'pg';
+import type { TableSchema } from '../../core/change.js';
+import type { RelationInfo } from './pgoutput-decoder.js';
+
+/** A column type as pgoutput describes it. */
+export interface TypeRef {
+  typeOid: number;
+  /** `atttypmod`, -1 when none. */
+  typeMod: number;
+}
+
+/**
+ * `format_type(oid, typmod)` of each pair, in order, in one query: the SQL spelling of a type
+ * (e.g. `numeric(12,2)`, `character varying(20)`, `integer[]`).
+ */
+export async function formatTypes(client: pg.ClientBase, types: TypeRef[]): Promise<string[]> {
+  if (types.length === 0) return [];
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT format_type(t.oid, t.mod) AS name
+       FROM unnest($1::oid[], $2::int4[]) WITH ORDINALITY AS t(oid, mod, ord)
+      ORDER BY t.ord`,
+    [types.map((t) => t.typeOid), types.map((t) => t.typeMod)],
+  );
+  return rows.map((r) => r.name);
+}
+
+/**
+ * Turns a pgoutput Relation message into a {@link TableSchema}, for when a relation changes
+ * shape mid-stream (e.g. a column was added). Type names come from the source's `format_type`;
+ * nullability and, under REPLICA IDENTITY FULL (where every column is flagged as key), the key
+ * come from the source's current catalog, defaulting to nullable when a column is gone.
+ */
+export async function schemaFromRelation(
+  client: pg.ClientBase,
+  relation: RelationInfo,
+): Promise<TableSchema> {
+  const typeNames = await formatTypes(client, relation.columns);
+  const { rows } = await client.query<{ name: string; notnull: boolean; pk_position: number | null }>(
+    `SELECT a.attname::text AS name, a.attnotnull AS notnull,
+            array_position((SELECT i.indkey::int2[] FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary),
+                           a.attnum) AS pk_position
+       FROM pg_attribute a
+      WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped`,
+    [relation.relationId],
+  );
+  const catalog = new Map(rows.map((r) => [r.name, r]));
+  let keyColumns = relation.columns.filter((c) => c.isKey).map((c) => c.name);
+  if (relation.replicaIdentity === 'full') {
+    const pk = relation.columns
+      .map((c) => ({ name: c.name, position: catalog.get(c.name)?.pk_position ?? null }))
+      .filter((c): c is { name: string; position: number } => c.position !== null)
+      .sort((a, b) => a.position - b.position)
+      .map((c) => c.name);
+    if (pk.length > 0) keyColumns = pk;
+  }
+  const keys = new Set(keyColumns);
+  return {
+    schema: relation.schema,
+    table: relation.table,
+    columns: relation.columns.map((c, i) => ({
+      name: c.name,
+      typeName: typeNames[i] as string,
+      typeOid: c.typeOid,
+      nullable: !(catalog.get(c.name)?.notnull ?? false),
+      isKey: keys.has(c.name),
+    })),
+    keyColumns,
+  };
+}

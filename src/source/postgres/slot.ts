@@ -1,0 +1,182 @@
+import pg from 'pg';
+import type { TableRef } from '../../core/change.js';
+import { qualifiedName } from './catalog.js';
+import { sqlState } from './errors.js';
+import { normalizeLsn } from './lsn.js';
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** `replicator_` + the pipeline UUID without dashes: a valid identifier of 43 characters. */
+function ownedName(pipelineId: string): string {
+  if (!UUID_PATTERN.test(pipelineId)) throw new Error(`pipeline id '${pipelineId}' is not a UUID`);
+  return `replicator_${pipelineId.replaceAll('-', '').toLowerCase()}`;
+}
+
+/** Name of the replication slot the service owns for a pipeline. */
+export function slotName(pipelineId: string): string {
+  return ownedName(pipelineId);
+}
+
+/** Name of the publication the service owns for a pipeline. */
+export function publicationName(pipelineId: string): string {
+  return ownedName(pipelineId);
+}
+
+/**
+ * Makes the publication `name` publish exactly `tables` (inserts, updates, deletes, truncates):
+ * creates it if missing, else replaces its table list. ONLY keeps inheritance children out.
+ */
+export async function ensurePublication(
+  client: pg.ClientBase,
+  name: string,
+  tables: TableRef[],
+): Promise<void> {
+  if (tables.length === 0) throw new Error('a publication needs at least one table');
+  const list = tables.map((t) => `ONLY ${qualifiedName(t)}`).join(', ');
+  const pub = pg.escapeIdentifier(name);
+  const { rowCount } = await client.query('SELECT 1 FROM pg_publication WHERE pubname = $1', [name]);
+  if (rowCount === 0) {
+    try {
+      await client.query(`CREATE PUBLICATION ${pub} FOR TABLE ${list}`);
+      return;
+    } catch (error) {
+      // Created concurrently by another worker: fall through and align it.
+      if (sqlState(error) !== '42710') throw error;
+    }
+  }
+  await client.query(`ALTER PUBLICATION ${pub} SET TABLE ${list}`);
+  await client.query(`ALTER PUBLICATION ${pub} SET (publish = 'insert, update, delete, truncate')`);
+}
+
+/** A freshly created slot whose exported snapshot stays usable until release(). */
+export interface SlotWithSnapshot {
+  /** The slot's consistent point: stream from here to get every change after the snapshot. */
+  consistentPoint: string;
+  /** Exported snapshot, for `SET TRANSACTION SNAPSHOT` in a REPEATABLE READ transaction. */
+  snapshotName: string;
+  /** Closes the replication connection, which ends the exported snapshot. */
+  release(): Promise<void>;
+}
+
+/**
+ * Creates the logical slot `slotName` (pgoutput) on a replication connection and exports its
+ * snapshot. The connection stays open and idle until release(), as the snapshot lives only as
+ * long as it. `replicationDsn` is an ordinary DSN of the source database.
+ */
+export async function createSlotWithSnapshot(
+  replicationDsn: string,
+  slotName: string,
+): Promise<SlotWithSnapshot> {
+  // pg supports `replication` but its type definitions do not declare it.
+  const config: pg.ClientConfig & { replication: 'database' } = {
+    connectionString: replicationDsn,
+    replication: 'database',
+  };
+  const client = new pg.Client(config);
+  // An idle connection can still fail (server restart); without a listener that would crash the process.
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    const { rows: version } = await client.query<{ server_version_num: string }>('SHOW server_version_num');
+    const modern = Number(version[0]?.server_version_num) >= 150000;
+    const slot = pg.escapeIdentifier(slotName);
+    const command = modern
+      ? `CREATE_REPLICATION_SLOT ${slot} LOGICAL pgoutput (SNAPSHOT 'export')`
+      : `CREATE_REPLICATION_SLOT ${slot} LOGICAL pgoutput EXPORT_SNAPSHOT`;
+    const { rows } = await client.query<{ consistent_point: string; snapshot_name: string }>(command);
+    const row = rows[0];
+    if (!row?.snapshot_name) throw new Error(`CREATE_REPLICATION_SLOT ${slotName} returned no snapshot`);
+    let released = false;
+    return {
+      consistentPoint: normalizeLsn(row.consistent_point),
+      snapshotName: row.snapshot_name,
+      release: async () => {
+        if (released) return;
+        released = true;
+        await client.end();
+      },
+    };
+  } catch (error) {
+    await client.end().catch(() => {});
+    throw error;
+  }
+}
+
+/** State of a replication slot. */
+export interface SlotStatus {
+  exists: true;
+  /** A walsender is streaming from it. */
+  active: boolean;
+  activePid: number | null;
+  restartLsn: string | null;
+  confirmedFlushLsn: string | null;
+  /** PostgreSQL 13+: `reserved`, `extended`, `unreserved` or `lost` (lost = invalidated). */
+  walStatus: string | null;
+  /** WAL the slot keeps on the server, in bytes. */
+  retainedWalBytes: number | null;
+}
+
+/** Reads the slot's state from `pg_replication_slots`; null when there is no such slot. */
+export async function slotStatus(client: pg.ClientBase, slotName: string): Promise<SlotStatus | null> {
+  const { rows: v } = await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v");
+  const walStatus = Number(v[0]?.v) >= 130000 ? 'wal_status' : 'NULL::text';
+  const { rows } = await client.query<{
+    active: boolean;
+    active_pid: number | null;
+    restart_lsn: string | null;
+    confirmed_flush_lsn: string | null;
+    wal_status: string | null;
+    retained: string | null;
+  }>(
+    `SELECT active, active_pid, restart_lsn::text, confirmed_flush_lsn::text, ${walStatus} AS wal_status,
+            pg_wal_lsn_diff(CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END,
+                            restart_lsn)::text AS retained
+       FROM pg_replication_slots
+      WHERE slot_name = $1`,
+    [slotName],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    exists: true,
+    active: row.active,
+    activePid: row.active_pid,
+    restartLsn: row.restart_lsn,
+    confirmedFlushLsn: row.confirmed_flush_lsn,
+    walStatus: row.wal_status,
+    retainedWalBytes: row.retained === null ? null : Number(row.retained),
+  };
+}
+
+/**
+ * Drops the pipeline's publication and slot if they exist, terminating a walsender still
+ * streaming from the slot. Idempotent.
+ */
+export async function dropSlotAndPublication(
+  client: pg.ClientBase,
+  pipelineId: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const slot = slotName(pipelineId);
+  await client.query(`DROP PUBLICATION IF EXISTS ${pg.escapeIdentifier(publicationName(pipelineId))}`);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await client.query<{ active_pid: number | null }>(
+      'SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1',
+      [slot],
+    );
+    if (rows.length === 0) return;
+    const pid = rows[0]?.active_pid;
+    if (pid) await client.query('SELECT pg_terminate_backend($1)', [pid]);
+    try {
+      await client.query('SELECT pg_drop_replication_slot($1)', [slot]);
+      return;
+    } catch (error) {
+      const state = sqlState(error);
+      if (state === '42704') return; // dropped meanwhile
+      // 55006: still active, the terminated walsender has not exited yet.
+      if (state !== '55006' || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}

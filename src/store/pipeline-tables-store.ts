@@ -1,0 +1,64 @@
+import { type CommonQueryMethods, sql } from 'slonik';
+import { z } from 'zod';
+
+const PipelineTableRow = z.object({
+  table_name: z.string(),
+  status: z.enum(['pending', 'snapshot', 'streaming']),
+  partitions_total: z.number(),
+  partitions_done: z.number(),
+  rows_total: z.number(),
+  rows_done: z.number(),
+  snapshot_started_at: z.string().nullable(),
+  snapshot_done_at: z.string().nullable(),
+});
+export type PipelineTableRow = z.infer<typeof PipelineTableRow>;
+
+const COLUMNS = sql.fragment`table_name, status, partitions_total, partitions_done, rows_total, rows_done,
+  snapshot_started_at, snapshot_done_at`;
+
+export const pipelineTablesStore = {
+  list: (db: CommonQueryMethods, pipelineId: string) =>
+    db.any(sql.type(PipelineTableRow)`SELECT ${COLUMNS} FROM pipeline_tables WHERE pipeline_id = ${pipelineId}
+      ORDER BY table_name`),
+
+  /** Makes the rows match the definition's tables: new ones pending, removed ones forgotten. */
+  sync: async (db: CommonQueryMethods, pipelineId: string, projectId: string, tables: readonly string[]) => {
+    await db.query(sql.unsafe`DELETE FROM pipeline_tables WHERE pipeline_id = ${pipelineId}
+      AND NOT (table_name = ANY(${sql.array(tables, 'text')}))`);
+    await db.query(sql.unsafe`INSERT INTO pipeline_tables (pipeline_id, project_id, table_name)
+      SELECT ${pipelineId}, ${projectId}, t FROM unnest(${sql.array(tables, 'text')}) AS t
+      ON CONFLICT DO NOTHING`);
+  },
+
+  startSnapshot: (
+    db: CommonQueryMethods,
+    pipelineId: string,
+    table: string,
+    partitionsTotal: number,
+    rowsTotal: number,
+  ) =>
+    db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'snapshot', partitions_total = ${partitionsTotal},
+      rows_total = ${rowsTotal}, snapshot_started_at = coalesce(snapshot_started_at, now())
+      WHERE pipeline_id = ${pipelineId} AND table_name = ${table}`),
+
+  progress: (
+    db: CommonQueryMethods,
+    pipelineId: string,
+    table: string,
+    partitionsDone: number,
+    rowsDone: number,
+  ) =>
+    db.query(sql.unsafe`UPDATE pipeline_tables SET partitions_done = ${partitionsDone}, rows_done = ${rowsDone}
+      WHERE pipeline_id = ${pipelineId} AND table_name = ${table}`),
+
+  finishSnapshot: (db: CommonQueryMethods, pipelineId: string, table: string, rowsDone: number) =>
+    db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'streaming', partitions_done = partitions_total,
+      rows_done = ${rowsDone}, rows_total = greatest(rows_total, ${rowsDone}), snapshot_done_at = now()
+      WHERE pipeline_id = ${pipelineId} AND table_name = ${table}`),
+
+  /** Forgets the snapshot of every table, e.g. after the slot was recreated by a resync. */
+  resetAll: (db: CommonQueryMethods, pipelineId: string) =>
+    db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'pending', partitions_total = 0, partitions_done = 0,
+      rows_total = 0, rows_done = 0, snapshot_started_at = NULL, snapshot_done_at = NULL
+      WHERE pipeline_id = ${pipelineId}`),
+};

@@ -1,0 +1,52 @@
+import pg from 'pg';
+import { createDatabase } from './pg-cluster.js';
+
+/** Runs one statement (or several, without parameters) on a database and returns its rows. */
+export async function sqlOn<T extends pg.QueryResultRow = any>(
+  url: string,
+  text: string,
+  params?: unknown[],
+): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** A store, a source and a sink database on one cluster, fresh for one test file. */
+export async function replicationDatabases(adminUrl: string, prefix: string) {
+  const [store, source, sink] = await Promise.all([
+    createDatabase(adminUrl, `${prefix}_store`),
+    createDatabase(adminUrl, `${prefix}_src`),
+    createDatabase(adminUrl, `${prefix}_dst`),
+  ]);
+  return { store, source, sink };
+}
+
+/** A digest of a table's rows in key order, comparable across databases when columns and types match. */
+export async function tableDigest(
+  url: string,
+  table: string,
+  orderBy: string,
+): Promise<{ rows: number; md5: string }> {
+  const [row] = await sqlOn<{ rows: string; md5: string | null }>(
+    url,
+    `SELECT count(*) AS rows, md5(string_agg(t::text, '|' ORDER BY ${orderBy})) AS md5 FROM ${table} t`,
+  );
+  return { rows: Number(row?.rows), md5: row?.md5 ?? '' };
+}
+
+/** Polls until `check` returns a truthy value, or fails with the last value seen. */
+export async function waitFor<T>(check: () => Promise<T>, what: string, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T | undefined;
+  while (Date.now() < deadline) {
+    last = await check();
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
+}
