@@ -57,8 +57,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     });
     const supervisor = new Supervisor(pool, runner, logger.child({ component: 'supervisor' }));
     pipelines.lifecycle = supervisor;
-    connections.events.deletedWhileInUse = async (ctx, _connection, users) =>
-      supervisor.connectionDeleted(ctx.projectId, users);
+    connections.events.changedWhileInUse = (ctx, _connection, users) =>
+      supervisor.connectionChanged(ctx.projectId, users);
     await supervisor.start();
     stops.push(() => supervisor.stop());
 

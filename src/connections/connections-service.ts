@@ -16,8 +16,8 @@ export interface ConnectionInput {
 
 /** Hooks other parts of the service attach to connection changes. */
 export interface ConnectionEvents {
-  /** Called after a forced delete removed a connection that pipelines still name. */
-  deletedWhileInUse?(ctx: RequestContext, connection: string, pipelines: string[]): Promise<void>;
+  /** Called after a connection that pipelines name was replaced or (forcibly) deleted. */
+  changedWhileInUse?(ctx: RequestContext, connection: string, pipelines: string[]): void;
 }
 
 export class ConnectionsService {
@@ -59,7 +59,7 @@ export class ConnectionsService {
 
   /** Replaces type and DSN. A password equal to the mask keeps the stored password. */
   async replace(ctx: RequestContext, name: string, input: ConnectionInput) {
-    return this.pool.transaction(async (tx) => {
+    const view = await this.pool.transaction(async (tx) => {
       const current = await connectionsStore.find(tx, ctx.projectId, name, 'update');
       if (!current) throw notFound('connection', name);
       if (input.name !== undefined && input.name !== name) {
@@ -83,6 +83,14 @@ export class ConnectionsService {
       if (!row) throw notFound('connection', name);
       return toConnectionView(row);
     });
+    const users = await pipelinesStore.usingConnection(this.pool, ctx.projectId, name);
+    if (users.length > 0)
+      this.events.changedWhileInUse?.(
+        ctx,
+        name,
+        users.map((p) => p.name),
+      );
+    return view;
   }
 
   /**
@@ -107,7 +115,7 @@ export class ConnectionsService {
       await connectionsStore.delete(tx, ctx.projectId, name);
       return using.map((p) => p.name);
     });
-    if (users.length > 0) await this.events.deletedWhileInUse?.(ctx, name, users);
+    if (users.length > 0) this.events.changedWhileInUse?.(ctx, name, users);
   }
 
   /** The type and full DSN (password included) for the data plane to connect with. */

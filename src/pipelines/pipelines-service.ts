@@ -22,12 +22,15 @@ export interface PipelineLifecycle {
   definitionChanged(pipelineId: string): void;
   /** Stops the pipeline and drops what it owns on its source; throws to refuse the deletion. */
   beforeDelete(pipelineId: string, force: boolean): Promise<void>;
+  /** Refuses (422) a source that is reachable but cannot serve these tables. */
+  checkSource(projectId: string, connection: string, tables: readonly string[]): Promise<void>;
 }
 
 const idle: PipelineLifecycle = {
   stats: () => IDLE_STATS,
   definitionChanged: () => {},
   beforeDelete: async () => {},
+  checkSource: async () => {},
 };
 
 export class PipelinesService {
@@ -48,6 +51,7 @@ export class PipelinesService {
 
   async create(ctx: RequestContext, name: string, input: PipelineDefinitionInput) {
     const definition = toWrite(input);
+    await this.checkSource(ctx, definition);
     try {
       const row = await this.pool.transaction(async (tx) => {
         await checkConnections(tx, ctx, definition);
@@ -64,6 +68,8 @@ export class PipelinesService {
 
   /** Replaces the definition; a running pipeline picks it up (hot reload) through its generation. */
   async replace(ctx: RequestContext, name: string, input: PipelineDefinitionInput) {
+    if (!(await pipelinesStore.find(this.pool, ctx.projectId, name))) throw notFound('pipeline', name);
+    await this.checkSource(ctx, toWrite(input));
     const row = await this.pool.transaction(async (tx) => {
       if (!(await pipelinesStore.find(tx, ctx.projectId, name))) throw notFound('pipeline', name);
       if (input.name !== undefined && input.name !== name) {
@@ -79,6 +85,13 @@ export class PipelinesService {
     if (!row) throw notFound('pipeline', name);
     this.lifecycle.definitionChanged(row.id);
     return toPipelineView(row, this.lifecycle.stats(row.id));
+  }
+
+  // Runs outside any store transaction: it talks to the source over the network.
+  private async checkSource(ctx: RequestContext, d: PipelineDefinitionWrite): Promise<void> {
+    const source = await connectionsStore.find(this.pool, ctx.projectId, d.sourceConnection);
+    if (!source) return; // refused with a clearer message by checkConnections
+    await this.lifecycle.checkSource(ctx.projectId, d.sourceConnection, d.sourceTables);
   }
 
   /** Deletes a pipeline after stopping it and dropping its slot and publication on the source. */

@@ -9,7 +9,7 @@ import { findSinkKind } from '../sinks/registry.js';
 import type { Sink } from '../sinks/types.js';
 import { checkSourceReady, readTableSchemas } from '../source/postgres/catalog.js';
 import { SOURCE_SESSION_OPTIONS, startChangeStream } from '../source/postgres/change-stream.js';
-import { SlotMissingError } from '../source/postgres/errors.js';
+import { SlotMissingError, SourceNotReadyError, TableNotReplicableError } from '../source/postgres/errors.js';
 import { ZERO_LSN } from '../source/postgres/lsn.js';
 import {
   createSlotWithSnapshot,
@@ -22,6 +22,7 @@ import {
 } from '../source/postgres/slot.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
+import { messageOf } from './error-kinds.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import { snapshotTables } from './snapshot/snapshot-tables.js';
 import { applyStream } from './stream-applier.js';
@@ -161,6 +162,37 @@ export class ReplicationRunner {
     }
   }
 
+  /**
+   * Checks a definition's source before it is stored or started: wal_level, replication rights
+   * and every table's key. A source that cannot be reached at all is not judged (it is checked
+   * again at start); any other problem is a 422 naming what to do.
+   */
+  async checkSource(projectId: string, connection: string, tables: readonly string[]): Promise<void> {
+    const { dsn } = await this.deps.resolveConnection(projectId, connection).catch(() => {
+      throw validationFailed('source.connection', `connection '${connection}' does not exist`);
+    });
+    let source: pg.Client;
+    try {
+      source = await this.connectSource(dsn, PREFLIGHT_CONNECT_TIMEOUT_MS);
+    } catch (error) {
+      if (isUnreachable(error)) return;
+      throw validationFailed('source.connection', `cannot connect to '${connection}': ${messageOf(error)}`);
+    }
+    try {
+      await checkSourceReady(source);
+      await readTableSchemas(
+        source,
+        tables.map((t) => parseTableName(t) as TableRef),
+      );
+    } catch (error) {
+      if (error instanceof SourceNotReadyError) throw validationFailed('source.connection', error.message);
+      if (error instanceof TableNotReplicableError) throw validationFailed('source.tables', error.message);
+      throw error;
+    } finally {
+      await source.end().catch(() => undefined);
+    }
+  }
+
   /** Drops the slot and publication the pipeline owns on its source, if it ever made them. */
   async dropSourceObjects(pipelineId: string): Promise<void> {
     if (!(await pipelinesStore.isSourcePrepared(this.deps.pool, pipelineId))) return;
@@ -188,11 +220,12 @@ export class ReplicationRunner {
     return { row, sourceDsn: source.dsn, sinkType: sink.type, sinkDsn: sink.dsn, tables };
   }
 
-  private async connectSource(dsn: string): Promise<pg.Client> {
+  private async connectSource(dsn: string, connectionTimeoutMillis = 10_000): Promise<pg.Client> {
     const client = new pg.Client({
       connectionString: dsn,
       application_name: 'replicator',
       options: SOURCE_SESSION_OPTIONS,
+      connectionTimeoutMillis,
     });
     client.on('error', () => {});
     await client.connect();
@@ -232,3 +265,21 @@ export class ReplicationRunner {
 }
 
 const key = (t: TableRef) => `${t.schema}.${t.table}`;
+
+const PREFLIGHT_CONNECT_TIMEOUT_MS = 3_000;
+
+// Network-level failures: the server may simply be down for now, which says nothing about the definition.
+function isUnreachable(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return (
+    [
+      'ECONNREFUSED',
+      'ENOTFOUND',
+      'EAI_AGAIN',
+      'ETIMEDOUT',
+      'EHOSTUNREACH',
+      'ENETUNREACH',
+      'ECONNRESET',
+    ].includes(String(code)) || /timeout/i.test(messageOf(error))
+  );
+}

@@ -108,6 +108,8 @@ export class Supervisor implements PipelineLifecycle {
         { state, action, allowed },
       );
     }
+    if (action === 'start')
+      await this.runner.checkSource(row.project_id, row.source_connection, row.source_tables);
     await pipelinesStore.setDesiredState(this.pool, row.id, DESIRED[action]);
     const target = handle ?? this.spawn(row, state === 'failed' ? 'failed' : 'stopped');
     target.actor.send(ACTION_EVENTS[action]);
@@ -142,8 +144,15 @@ export class Supervisor implements PipelineLifecycle {
     }
   }
 
-  /** Connections were deleted under running pipelines: they restart and fail with a clear message. */
-  connectionDeleted(projectId: string, pipelineNames: readonly string[]): void {
+  checkSource(projectId: string, connection: string, tables: readonly string[]): Promise<void> {
+    return this.runner.checkSource(projectId, connection, tables);
+  }
+
+  /**
+   * A connection under running pipelines was replaced or deleted: they restart their data plane,
+   * with the new DSN, or failing with a message naming the missing connection.
+   */
+  connectionChanged(projectId: string, pipelineNames: readonly string[]): void {
     for (const handle of this.handles.values()) {
       if (handle.projectId === projectId && pipelineNames.includes(handle.name))
         this.definitionChanged(handle.id);

@@ -11,7 +11,7 @@ describe.each(inject('pgClusters'))('pipelines API on $label', (cluster) => {
       const res = await service.request('POST', '/v1/connections', {
         name,
         type: 'postgres',
-        dsn: `postgres://u:p@127.0.0.1:5432/${name}`,
+        dsn: `postgres://u:p@127.0.0.1:1/${name}`,
       });
       expect(res.status).toBe(201);
     }

@@ -1,0 +1,192 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { availableBinDirs, createDatabase, type PgCluster, startPgCluster } from '../support/pg-cluster.js';
+import { replicationDatabases, sqlOn, tableDigest, waitFor } from '../support/replication-fixture.js';
+import { startTestService, type TestService, testConfig } from '../support/service.js';
+
+// Behaviour that does not depend on the PostgreSQL version runs on the first cluster only.
+const [cluster] = inject('pgClusters');
+
+describe('pipelines facing changes: definitions, sources, slots', () => {
+  let service: TestService;
+  let dbs: Awaited<ReturnType<typeof replicationDatabases>>;
+  let replicaCluster: PgCluster;
+
+  const converged = async (table: string, order = 'id') => {
+    const expected = await tableDigest(dbs.source, table, order);
+    await waitFor(async () => {
+      const actual = await tableDigest(dbs.sink, table, order).catch(() => ({ rows: -1, md5: '' }));
+      return actual.rows === expected.rows && actual.md5 === expected.md5;
+    }, `${table} to converge`);
+  };
+  const pipeline = async (name: string) => (await service.request('GET', `/v1/pipelines/${name}`)).body;
+
+  beforeAll(async () => {
+    dbs = await replicationDatabases(cluster?.adminUrl as string, 'changes');
+    const binDir = availableBinDirs()[0]?.binDir as string;
+    replicaCluster = await startPgCluster('replica', binDir, ['wal_level=replica']);
+    await sqlOn(
+      dbs.source,
+      `CREATE TABLE a (id int PRIMARY KEY, v text);
+       CREATE TABLE b (id int PRIMARY KEY, v text);
+       CREATE TABLE keyless (v text);
+       INSERT INTO a SELECT i, 'a' || i FROM generate_series(1, 500) i;
+       INSERT INTO b SELECT i, 'b' || i FROM generate_series(1, 700) i;`,
+    );
+    service = await startTestService(testConfig(dbs.store));
+    const replicaSource = await createDatabase(replicaCluster.adminUrl, 'plain');
+    for (const [name, dsn] of [
+      ['src', dbs.source],
+      ['dst', dbs.sink],
+      ['replica-level', replicaSource],
+      ['down', 'postgres://u:p@127.0.0.1:1/nowhere'],
+    ] as const) {
+      expect((await service.request('POST', '/v1/connections', { name, type: 'postgres', dsn })).status).toBe(
+        201,
+      );
+    }
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await replicaCluster?.stop();
+  });
+
+  it('refuses at create a table without a key or missing, saying what to do', async () => {
+    const res = await service.request('POST', '/v1/pipelines', {
+      name: 'bad-tables',
+      source: { connection: 'src', tables: ['public.a', 'public.keyless', 'public.nope'] },
+      sink: { connection: 'dst' },
+    });
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('VALIDATION_FAILED');
+    expect(res.body.error).toContain('public.keyless');
+    expect(res.body.error).toMatch(/primary key|REPLICA IDENTITY/);
+    expect(res.body.error).toContain('public.nope');
+    expect((await service.request('GET', '/v1/pipelines/bad-tables')).status).toBe(404);
+  });
+
+  it('refuses a source whose wal_level is not logical', async () => {
+    const res = await service.request('POST', '/v1/pipelines', {
+      name: 'not-logical',
+      source: { connection: 'replica-level', tables: ['public.t'] },
+      sink: { connection: 'dst' },
+    });
+    expect(res.status).toBe(422);
+    expect(res.body.error).toContain('wal_level');
+    expect(res.body.error).toContain('logical');
+  });
+
+  it('accepts a source it cannot reach, and fails the start with the reason', async () => {
+    const created = await service.request('POST', '/v1/pipelines', {
+      name: 'unreachable',
+      source: { connection: 'down', tables: ['public.t'] },
+      sink: { connection: 'dst' },
+    });
+    expect(created.status).toBe(201);
+    expect((await service.request('PUT', '/v1/pipelines/unreachable/state', { state: 'start' })).status).toBe(
+      200,
+    );
+    const failed = await waitFor(async () => {
+      const p = await pipeline('unreachable');
+      return p.state === 'failed' ? p : undefined;
+    }, 'the pipeline to fail');
+    expect(failed.error).toMatch(/ECONNREFUSED|connect/);
+    // From failed: stop acknowledges, start tries again.
+    expect((await service.request('PUT', '/v1/pipelines/unreachable/state', { state: 'pause' })).status).toBe(
+      409,
+    );
+    const stopped = await service.request('PUT', '/v1/pipelines/unreachable/state', { state: 'stop' });
+    expect(stopped.body.state).toBe('stopped');
+  });
+
+  it('hot-reloads a definition: a table added is snapshotted then streamed, a table removed is no longer applied', async () => {
+    await service.request('POST', '/v1/pipelines', {
+      name: 'reload',
+      source: { connection: 'src', tables: ['public.a'] },
+      sink: { connection: 'dst' },
+    });
+    await service.request('PUT', '/v1/pipelines/reload/state', { state: 'start' });
+    await waitFor(
+      async () => (await service.request('GET', '/v1/pipelines/reload/progress')).body.phase === 'streaming',
+      'streaming',
+    );
+    await sqlOn(dbs.source, "INSERT INTO a VALUES (1001, 'x'); UPDATE b SET v = 'before add' WHERE id = 1");
+    await converged('a');
+
+    const replaced = await service.request('PUT', '/v1/pipelines/reload', {
+      source: { connection: 'src', tables: ['public.a', 'public.b'] },
+      sink: { connection: 'dst', properties: { batch_max_events: '7' } },
+    });
+    expect(replaced).toMatchObject({ status: 200, body: { generation: 2, state: 'running' } });
+    await sqlOn(dbs.source, "INSERT INTO b VALUES (1001, 'after add'); INSERT INTO a VALUES (1002, 'y')");
+    await converged('b');
+    await converged('a');
+    const progress = (await service.request('GET', '/v1/pipelines/reload/progress')).body;
+    expect(progress.tables.map((t: { table: string; status: string }) => [t.table, t.status])).toEqual([
+      ['public.a', 'streaming'],
+      ['public.b', 'streaming'],
+    ]);
+
+    await service.request('PUT', '/v1/pipelines/reload', {
+      source: { connection: 'src', tables: ['public.b'] },
+      sink: { connection: 'dst' },
+    });
+    await sqlOn(
+      dbs.source,
+      "INSERT INTO a VALUES (1003, 'not replicated'); INSERT INTO b VALUES (1002, 'still')",
+    );
+    await converged('b');
+    expect(await sqlOn(dbs.sink, 'SELECT 1 FROM a WHERE id = 1003')).toHaveLength(0);
+    expect((await pipeline('reload')).state).toBe('running');
+    expect(
+      await sqlOn(
+        dbs.source,
+        "SELECT 1 FROM pg_publication_tables WHERE tablename = 'a' AND pubname LIKE 'replicator_%'",
+      ),
+    ).toHaveLength(0);
+  });
+
+  it('fails, never recreating it, when its slot disappears', async () => {
+    const before = await pipeline('reload');
+    const slot = `replicator_${before.id.replaceAll('-', '')}`;
+    await sqlOn(
+      dbs.source,
+      `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '${slot}' AND active_pid IS NOT NULL`,
+    );
+    await waitFor(async () => {
+      try {
+        await sqlOn(dbs.source, `SELECT pg_drop_replication_slot('${slot}')`);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'the slot to be dropped');
+    const failed = await waitFor(async () => {
+      const p = await pipeline('reload');
+      return p.state === 'failed' ? p : undefined;
+    }, 'the pipeline to fail');
+    expect(failed.error).toContain('resync');
+    expect(
+      await sqlOn(dbs.source, `SELECT 1 FROM pg_replication_slots WHERE slot_name = '${slot}'`),
+    ).toHaveLength(0);
+    const start = await service.request('PUT', '/v1/pipelines/reload/state', { state: 'start' });
+    expect(start.status).toBe(200);
+    await waitFor(async () => (await pipeline('reload')).state === 'failed', 'the pipeline to fail again');
+    expect(
+      await sqlOn(dbs.source, `SELECT 1 FROM pg_replication_slots WHERE slot_name = '${slot}'`),
+    ).toHaveLength(0);
+  });
+
+  it('keeps a pipeline whose slot cannot be dropped, unless forced', async () => {
+    await sqlOn(cluster?.adminUrl as string, 'ALTER DATABASE changes_src ALLOW_CONNECTIONS false');
+    try {
+      const refused = await service.request('DELETE', '/v1/pipelines/reload');
+      expect(refused).toMatchObject({ status: 502, body: { code: 'SOURCE_UNAVAILABLE' } });
+      expect(refused.body.error).toContain('pg_drop_replication_slot');
+      expect((await pipeline('reload')).state).toBe('stopped');
+      const forced = await fetch(`${service.url}/v1/pipelines/reload?force=true`, { method: 'DELETE' });
+      expect(forced.status).toBe(204);
+    } finally {
+      await sqlOn(cluster?.adminUrl as string, 'ALTER DATABASE changes_src ALLOW_CONNECTIONS true');
+    }
+  });
+});
