@@ -3,8 +3,8 @@ import { assign, fromCallback, fromPromise, setup } from 'xstate';
 /**
  * The control plane of one pipeline. Pure: no I/O here. The runtime provides the three actors
  * with `pipelineMachine.provide({ actors })`:
- * - `prepare`: checks the source and sink and creates what the pipeline owns (slot, publication,
- *   target tables); rejects with a message a person can act on.
+ * - `prepare`: checks the source and sink and creates what the pipeline owns (publication, target
+ *   tables); rejects with a PrepareFailure, retried with backoff when `retryable`.
  * - `replicate`: runs the data plane (snapshot, then streaming) until stopped, reporting only
  *   coarse facts back: PHASE, FAILED, SCHEMA_CHANGE.
  * - `drain`: waits until the data plane has flushed and let go of its connections.
@@ -64,7 +64,21 @@ export const MAX_RETRIES = 8;
 /** Capped exponential backoff: 1 s, 2 s, 4 s … 60 s. */
 export const retryDelayMs = (retries: number) => Math.min(1_000 * 2 ** retries, 60_000);
 
-const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
+/** What `prepare` rejects with: a message, and whether waiting may cure it. */
+export interface PrepareFailure {
+  message: string;
+  retryable: boolean;
+}
+
+const errorMessage = (error: unknown) =>
+  error instanceof Error
+    ? error.message
+    : typeof error === 'object' && error !== null && 'message' in error
+      ? String((error as PrepareFailure).message)
+      : String(error);
+
+const isRetryableFailure = (error: unknown) =>
+  typeof error === 'object' && error !== null && (error as Partial<PrepareFailure>).retryable === true;
 
 export const pipelineMachine = setup({
   types: {
@@ -114,13 +128,32 @@ export const pipelineMachine = setup({
     },
     starting: {
       entry: assign({ error: null, retries: 0 }),
-      invoke: {
-        src: 'prepare',
-        input: ({ context }) => ({ pipelineId: context.pipelineId }),
-        onDone: 'running',
-        onError: {
-          target: 'failed',
-          actions: assign({ error: ({ event }) => errorMessage(event.error) }),
+      initial: 'preparing',
+      states: {
+        preparing: {
+          invoke: {
+            src: 'prepare',
+            input: ({ context }) => ({ pipelineId: context.pipelineId }),
+            onDone: '#pipeline.running',
+            onError: [
+              {
+                guard: ({ context, event }) =>
+                  isRetryableFailure(event.error) && context.retries < MAX_RETRIES,
+                target: 'waiting',
+                actions: assign({
+                  error: ({ event }) => errorMessage(event.error),
+                  retries: ({ context }) => context.retries + 1,
+                }),
+              },
+              {
+                target: '#pipeline.failed',
+                actions: assign({ error: ({ event }) => errorMessage(event.error) }),
+              },
+            ],
+          },
+        },
+        waiting: {
+          after: { backoff: 'preparing' },
         },
       },
       on: { STOP: 'stopping' },

@@ -5,6 +5,7 @@ import {
   type PipelineAction,
   type PipelineEvent,
   type PipelineState,
+  type PrepareFailure,
   pipelineMachine,
 } from '../../machines/pipeline.js';
 import { ACTION_EVENTS, apiState, isActionAllowed } from '../../machines/pipeline-transitions.js';
@@ -41,6 +42,7 @@ interface Handle {
   loop: Promise<void>;
   runId: string | null;
   state: PipelineState;
+  error: string | null;
   /** Store writes of this pipeline, in order. */
   writes: Promise<unknown>;
 }
@@ -179,12 +181,18 @@ export class Supervisor implements PipelineLifecycle {
       loop: Promise.resolve(),
       runId: null,
       state: 'stopped',
+      error: row.error,
       writes: Promise.resolve(),
     } as unknown as Handle;
     const log = this.logger.child({ pipeline: row.name });
     const machine = pipelineMachine.provide({
       actors: {
-        prepare: fromPromise(() => this.runner.prepare(row.id)),
+        prepare: fromPromise(() =>
+          this.runner.prepare(row.id).catch((error: unknown) => {
+            log.warn({ err: error }, 'could not prepare the pipeline');
+            throw { message: messageOf(error), retryable: isRetryable(error) } satisfies PrepareFailure;
+          }),
+        ),
         replicate: fromCallback(({ sendBack }) => {
           const controller = new AbortController();
           const report = (event: PipelineEvent) => {
@@ -214,9 +222,11 @@ export class Supervisor implements PipelineLifecycle {
     handle.actor = createActor(machine, { input: { pipelineId: row.id, resumeAs, error: row.error } });
     handle.actor.subscribe((snapshot) => {
       const state = apiState(snapshot.value);
-      if (state === handle.state) return;
+      // A retried failure changes the error without changing the state: both are shown, both are kept.
+      if (state === handle.state && snapshot.context.error === handle.error) return;
       const previous = handle.state;
       handle.state = state;
+      handle.error = snapshot.context.error;
       if (state !== 'running' && state !== 'pending_schema_approval') handle.stats.phase = 'idle';
       this.persistState(handle, previous, state, snapshot.context.error);
     });

@@ -27,7 +27,7 @@ const ALLOWED: Record<string, PipelineState> = {
 type Snapshot = SnapshotFrom<typeof pipelineMachine>;
 
 /** A machine whose actors resolve when the test says so. */
-function harness(options: { prepareFails?: string } = {}) {
+function harness(options: { prepareFails?: string; retryable?: boolean } = {}) {
   const gates = { prepare: [] as (() => void)[], drain: [] as (() => void)[] };
   let sendBack: ((event: PipelineEvent) => void) | undefined;
   let replicateStops = 0;
@@ -37,7 +37,9 @@ function harness(options: { prepareFails?: string } = {}) {
         () =>
           new Promise<void>((resolve, reject) => {
             gates.prepare.push(() =>
-              options.prepareFails ? reject(new Error(options.prepareFails)) : resolve(),
+              options.prepareFails
+                ? reject({ message: options.prepareFails, retryable: options.retryable ?? false })
+                : resolve(),
             );
           }),
       ),
@@ -165,6 +167,32 @@ describe('pipeline machine', () => {
     await settle(h);
     expect(apiState(actor.getSnapshot().value)).toBe('failed');
     expect(actor.getSnapshot().context.error).toBe('wal_level is replica; set wal_level=logical');
+  });
+
+  it('retries a transient failure of prepare while starting, then fails', async () => {
+    const h = harness({ prepareFails: 'connect ECONNREFUSED', retryable: true });
+    const actor = createActor(h.machine, { input: { pipelineId: 'p' } }).start();
+    actor.send({ type: 'START' });
+    await flush();
+    h.gates.prepare.shift()?.();
+    await flush();
+    expect(actor.getSnapshot().matches({ starting: 'waiting' })).toBe(true);
+    expect(actor.getSnapshot().context).toMatchObject({ error: 'connect ECONNREFUSED', retries: 1 });
+    for (let i = 0; i < MAX_RETRIES; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      await settle(h);
+    }
+    expect(apiState(actor.getSnapshot().value)).toBe('failed');
+  });
+
+  it('can be stopped while it waits to retry starting', async () => {
+    const h = harness({ prepareFails: 'connect ECONNREFUSED', retryable: true });
+    const actor = createActor(h.machine, { input: { pipelineId: 'p' } }).start();
+    actor.send({ type: 'START' });
+    await settle(h);
+    actor.send({ type: 'STOP' });
+    await settle(h);
+    expect(apiState(actor.getSnapshot().value)).toBe('stopped');
   });
 
   it('retries transient failures with backoff, then fails', async () => {
