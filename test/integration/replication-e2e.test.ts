@@ -128,7 +128,7 @@ describe.each(inject('pgClusters'))('replication end to end on $label', (cluster
       (
         await sqlOn(
           dbs.source,
-          "SELECT confirmed_flush_lsn::text AS lsn FROM pg_replication_slots WHERE slot_name LIKE 'replicator_%'",
+          "SELECT confirmed_flush_lsn::text AS lsn FROM pg_replication_slots WHERE slot_name LIKE 'replicator_%' AND database = current_database()",
         )
       )[0]?.lsn;
     await new Promise((r) => setTimeout(r, 500));
@@ -178,7 +178,10 @@ describe.each(inject('pgClusters'))('replication end to end on $label', (cluster
     const res = await fetch(`${service.url}/v1/pipelines/e2e`, { method: 'DELETE' });
     expect(res.status).toBe(204);
     expect(
-      await sqlOn(dbs.source, "SELECT 1 FROM pg_replication_slots WHERE slot_name LIKE 'replicator_%'"),
+      await sqlOn(
+        dbs.source,
+        "SELECT 1 FROM pg_replication_slots WHERE slot_name LIKE 'replicator_%' AND database = current_database()",
+      ),
     ).toHaveLength(0);
     expect(
       await sqlOn(dbs.source, "SELECT 1 FROM pg_publication WHERE pubname LIKE 'replicator_%'"),
