@@ -4,7 +4,17 @@ import { AppError } from '../errors/app-error.js';
 import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 
 // Keywords that mean "right shape, unacceptable value": 422. Everything else in a schema is shape: 400.
-const VALUE_KEYWORDS = new Set(['pattern', 'minLength', 'maxLength', 'minItems', 'maxItems', 'format']);
+const VALUE_KEYWORDS = new Set([
+  'pattern',
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
+  'format',
+  'minimum',
+  'maximum',
+  'uniqueItems',
+]);
 
 interface AjvIssue {
   keyword: string;

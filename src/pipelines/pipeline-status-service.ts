@@ -24,6 +24,10 @@ export class PipelineStatusService {
     return { ...toPipelineView(row, this.supervisor.stats(row.id)), state };
   }
 
+  backfill(ctx: RequestContext, name: string, tables: readonly string[]) {
+    return this.supervisor.requestBackfill(ctx, name, tables);
+  }
+
   async metrics(ctx: RequestContext, name: string) {
     const row = await this.row(ctx, name);
     const live = this.supervisor.stats(row.id);

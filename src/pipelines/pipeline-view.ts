@@ -1,4 +1,10 @@
 import type { PipelineRow } from '../store/pipelines-store.js';
+import { resolveSnapshotOptions, type SnapshotOptions } from './snapshot-options.js';
+
+const snapshotJson = (o: SnapshotOptions) => ({
+  parallelism: o.parallelism,
+  partition_rows: o.partitionRows,
+});
 
 /** Live figures of a pipeline, as the runtime measures them. */
 export interface PipelineLiveStats {
@@ -24,6 +30,7 @@ export const toPipelineView = (row: PipelineRow, stats: PipelineLiveStats) => ({
   name: row.name,
   source: { connection: row.source_connection, tables: row.source_tables },
   sink: { connection: row.sink_connection, properties: row.sink_properties },
+  snapshot: snapshotJson(resolveSnapshotOptions(row.snapshot_options)),
   state: row.state,
   desired_state: row.desired_state,
   error: row.error,

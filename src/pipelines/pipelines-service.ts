@@ -6,12 +6,14 @@ import { findSinkKind } from '../sinks/registry.js';
 import { connectionsStore } from '../store/connections-store.js';
 import { type PipelineDefinitionWrite, pipelinesStore } from '../store/pipelines-store.js';
 import { IDLE_STATS, type PipelineLiveStats, toPipelineSummary, toPipelineView } from './pipeline-view.js';
+import type { SnapshotOptionsJson } from './snapshot-options.js';
 
 /** A pipeline definition as the API receives it (shape already checked by the route schema). */
 export interface PipelineDefinitionInput {
   name?: string;
   source: { connection: string; tables: string[] };
   sink: { connection: string; properties?: Record<string, string> };
+  snapshot?: SnapshotOptionsJson;
 }
 
 /** What the runtime does when definitions change; without a runtime, nothing runs. */
@@ -115,6 +117,7 @@ function toWrite(input: PipelineDefinitionInput): PipelineDefinitionWrite {
     sourceTables: input.source.tables,
     sinkConnection: input.sink.connection,
     sinkProperties: input.sink.properties ?? {},
+    snapshotOptions: input.snapshot ?? {},
   };
 }
 

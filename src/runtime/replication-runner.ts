@@ -4,6 +4,7 @@ import type { Phase } from '../../machines/pipeline.js';
 import type { TableRef } from '../core/change.js';
 import { AppError, validationFailed } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
+import { resolveSnapshotOptions } from '../pipelines/snapshot-options.js';
 import { parseTableName } from '../pipelines/table-name.js';
 import { findSinkKind } from '../sinks/registry.js';
 import type { Sink } from '../sinks/types.js';
@@ -22,10 +23,17 @@ import {
 } from '../source/postgres/slot.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
+import { BackfillCoordinator } from './backfill/backfill-coordinator.js';
 import { messageOf } from './error-kinds.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import { snapshotTables } from './snapshot/snapshot-tables.js';
 import { applyStream } from './stream-applier.js';
+
+/** How the supervisor reaches into a running data plane. */
+export interface RunControl {
+  /** Set while streaming: copies these tables (`schema.table`) again while the others stream. */
+  backfill?: (tables: readonly string[]) => Promise<void>;
+}
 
 /** Resolves a connection name of a project to its type and full DSN. */
 export type ConnectionResolver = (projectId: string, name: string) => Promise<{ type: string; dsn: string }>;
@@ -79,6 +87,7 @@ export class ReplicationRunner {
     stats: PipelineStats,
     signal: AbortSignal,
     onPhase: (phase: Phase) => void,
+    control: RunControl = {},
   ): Promise<void> {
     const resolved = await this.resolve(pipelineId);
     const log = this.deps.logger.child({ pipeline: resolved.row.name });
@@ -121,7 +130,7 @@ export class ReplicationRunner {
           tables: pending,
           sink,
           stats,
-          properties: resolved.row.sink_properties,
+          options: resolveSnapshotOptions(resolved.row.snapshot_options),
           signal,
           logger: log,
         });
@@ -130,6 +139,18 @@ export class ReplicationRunner {
       created = undefined;
       if (signal.aborted) return;
 
+      const backfill = new BackfillCoordinator({
+        pool: this.deps.pool,
+        pipelineId,
+        sourceDsn: resolved.sourceDsn,
+        sink,
+        stats,
+        options: resolveSnapshotOptions(resolved.row.snapshot_options),
+        logger: log,
+      });
+      control.backfill = async (tables) => {
+        backfill.request(schemas.filter((s) => tables.includes(key(s))));
+      };
       stats.phase = 'streaming';
       onPhase('streaming');
       const stream = startChangeStream({
@@ -151,8 +172,11 @@ export class ReplicationRunner {
           stats,
           signal,
           logger: log,
+          backfill,
         });
       } finally {
+        control.backfill = undefined;
+        await backfill.close();
         await stream.close();
       }
     } finally {

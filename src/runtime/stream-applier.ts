@@ -4,6 +4,7 @@ import type { BatchLimits } from '../sinks/registry.js';
 import type { Sink } from '../sinks/types.js';
 import type { StreamItem } from '../source/postgres/change-stream.js';
 import { compareLsn } from '../source/postgres/lsn.js';
+import type { BackfillCoordinator } from './backfill/backfill-coordinator.js';
 import type { PipelineStats } from './pipeline-stats.js';
 
 export interface StreamApplierOptions {
@@ -21,6 +22,14 @@ export interface StreamApplierOptions {
   logger: Logger;
   /** Called after every durable batch, for the store. */
   onApplied?(events: number, checkpointLsn: string): void;
+  /** Tables being copied again while the others stream. */
+  backfill?: BackfillCoordinator;
+}
+
+/** A truncate of several tables as one event per table, so that each can be routed alone. */
+function perTable(change: ChangeEvent): ChangeEvent[] {
+  if (change.op !== 'truncate' || !change.tables || change.tables.length < 2) return [change];
+  return change.tables.map((table) => ({ ...change, table, tables: [table] }));
 }
 
 const valueBytes = (change: ChangeEvent) => {
@@ -81,20 +90,41 @@ export async function applyStream(options: StreamApplierOptions): Promise<void> 
     }
   };
 
+  const { backfill } = options;
+  /** Lets the backfill start or finish, between two batches. */
+  const backfillTurn = async () => {
+    if (!backfill?.needsTurn) return;
+    // Changes of a table that just started a backfill, still waiting in the batch, come from
+    // transactions its snapshot will see: the copy carries them, so they are dropped here.
+    const committed = batch.slice(0, committedCount).filter((c) => !backfill.claims(c));
+    const rest = batch.slice(committedCount).filter((c) => !backfill.claims(c));
+    batch = [...committed, ...rest];
+    committedCount = committed.length;
+    await backfill.turn((changes) => apply(changes, durableLsn));
+  };
+
   let pending: Promise<IteratorResult<StreamItem>> | null = null;
   const aborted = new Promise<'aborted'>((resolve) =>
     signal.addEventListener('abort', () => resolve('aborted')),
   );
   try {
     while (!signal.aborted) {
+      await backfillTurn();
       pending ??= iterator.next();
       const waitMs = committedCount > 0 ? Math.max(0, batchStartedAt + limits.maxWaitMs - Date.now()) : null;
       const timer =
         waitMs === null
           ? null
           : new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), waitMs).unref());
-      const next = await Promise.race([pending, aborted, ...(timer ? [timer] : [])]);
+      const woken = backfill?.woken.then(() => 'backfill' as const);
+      const next = await Promise.race([
+        pending,
+        aborted,
+        ...(timer ? [timer] : []),
+        ...(woken ? [woken] : []),
+      ]);
       if (next === 'aborted') break;
+      if (next === 'backfill') continue;
       if (next === 'timeout') {
         await flush(false);
         continue;
@@ -108,11 +138,14 @@ export async function applyStream(options: StreamApplierOptions): Promise<void> 
           if (stats.oldestPendingCommitMs === null) stats.oldestPendingCommitMs = Date.parse(item.commitTime);
           break;
         case 'change': {
-          const { table } = item.change;
-          if (!options.tables.has(`${table.schema}.${table.table}`) && item.change.op !== 'truncate') break;
-          if (batch.length === 0) batchStartedAt = Date.now();
-          batch.push(item.change);
-          batchBytes += valueBytes(item.change);
+          for (const change of perTable(item.change)) {
+            const { table } = change;
+            if (!options.tables.has(`${table.schema}.${table.table}`)) continue;
+            if (backfill && backfill.route(change) !== 'apply') continue;
+            if (batch.length === 0) batchStartedAt = Date.now();
+            batch.push(change);
+            batchBytes += valueBytes(change);
+          }
           if (batch.length >= limits.maxEvents * 2 || batchBytes >= limits.maxBytes * 2) await flush(true);
           break;
         }

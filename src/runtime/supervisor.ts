@@ -10,16 +10,17 @@ import {
 } from '../../machines/pipeline.js';
 import { ACTION_EVENTS, apiState, isActionAllowed } from '../../machines/pipeline-transitions.js';
 import type { RequestContext } from '../context.js';
-import { AppError, notFound } from '../errors/app-error.js';
+import { AppError, notFound, validationFailed } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
 import { IDLE_STATS, type PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import type { PipelineLifecycle } from '../pipelines/pipelines-service.js';
 import { slotName } from '../source/postgres/slot.js';
+import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { runsStore } from '../store/runs-store.js';
 import { isRetryable, messageOf } from './error-kinds.js';
 import { PipelineStats } from './pipeline-stats.js';
-import type { ReplicationRunner } from './replication-runner.js';
+import type { ReplicationRunner, RunControl } from './replication-runner.js';
 
 /** How often live counters are written to the store. */
 const PERSIST_INTERVAL_MS = 1_000;
@@ -43,6 +44,8 @@ interface Handle {
   runId: string | null;
   state: PipelineState;
   error: string | null;
+  /** Reaches into the running data plane. */
+  control: RunControl;
   /** Store writes of this pipeline, in order. */
   writes: Promise<unknown>;
 }
@@ -118,6 +121,34 @@ export class Supervisor implements PipelineLifecycle {
     return target.state;
   }
 
+  /**
+   * Copies tables of a pipeline again. A streaming pipeline does it at once while its other tables
+   * keep streaming; any other copies them at its next start, before streaming.
+   */
+  async requestBackfill(ctx: RequestContext, name: string, tables: readonly string[]) {
+    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
+    if (!row) throw notFound('pipeline', name);
+    tables.forEach((table, i) => {
+      if (!row.source_tables.includes(table)) {
+        throw validationFailed(`tables[${i}]`, `'${table}' is not a table of pipeline '${name}'`);
+      }
+    });
+    const statuses = await pipelineTablesStore.list(this.pool, row.id);
+    const copying = tables.filter((t) => {
+      const status = statuses.find((s) => s.table_name === t)?.status;
+      return status === 'snapshot' || (status === 'pending' && this.handles.get(row.id)?.state === 'running');
+    });
+    if (copying.length > 0) {
+      throw new AppError(
+        'INVALID_TRANSITION',
+        `${copying.join(', ')} ${copying.length > 1 ? 'are' : 'is'} being copied already`,
+      );
+    }
+    await pipelineTablesStore.markBackfill(this.pool, row.id, tables);
+    await this.handles.get(row.id)?.control.backfill?.(tables);
+    return { name: row.name, tables: [...tables], state: this.handles.get(row.id)?.state ?? row.state };
+  }
+
   /** The definition of a pipeline changed: a running one restarts its data plane with it. */
   definitionChanged(pipelineId: string): void {
     const handle = this.handles.get(pipelineId);
@@ -182,6 +213,7 @@ export class Supervisor implements PipelineLifecycle {
       runId: null,
       state: 'stopped',
       error: row.error,
+      control: {},
       writes: Promise.resolve(),
     } as unknown as Handle;
     const log = this.logger.child({ pipeline: row.name });
@@ -201,8 +233,12 @@ export class Supervisor implements PipelineLifecycle {
           handle.loop = handle.loop
             .then(() => {
               if (controller.signal.aborted) return;
-              return this.runner.run(row.id, handle.stats, controller.signal, (phase) =>
-                report({ type: 'PHASE', phase }),
+              return this.runner.run(
+                row.id,
+                handle.stats,
+                controller.signal,
+                (phase) => report({ type: 'PHASE', phase }),
+                handle.control,
               );
             })
             .then(

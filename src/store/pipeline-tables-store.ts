@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 const PipelineTableRow = z.object({
   table_name: z.string(),
-  status: z.enum(['pending', 'snapshot', 'streaming']),
+  status: z.enum(['pending', 'snapshot', 'streaming', 'backfill']),
   partitions_total: z.number(),
   partitions_done: z.number(),
   rows_total: z.number(),
@@ -37,7 +37,8 @@ export const pipelineTablesStore = {
     partitionsTotal: number,
     rowsTotal: number,
   ) =>
-    db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'snapshot', partitions_total = ${partitionsTotal},
+    db.query(sql.unsafe`UPDATE pipeline_tables
+      SET status = CASE WHEN status = 'backfill' THEN 'backfill' ELSE 'snapshot' END, partitions_total = ${partitionsTotal},
       rows_total = ${rowsTotal}, snapshot_started_at = coalesce(snapshot_started_at, now())
       WHERE pipeline_id = ${pipelineId} AND table_name = ${table}`),
 
@@ -55,6 +56,12 @@ export const pipelineTablesStore = {
     db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'streaming', partitions_done = partitions_total,
       rows_done = ${rowsDone}, rows_total = greatest(rows_total, ${rowsDone}), snapshot_done_at = now()
       WHERE pipeline_id = ${pipelineId} AND table_name = ${table}`),
+
+  /** Marks tables to be copied again (backfill); their progress starts over. */
+  markBackfill: (db: CommonQueryMethods, pipelineId: string, tables: readonly string[]) =>
+    db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'backfill', partitions_total = 0, partitions_done = 0,
+      rows_done = 0, snapshot_started_at = NULL, snapshot_done_at = NULL
+      WHERE pipeline_id = ${pipelineId} AND table_name = ANY(${sql.array(tables, 'text')})`),
 
   /** Forgets the snapshot of every table, e.g. after the slot was recreated by a resync. */
   resetAll: (db: CommonQueryMethods, pipelineId: string) =>

@@ -3,6 +3,8 @@ import { validationFailed } from '../../errors/app-error.js';
 import type { PipelineStatusService } from '../../pipelines/pipeline-status-service.js';
 import { errorResponses, NameParams } from '../schemas/common.js';
 import {
+  BackfillAccepted,
+  BackfillBody,
   PipelineMetrics,
   RunHistory,
   RunsQuery,
@@ -30,6 +32,23 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
       },
     },
     (request) => status.changeState(request.ctx, request.params.name, request.body.state),
+  );
+
+  app.post(
+    '/pipelines/:name/backfill',
+    {
+      schema: {
+        tags,
+        summary:
+          'Copy tables of a pipeline again (202). A streaming pipeline does it while its other tables keep ' +
+          'streaming; the table is emptied and refilled, its changes meanwhile held and applied after',
+        params: NameParams,
+        body: BackfillBody,
+        response: { 202: BackfillAccepted, ...errorResponses(400, 404, 409, 415, 422) },
+      },
+    },
+    async (request, reply) =>
+      reply.status(202).send(await status.backfill(request.ctx, request.params.name, request.body.tables)),
   );
 
   app.get(

@@ -12,6 +12,25 @@ export const StateChangeBody = Type.Object(
   { additionalProperties: false },
 );
 
+export const BackfillBody = Type.Object(
+  {
+    tables: Type.Array(Type.String({ description: 'A `<schema>.<table>` of the pipeline' }), {
+      minItems: 1,
+      uniqueItems: true,
+      description: 'Tables to copy again',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const BackfillAccepted = Type.Object({
+  name: Type.String(),
+  tables: Type.Array(Type.String()),
+  state: Type.String({
+    description: 'The pipeline state; a stopped or paused pipeline copies them when it starts',
+  }),
+});
+
 export const PipelineMetrics = Type.Object({
   name: Type.String(),
   state: Type.String(),

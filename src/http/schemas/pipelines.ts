@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { DEFAULT_SNAPSHOT_OPTIONS, SNAPSHOT_LIMITS } from '../../pipelines/snapshot-options.js';
 import { TABLE_NAME_PATTERN, TABLE_NAME_RULE } from '../../pipelines/table-name.js';
 import { Name, Timestamp } from './common.js';
 
@@ -24,8 +25,26 @@ const Sink = Type.Object(
   { additionalProperties: false },
 );
 
+const SnapshotOptions = Type.Object(
+  {
+    parallelism: Type.Optional(
+      Type.Integer({
+        ...SNAPSHOT_LIMITS.parallelism,
+        description: `Partitions copied at once (default ${DEFAULT_SNAPSHOT_OPTIONS.parallelism})`,
+      }),
+    ),
+    partition_rows: Type.Optional(
+      Type.Integer({
+        ...SNAPSHOT_LIMITS.partition_rows,
+        description: `Rows per partition, about (default ${DEFAULT_SNAPSHOT_OPTIONS.partitionRows})`,
+      }),
+    ),
+  },
+  { additionalProperties: false, description: 'How snapshots are cut and copied' },
+);
+
 export const PipelineCreateBody = Type.Object(
-  { name: Name, source: Source, sink: Sink },
+  { name: Name, source: Source, sink: Sink, snapshot: Type.Optional(SnapshotOptions) },
   { additionalProperties: false },
 );
 
@@ -34,6 +53,7 @@ export const PipelineReplaceBody = Type.Object(
     name: Type.Optional(Type.String({ description: 'If given, must equal the name in the path' })),
     source: Source,
     sink: Sink,
+    snapshot: Type.Optional(SnapshotOptions),
   },
   { additionalProperties: false },
 );
@@ -56,6 +76,7 @@ export const Pipeline = Type.Object({
   name: Type.String(),
   source: Type.Object({ connection: Type.String(), tables: Type.Array(Type.String()) }),
   sink: Type.Object({ connection: Type.String(), properties: Type.Record(Type.String(), Type.String()) }),
+  snapshot: Type.Object({ parallelism: Type.Integer(), partition_rows: Type.Integer() }),
   state: Type.String({
     description: 'stopped, starting, running, stopping, paused, pending_schema_approval',
   }),

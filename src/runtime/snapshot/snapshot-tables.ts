@@ -1,6 +1,7 @@
 import type { DatabasePool } from 'slonik';
 import type { TableSchema } from '../../core/change.js';
 import type { Logger } from '../../log/logger.js';
+import type { SnapshotOptions } from '../../pipelines/snapshot-options.js';
 import type { Sink } from '../../sinks/types.js';
 import { pipelineTablesStore } from '../../store/pipeline-tables-store.js';
 import { snapshotPartitionsStore } from '../../store/snapshot-partitions-store.js';
@@ -8,11 +9,6 @@ import type { PipelineStats } from '../pipeline-stats.js';
 import { planPartitions } from './partition-planner.js';
 import { runSnapshot, type TableSnapshotJob } from './snapshot-runner.js';
 import { connectInSnapshot, exportSnapshot } from './snapshot-session.js';
-
-/** Rows per partition when nothing else is said. */
-export const DEFAULT_PARTITION_ROWS = 250_000;
-/** Parallel copy connections when nothing else is said: one per core of this machine is plenty. */
-export const DEFAULT_PARALLELISM = 4;
 
 export interface SnapshotTablesOptions {
   pool: DatabasePool;
@@ -24,7 +20,7 @@ export interface SnapshotTablesOptions {
   tables: TableSchema[];
   sink: Sink;
   stats: PipelineStats;
-  properties: Record<string, string>;
+  options: SnapshotOptions;
   signal: AbortSignal;
   logger: Logger;
 }
@@ -64,7 +60,7 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
         // the stored plan when the sink holds some of it.
         if (options.exportedSnapshot !== undefined || partitions.length === 0 || done.size === 0) {
           const plan = await planPartitions(planner, table, {
-            targetRows: DEFAULT_PARTITION_ROWS,
+            targetRows: options.options.partitionRows,
             maxPartitions: 1024,
           });
           partitions = plan.partitions;
@@ -95,7 +91,7 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
       jobs,
       sink,
       stats,
-      parallelism: DEFAULT_PARALLELISM,
+      parallelism: options.options.parallelism,
       signal: options.signal,
       logger,
       progress: {

@@ -1,0 +1,193 @@
+import type { DatabasePool } from 'slonik';
+import type { ChangeEvent, TableSchema } from '../../core/change.js';
+import type { Logger } from '../../log/logger.js';
+import type { SnapshotOptions } from '../../pipelines/snapshot-options.js';
+import type { Sink } from '../../sinks/types.js';
+import { pipelineTablesStore } from '../../store/pipeline-tables-store.js';
+import { snapshotPartitionsStore } from '../../store/snapshot-partitions-store.js';
+import type { PipelineStats } from '../pipeline-stats.js';
+import { planPartitions } from '../snapshot/partition-planner.js';
+import { runSnapshot } from '../snapshot/snapshot-runner.js';
+import { connectInSnapshot, exportSnapshot, type SnapshotSession } from '../snapshot/snapshot-session.js';
+import { HeldChanges } from './held-changes.js';
+import { SnapshotVisibility } from './snapshot-visibility.js';
+
+/** What the stream applier does with a change of a table. */
+export type Route = 'apply' | 'skip' | 'hold';
+
+interface Gate {
+  table: TableSchema;
+  held: HeldChanges;
+  visibility?: SnapshotVisibility;
+  session?: SnapshotSession;
+  abort: AbortController;
+  copy?: Promise<void>;
+  copied: boolean;
+  failure?: unknown;
+}
+
+export interface BackfillDeps {
+  pool: DatabasePool;
+  pipelineId: string;
+  sourceDsn: string;
+  sink: Sink;
+  stats: PipelineStats;
+  options: SnapshotOptions;
+  logger: Logger;
+}
+
+const keyOf = (t: { schema: string; table: string }) => `${t.schema}.${t.table}`;
+
+/**
+ * Copies tables again while the stream keeps applying the others. From the moment a backfill is
+ * asked for, the table's changes are held; a snapshot is exported and the table is emptied and
+ * copied in it; then the held changes the snapshot did not see are applied, in order, and the
+ * table streams again. A crash in between leaves the table marked `backfill`, and the next start
+ * copies it before streaming, as for a new table.
+ */
+export class BackfillCoordinator {
+  private readonly gates = new Map<string, Gate>();
+  private wake: () => void = () => {};
+  /** Resolves when a backfill has work for the applier (start or finish). */
+  woken: Promise<void> = this.newWake();
+  /** Whether turn() has something to do. */
+  needsTurn = false;
+
+  constructor(private readonly deps: BackfillDeps) {}
+
+  /** Starts holding the tables' changes; the copy itself starts at the applier's next turn. */
+  request(tables: readonly TableSchema[]): void {
+    for (const table of tables) {
+      const key = keyOf(table);
+      if (this.gates.has(key)) continue;
+      this.gates.set(key, { table, held: new HeldChanges(), abort: new AbortController(), copied: false });
+      this.deps.logger.info({ table: key }, 'backfill requested');
+    }
+    this.wake();
+  }
+
+  get active(): boolean {
+    return this.gates.size > 0;
+  }
+
+  /** Whether the table of `change` is being backfilled. */
+  claims(change: ChangeEvent): boolean {
+    return this.gates.has(keyOf(change.table));
+  }
+
+  route(change: ChangeEvent): Route {
+    const gate = this.gates.get(keyOf(change.table));
+    if (!gate) return 'apply';
+    if (gate.visibility?.sees(change.xid)) return 'skip';
+    gate.held.add(change);
+    return 'hold';
+  }
+
+  /**
+   * Does what must happen between two sink batches: starts the copies asked for, and finishes
+   * those done by applying their held changes through `applyHeld`.
+   */
+  async turn(applyHeld: (changes: ChangeEvent[]) => Promise<void>): Promise<void> {
+    this.needsTurn = false;
+    this.woken = this.newWake();
+    for (const [key, gate] of this.gates) {
+      if (gate.failure) throw gate.failure;
+      if (!gate.copy) await this.startCopy(gate);
+      else if (gate.copied) {
+        const visibility = gate.visibility as SnapshotVisibility;
+        for await (const chunk of gate.held.drain(5_000, (c) => !visibility.sees(c.xid)))
+          await applyHeld(chunk);
+        await pipelineTablesStore.finishSnapshot(
+          this.deps.pool,
+          this.deps.pipelineId,
+          key,
+          this.deps.stats.tables.get(key)?.rowsDone ?? 0,
+        );
+        this.gates.delete(key);
+        this.deps.logger.info({ table: key }, 'backfill done');
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const gate of this.gates.values()) {
+      gate.abort.abort();
+      await gate.copy?.catch(() => undefined);
+      await gate.session?.release();
+      gate.held.discard();
+    }
+    this.gates.clear();
+  }
+
+  private async startCopy(gate: Gate): Promise<void> {
+    const { pool, pipelineId, sink, stats, options } = this.deps;
+    const key = keyOf(gate.table);
+    gate.session = await exportSnapshot(this.deps.sourceDsn);
+    const planner = await connectInSnapshot(this.deps.sourceDsn, gate.session.snapshotName);
+    let partitions: Awaited<ReturnType<typeof planPartitions>>;
+    try {
+      const { rows } = await planner.query<{ s: string }>('SELECT txid_current_snapshot()::text AS s');
+      gate.visibility = SnapshotVisibility.parse(rows[0]?.s as string);
+      partitions = await planPartitions(planner, gate.table, {
+        targetRows: options.partitionRows,
+        maxPartitions: 1024,
+      });
+    } finally {
+      await planner.end().catch(() => undefined);
+    }
+    // No change of this table is in flight (they are held), so emptying it here races with nothing.
+    await sink.resetTable(gate.table);
+    await snapshotPartitionsStore.savePlan(pool, pipelineId, key, partitions.partitions);
+    await pipelineTablesStore.startSnapshot(
+      pool,
+      pipelineId,
+      key,
+      partitions.partitions.length,
+      partitions.rowsEstimate,
+    );
+    stats.tables.set(key, {
+      partitionsTotal: partitions.partitions.length,
+      partitionsDone: 0,
+      rowsTotal: partitions.rowsEstimate,
+      rowsDone: 0,
+    });
+    gate.copy = runSnapshot({
+      sourceDsn: this.deps.sourceDsn,
+      snapshotName: gate.session.snapshotName,
+      jobs: [{ table: gate.table, name: key, partitions: partitions.partitions, done: new Set() }],
+      sink,
+      stats,
+      parallelism: options.parallelism,
+      signal: gate.abort.signal,
+      logger: this.deps.logger,
+      progress: {
+        partitionDone: async (table, partitionId, rows, partitionsDone, rowsDone) => {
+          await snapshotPartitionsStore.markDone(pool, pipelineId, table, partitionId, rows);
+          await pipelineTablesStore.progress(pool, pipelineId, table, partitionsDone, rowsDone);
+        },
+        // The table streams again only once its held changes are applied, in turn().
+        tableDone: async () => {},
+      },
+    }).then(
+      async () => {
+        gate.copied = true;
+        await gate.session?.release();
+        this.wake();
+      },
+      async (error: unknown) => {
+        gate.failure = error;
+        await gate.session?.release();
+        this.wake();
+      },
+    );
+  }
+
+  private newWake(): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = () => {
+        this.needsTurn = true;
+        resolve();
+      };
+    });
+  }
+}

@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { replicationDatabases, sqlOn, tableDigest, waitFor } from '../support/replication-fixture.js';
+import { startTestService, type TestService, testConfig } from '../support/service.js';
+
+// Large copies are about this service, not about a PostgreSQL version: the first cluster is enough.
+const [cluster] = inject('pgClusters');
+
+describe('snapshots at scale', () => {
+  let service: TestService;
+  let dbs: Awaited<ReturnType<typeof replicationDatabases>>;
+
+  const converged = async (table: string, timeoutMs = 120_000) => {
+    const expected = await tableDigest(dbs.source, table, 'id');
+    await waitFor(
+      async () => {
+        const actual = await tableDigest(dbs.sink, table, 'id').catch(() => ({ rows: -1, md5: '' }));
+        return actual.rows === expected.rows && actual.md5 === expected.md5;
+      },
+      `${table} to converge`,
+      timeoutMs,
+    );
+  };
+  const progressOf = async (name: string) =>
+    (await service.request('GET', `/v1/pipelines/${name}/progress`)).body;
+
+  beforeAll(async () => {
+    dbs = await replicationDatabases(cluster?.adminUrl as string, 'scale');
+    await sqlOn(
+      dbs.source,
+      `CREATE TABLE wide (id bigint PRIMARY KEY, a text, b integer, c timestamptz);
+       INSERT INTO wide SELECT i, md5(i::text), i % 1000, '2024-01-01'::timestamptz + i * interval '1 s'
+         FROM generate_series(1, 2000000) AS i;
+       CREATE TABLE side (id integer PRIMARY KEY, v text);
+       INSERT INTO side SELECT i, 'v' || i FROM generate_series(1, 1000) AS i;
+       ANALYZE;`,
+    );
+    service = await startTestService(testConfig(dbs.store));
+    await service.request('POST', '/v1/connections', { name: 'src', type: 'postgres', dsn: dbs.source });
+    await service.request('POST', '/v1/connections', { name: 'dst', type: 'postgres', dsn: dbs.sink });
+  });
+  afterAll(() => service?.stop());
+
+  it('copies millions of rows in parallel partitions, reaching 100 percent, writes included', async () => {
+    const created = await service.request('POST', '/v1/pipelines', {
+      name: 'scale',
+      source: { connection: 'src', tables: ['public.wide', 'public.side'] },
+      sink: { connection: 'dst' },
+      snapshot: { parallelism: 3, partition_rows: 300_000 },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.snapshot).toEqual({ parallelism: 3, partition_rows: 300_000 });
+    await service.request('PUT', '/v1/pipelines/scale/state', { state: 'start' });
+    const during = await waitFor(async () => {
+      const p = await progressOf('scale');
+      const wide = p.tables.find((t: { table: string }) => t.table === 'public.wide');
+      return p.phase === 'snapshot' && wide?.rows_done > 0 ? wide : undefined;
+    }, 'the copy to be under way');
+    expect(during.partitions_total).toBeGreaterThanOrEqual(6);
+    expect(during.rows_total).toBeGreaterThan(1_500_000);
+    expect(during.percent).toBeGreaterThan(0);
+    expect(during.percent).toBeLessThan(100);
+    await sqlOn(
+      dbs.source,
+      'UPDATE wide SET b = -1 WHERE id % 100000 = 0; DELETE FROM wide WHERE id % 250000 = 7',
+    );
+
+    await waitFor(async () => (await progressOf('scale')).phase === 'streaming', 'streaming', 120_000);
+    await converged('wide');
+    await converged('side');
+    for (const table of (await progressOf('scale')).tables) {
+      expect(table.percent).toBe(100);
+      expect(table.partitions_done).toBe(table.partitions_total);
+    }
+  });
+
+  it('backfills one table while the others keep streaming, losing nothing on either', async () => {
+    // Drift in the sink that only a new copy repairs.
+    await sqlOn(
+      dbs.sink,
+      "DELETE FROM wide WHERE id % 1000 = 3; UPDATE wide SET a = 'drift' WHERE id % 1000 = 4",
+    );
+    let writing = true;
+    let round = 0;
+    const writer = (async () => {
+      while (writing) {
+        round++;
+        await sqlOn(
+          dbs.source,
+          `UPDATE wide SET b = b + 1 WHERE id % 50000 = ${round % 50000};
+           INSERT INTO wide VALUES (${3_000_000 + round}, 'new', ${round}, now());
+           UPDATE side SET v = 'r${round}' WHERE id = ${(round % 1000) + 1};
+           INSERT INTO side VALUES (${5000 + round}, 'new')`,
+        );
+      }
+    })();
+    const accepted = await service.request('POST', '/v1/pipelines/scale/backfill', {
+      tables: ['public.wide'],
+    });
+    expect(accepted).toMatchObject({ status: 202, body: { tables: ['public.wide'], state: 'running' } });
+    const sideMax = async () => (await sqlOn(dbs.sink, 'SELECT max(id)::int AS m FROM side'))[0]?.m as number;
+    const sideAtStart = await sideMax();
+    let streamedDuringBackfill = false;
+    let sawBackfill = false;
+    await waitFor(
+      async () => {
+        const progress = await progressOf('scale');
+        const wide = progress.tables.find((t: { table: string }) => t.table === 'public.wide');
+        if (wide.status === 'backfill') {
+          sawBackfill = true;
+          expect(progress.phase).toBe('streaming');
+          if ((await sideMax()) > sideAtStart) streamedDuringBackfill = true;
+        }
+        return sawBackfill && wide.status === 'streaming';
+      },
+      'the backfill to finish',
+      120_000,
+    );
+    // The other table kept streaming while this one was copied.
+    expect(streamedDuringBackfill).toBe(true);
+    writing = false;
+    await writer;
+    await converged('wide');
+    await converged('side');
+    expect(await sqlOn(dbs.sink, "SELECT 1 FROM wide WHERE a = 'drift'")).toHaveLength(0);
+  }, 240_000);
+
+  it('refuses a backfill of a table that is not in the pipeline, or twice the same table', async () => {
+    const foreign = await service.request('POST', '/v1/pipelines/scale/backfill', {
+      tables: ['public.other'],
+    });
+    expect(foreign).toMatchObject({ status: 422, body: { code: 'VALIDATION_FAILED' } });
+    const twice = await service.request('POST', '/v1/pipelines/scale/backfill', {
+      tables: ['public.side', 'public.side'],
+    });
+    expect(twice).toMatchObject({ status: 422, body: { code: 'VALIDATION_FAILED' } });
+    const none = await service.request('POST', '/v1/pipelines/nope/backfill', { tables: ['public.side'] });
+    expect(none).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
+  });
+});
