@@ -2,10 +2,12 @@ import type { DatabasePool } from 'slonik';
 import type { PipelineAction } from '../../machines/pipeline.js';
 import type { RequestContext } from '../context.js';
 import { notFound, validationFailed } from '../errors/app-error.js';
+import { etaSeconds } from '../runtime/pipeline-stats.js';
 import type { Supervisor } from '../runtime/supervisor.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { runsStore } from '../store/runs-store.js';
+import { snapshotPartitionsStore } from '../store/snapshot-partitions-store.js';
 import { toPipelineView } from './pipeline-view.js';
 
 const percentOf = (done: number, total: number, complete: boolean) =>
@@ -47,22 +49,36 @@ export class PipelineStatusService {
     const row = await this.row(ctx, name);
     const stats = this.supervisor.statsOf(row.id);
     const stored = await pipelineTablesStore.list(this.pool, row.id);
+    const plans = await snapshotPartitionsStore.list(this.pool, row.id);
     const tables = row.source_tables.map((table) => {
       const saved = stored.find((t) => t.table_name === table);
-      const live = saved?.status === 'snapshot' ? stats?.tables.get(table) : undefined;
-      const complete = saved?.status === 'streaming';
-      const partitionsTotal = live?.partitionsTotal ?? saved?.partitions_total ?? 0;
-      const partitionsDone = live?.partitionsDone ?? saved?.partitions_done ?? 0;
+      const status = saved?.status ?? 'pending';
+      const copying = status === 'snapshot' || status === 'backfill';
+      const live = copying ? stats?.tables.get(table) : undefined;
       const rowsTotal = live?.rowsTotal ?? saved?.rows_total ?? 0;
       const rowsDone = live?.rowsDone ?? saved?.rows_done ?? 0;
       return {
         table,
-        status: saved?.status ?? 'pending',
-        partitions_total: partitionsTotal,
-        partitions_done: partitionsDone,
+        status,
+        partitions_total: live?.partitionsTotal ?? saved?.partitions_total ?? 0,
+        partitions_done: live?.partitionsDone ?? saved?.partitions_done ?? 0,
         rows_total: Math.max(rowsTotal, rowsDone),
         rows_done: rowsDone,
-        percent: percentOf(rowsDone, rowsTotal, complete),
+        percent: percentOf(rowsDone, rowsTotal, status === 'streaming'),
+        eta_seconds: live ? etaSeconds(live) : null,
+        partitions: plans
+          .filter((p) => p.table_name === table)
+          .map((p) => {
+            const current = live?.partitions?.get(p.partition_id);
+            const done = p.done_at !== null || current?.status === 'done';
+            return {
+              partition: p.partition_id,
+              lower_bound: p.lower_bound,
+              upper_bound: p.upper_bound,
+              status: done ? 'done' : current ? 'copying' : 'pending',
+              rows_done: current?.rows ?? p.rows_done ?? 0,
+            };
+          }),
       };
     });
     return { phase: stats && stats.phase !== 'idle' ? stats.phase : 'idle', tables };

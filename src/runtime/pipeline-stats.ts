@@ -8,6 +8,20 @@ export interface TableProgress {
   /** Estimate from the source's statistics until the copy finishes. */
   rowsTotal: number;
   rowsDone: number;
+  /** When this process started copying the table, and how many rows were done then (for the ETA). */
+  startedAtMs?: number;
+  rowsAtStart?: number;
+  /** Partitions being copied or copied by this process. */
+  partitions?: Map<string, { status: 'copying' | 'done'; rows: number }>;
+}
+
+/** Seconds left for a table's copy at the rate seen so far, or null before there is a rate. */
+export function etaSeconds(progress: TableProgress, now = Date.now()): number | null {
+  if (progress.startedAtMs === undefined) return null;
+  const copied = progress.rowsDone - (progress.rowsAtStart ?? 0);
+  const elapsed = (now - progress.startedAtMs) / 1000;
+  if (copied <= 0 || elapsed <= 0) return null;
+  return Math.max(0, Math.round((progress.rowsTotal - progress.rowsDone) / (copied / elapsed)));
 }
 
 // Rates are measured over this window so a single large batch does not make the figure jump.

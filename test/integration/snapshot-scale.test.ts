@@ -59,6 +59,11 @@ describe('snapshots at scale', () => {
     expect(during.rows_total).toBeGreaterThan(1_500_000);
     expect(during.percent).toBeGreaterThan(0);
     expect(during.percent).toBeLessThan(100);
+    expect(during.partitions).toHaveLength(during.partitions_total);
+    expect(during.partitions[0]).toMatchObject({ partition: '0', lower_bound: null });
+    expect(during.partitions.at(-1).upper_bound).toBeNull();
+    expect(during.partitions.some((p: { status: string }) => p.status !== 'pending')).toBe(true);
+    expect(during.eta_seconds === null || during.eta_seconds >= 0).toBe(true);
     await sqlOn(
       dbs.source,
       'UPDATE wide SET b = -1 WHERE id % 100000 = 0; DELETE FROM wide WHERE id % 250000 = 7',
@@ -70,7 +75,13 @@ describe('snapshots at scale', () => {
     for (const table of (await progressOf('scale')).tables) {
       expect(table.percent).toBe(100);
       expect(table.partitions_done).toBe(table.partitions_total);
+      expect(table.partitions.every((p: { status: string }) => p.status === 'done')).toBe(true);
+      expect(table.eta_seconds).toBeNull();
     }
+    const wide = (await progressOf('scale')).tables.find((t: { table: string }) => t.table === 'public.wide');
+    expect(wide.partitions.reduce((sum: number, p: { rows_done: number }) => sum + p.rows_done, 0)).toBe(
+      wide.rows_done,
+    );
   });
 
   it('backfills one table while the others keep streaming, losing nothing on either', async () => {

@@ -49,7 +49,10 @@ export const SnapshotProgress = Type.Object({
   tables: Type.Array(
     Type.Object({
       table: Type.String(),
-      status: Type.String({ description: '`pending`, `snapshot` (being copied) or `streaming` (copied)' }),
+      status: Type.String({
+        description:
+          '`pending`, `snapshot` (being copied), `backfill` (being copied again) or `streaming` (copied)',
+      }),
       partitions_total: Type.Integer(),
       partitions_done: Type.Integer(),
       rows_total: Type.Integer({
@@ -57,6 +60,21 @@ export const SnapshotProgress = Type.Object({
       }),
       rows_done: Type.Integer(),
       percent: Type.Number({ description: '0 to 100' }),
+      eta_seconds: Type.Union([Type.Integer(), Type.Null()], {
+        description: 'Seconds left at the rate of the copy so far; null when not copying',
+      }),
+      partitions: Type.Array(
+        Type.Object({
+          partition: Type.String(),
+          lower_bound: Type.Union([Type.String(), Type.Null()], { description: 'First key, null = open' }),
+          upper_bound: Type.Union([Type.String(), Type.Null()], {
+            description: 'Key after the last, null = open',
+          }),
+          status: Type.String({ description: '`pending`, `copying` or `done`' }),
+          rows_done: Type.Integer(),
+        }),
+        { description: 'The partition plan of the last copy of the table' },
+      ),
     }),
   ),
 });

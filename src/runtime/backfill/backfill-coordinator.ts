@@ -150,6 +150,9 @@ export class BackfillCoordinator {
       partitionsDone: 0,
       rowsTotal: partitions.rowsEstimate,
       rowsDone: 0,
+      startedAtMs: Date.now(),
+      rowsAtStart: 0,
+      partitions: new Map(),
     });
     gate.copy = runSnapshot({
       sourceDsn: this.deps.sourceDsn,

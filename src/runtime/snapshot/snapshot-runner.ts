@@ -54,21 +54,27 @@ async function copyPartition(
   stats: PipelineStats,
 ): Promise<number> {
   const progress = stats.tables.get(item.job.name);
+  const partition = { status: 'copying' as 'copying' | 'done', rows: 0 };
+  progress?.partitions?.set(item.partition.partitionId, partition);
   const counter = new RowCounter((added) => {
+    partition.rows += added;
     if (progress) progress.rowsDone += added;
   });
   const source = client.query(copyTo(partitionCopySql(item.job.table, item.partition)));
   source.on('error', (error) => counter.destroy(error));
   source.pipe(counter);
   try {
-    return await sink.writeSnapshotPartition(
+    const rows = await sink.writeSnapshotPartition(
       item.job.table,
       { table: item.job.table, partitionId: item.partition.partitionId },
       counter,
     );
+    partition.status = 'done';
+    return rows;
   } catch (error) {
     // The sink rolled the partition back: take its rows out of the live count again.
     if (progress) progress.rowsDone -= counter.rows;
+    progress?.partitions?.delete(item.partition.partitionId);
     throw error;
   }
 }

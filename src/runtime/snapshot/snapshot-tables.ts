@@ -78,6 +78,9 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
           partitionsDone: done.size,
           rowsTotal,
           rowsDone,
+          startedAtMs: Date.now(),
+          rowsAtStart: rowsDone,
+          partitions: new Map(),
         });
         jobs.push({ table, name, partitions, done });
         logger.info({ table: name, partitions: partitions.length, resumed: done.size }, 'snapshot planned');
