@@ -5,6 +5,7 @@ import { SYSTEM_CONTEXT } from './context.js';
 import { WorkerRegistry } from './fleet/worker-registry.js';
 import { HealthService } from './health/health-service.js';
 import { buildApp } from './http/app.js';
+import { LiveHub } from './live/live-hub.js';
 import type { Logger } from './log/logger.js';
 import { PipelineStatusService } from './pipelines/pipeline-status-service.js';
 import { PipelinesService } from './pipelines/pipelines-service.js';
@@ -55,7 +56,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       logger: logger.child({ component: 'replication' }),
       resolveConnection: (projectId, name) => connections.resolve({ projectId, actor: 'system' }, name),
     });
-    const supervisor = new Supervisor(pool, runner, logger.child({ component: 'supervisor' }));
+    const live = new LiveHub();
+    const supervisor = new Supervisor(pool, runner, logger.child({ component: 'supervisor' }), live);
     pipelines.lifecycle = supervisor;
     connections.events.changedWhileInUse = (ctx, _connection, users) =>
       supervisor.connectionChanged(ctx.projectId, users);
@@ -69,6 +71,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         pipelines,
         status: new PipelineStatusService(pool, supervisor),
         health: new HealthService(pool),
+        live,
       },
       resolveContext: () => SYSTEM_CONTEXT,
     });

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import websocket from '@fastify/websocket';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ConnectionsService } from '../connections/connections-service.js';
 import type { HealthService } from '../health/health-service.js';
+import type { LiveHub } from '../live/live-hub.js';
 import type { Logger } from '../log/logger.js';
 import type { PipelineStatusService } from '../pipelines/pipeline-status-service.js';
 import type { PipelinesService } from '../pipelines/pipelines-service.js';
@@ -12,6 +14,7 @@ import { installErrorHandling } from './error-handler.js';
 import { type ContextResolver, installRequestContext } from './request-context.js';
 import { connectionRoutes } from './routes/connections.js';
 import { healthRoutes } from './routes/health.js';
+import { liveRoutes } from './routes/live.js';
 import { pipelineStatusRoutes } from './routes/pipeline-status.js';
 import { pipelineRoutes } from './routes/pipelines.js';
 
@@ -20,6 +23,7 @@ export interface AppServices {
   pipelines: PipelinesService;
   status: PipelineStatusService;
   health: HealthService;
+  live: LiveHub;
 }
 
 export interface AppOptions {
@@ -60,12 +64,14 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
     },
   });
 
+  await app.register(websocket);
   await app.register(
     async (v1) => {
       await v1.register(connectionRoutes, { connections: services.connections });
       await v1.register(pipelineRoutes, { pipelines: services.pipelines });
       await v1.register(pipelineStatusRoutes, { status: services.status });
       await v1.register(healthRoutes, { health: services.health });
+      await v1.register(liveRoutes, { hub: services.live });
       v1.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
     },
     { prefix: '/v1' },

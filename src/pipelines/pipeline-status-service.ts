@@ -2,16 +2,13 @@ import type { DatabasePool } from 'slonik';
 import type { PipelineAction } from '../../machines/pipeline.js';
 import type { RequestContext } from '../context.js';
 import { notFound, validationFailed } from '../errors/app-error.js';
-import { etaSeconds } from '../runtime/pipeline-stats.js';
+import { etaSeconds, percentOf } from '../runtime/pipeline-stats.js';
 import type { Supervisor } from '../runtime/supervisor.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { runsStore } from '../store/runs-store.js';
 import { snapshotPartitionsStore } from '../store/snapshot-partitions-store.js';
 import { toPipelineView } from './pipeline-view.js';
-
-const percentOf = (done: number, total: number, complete: boolean) =>
-  complete ? 100 : total > 0 ? Math.min(100, Math.round((done / total) * 10_000) / 100) : 0;
 
 /** The running side of pipelines: state changes, metrics, snapshot progress and run history. */
 export class PipelineStatusService {

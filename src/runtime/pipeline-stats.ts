@@ -15,6 +15,10 @@ export interface TableProgress {
   partitions?: Map<string, { status: 'copying' | 'done'; rows: number }>;
 }
 
+/** Percent of a table copied, 0 to 100 with two decimals; 100 once `complete`. */
+export const percentOf = (done: number, total: number, complete = false) =>
+  complete ? 100 : total > 0 ? Math.min(100, Math.round((done / total) * 10_000) / 100) : 0;
+
 /** Seconds left for a table's copy at the rate seen so far, or null before there is a rate. */
 export function etaSeconds(progress: TableProgress, now = Date.now()): number | null {
   if (progress.startedAtMs === undefined) return null;

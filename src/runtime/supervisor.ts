@@ -11,6 +11,7 @@ import {
 import { ACTION_EVENTS, apiState, isActionAllowed } from '../../machines/pipeline-transitions.js';
 import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
+import { LiveHub } from '../live/live-hub.js';
 import type { Logger } from '../log/logger.js';
 import { IDLE_STATS, type PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import type { PipelineLifecycle } from '../pipelines/pipelines-service.js';
@@ -19,7 +20,7 @@ import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { runsStore } from '../store/runs-store.js';
 import { isRetryable, messageOf } from './error-kinds.js';
-import { PipelineStats } from './pipeline-stats.js';
+import { etaSeconds, PipelineStats, percentOf } from './pipeline-stats.js';
 import type { ReplicationRunner, RunControl } from './replication-runner.js';
 
 /** How often live counters are written to the store. */
@@ -63,6 +64,7 @@ export class Supervisor implements PipelineLifecycle {
     private readonly pool: DatabasePool,
     private readonly runner: ReplicationRunner,
     private readonly logger: Logger,
+    private readonly hub: LiveHub = new LiveHub(),
   ) {}
 
   /** Restores every pipeline whose user left it running or paused. */
@@ -72,7 +74,10 @@ export class Supervisor implements PipelineLifecycle {
       const resumeAs = row.state === 'failed' ? 'failed' : (row.desired_state as 'running' | 'paused');
       this.spawn(row, resumeAs);
     }
-    this.timer = setInterval(() => void this.persistProgress(), PERSIST_INTERVAL_MS);
+    this.timer = setInterval(() => {
+      void this.persistProgress();
+      this.publishStats();
+    }, PERSIST_INTERVAL_MS);
     this.timer.unref();
   }
 
@@ -273,12 +278,41 @@ export class Supervisor implements PipelineLifecycle {
     return handle;
   }
 
+  private publishStats(): void {
+    for (const handle of this.handles.values()) {
+      if (!this.hub.watched(handle.projectId)) continue;
+      const live = handle.stats.live();
+      const copying = [...handle.stats.tables]
+        .filter(([, t]) => t.partitionsDone < t.partitionsTotal)
+        .map(([table, t]) => ({
+          table,
+          partitions_total: t.partitionsTotal,
+          partitions_done: t.partitionsDone,
+          rows_total: Math.max(t.rowsTotal, t.rowsDone),
+          rows_done: t.rowsDone,
+          percent: percentOf(t.rowsDone, t.rowsTotal),
+          eta_seconds: etaSeconds(t),
+        }));
+      this.hub.publish(handle.projectId, {
+        type: 'pipeline.stats',
+        name: handle.name,
+        state: handle.state,
+        phase: handle.stats.phase,
+        events_per_second: live.eventsPerSecond,
+        replication_lag_ms: live.replicationLagMs,
+        last_checkpoint_at: handle.stats.lastCheckpointAt,
+        copying,
+      });
+    }
+  }
+
   private persistState(
     handle: Handle,
     previous: PipelineState,
     state: PipelineState,
     error: string | null,
   ): void {
+    this.hub.publish(handle.projectId, { type: 'pipeline.state', name: handle.name, state, error });
     handle.writes = handle.writes
       .then(async () => {
         await pipelinesStore.setState(this.pool, handle.id, state, error);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import WebSocket from 'ws';
 import { availableBinDirs, createDatabase, type PgCluster, startPgCluster } from '../support/pg-cluster.js';
 import { replicationDatabases, sqlOn, tableDigest, waitFor } from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
@@ -95,6 +96,34 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
     const stopped = await service.request('PUT', '/v1/pipelines/unreachable/state', { state: 'stop' });
     expect(['stopping', 'stopped']).toContain(stopped.body.state);
     await waitFor(async () => (await pipeline('unreachable')).state === 'stopped', 'stopped');
+  });
+
+  it('publishes states and live figures on the /v1/live WebSocket', async () => {
+    const socket = new WebSocket(`${service.url.replace('http', 'ws')}/v1/live`);
+    const messages: any[] = [];
+    socket.on('message', (data) => messages.push(JSON.parse(String(data))));
+    await new Promise((resolve, reject) => {
+      socket.once('open', resolve);
+      socket.once('error', reject);
+    });
+    await service.request('POST', '/v1/pipelines', {
+      name: 'watched',
+      source: { connection: 'src', tables: ['public.b'] },
+      sink: { connection: 'dst', properties: { target_schema: 'watched' } },
+    });
+    await service.request('PUT', '/v1/pipelines/watched/state', { state: 'start' });
+    await waitFor(
+      async () =>
+        messages.some((m) => m.type === 'pipeline.stats' && m.name === 'watched' && m.phase === 'streaming'),
+      'live figures',
+    );
+    expect(messages[0]).toMatchObject({ type: 'hello' });
+    const states = messages
+      .filter((m) => m.type === 'pipeline.state' && m.name === 'watched')
+      .map((m) => m.state);
+    expect(states).toEqual(expect.arrayContaining(['starting', 'running']));
+    socket.close();
+    await fetch(`${service.url}/v1/pipelines/watched`, { method: 'DELETE' });
   });
 
   it('hot-reloads a definition: a table added is snapshotted then streamed, a table removed is no longer applied', async () => {

@@ -1,0 +1,33 @@
+/**
+ * The messages of the live feed at `/v1/live` (a WebSocket), one discriminated union. The
+ * dashboard imports these types; the server is the only sender.
+ */
+
+/** Copy progress of one table, as in GET /v1/pipelines/{name}/progress. */
+export interface LiveTableProgress {
+  table: string;
+  partitions_total: number;
+  partitions_done: number;
+  rows_total: number;
+  rows_done: number;
+  percent: number;
+  eta_seconds: number | null;
+}
+
+export type LiveMessage =
+  /** Sent once on connect. */
+  | { type: 'hello'; version: string }
+  /** A pipeline changed state (or its error changed). */
+  | { type: 'pipeline.state'; name: string; state: string; error: string | null }
+  /** Every second, for each pipeline this instance runs. */
+  | {
+      type: 'pipeline.stats';
+      name: string;
+      state: string;
+      phase: 'idle' | 'snapshot' | 'streaming';
+      events_per_second: number;
+      replication_lag_ms: number;
+      last_checkpoint_at: string | null;
+      /** Tables being copied right now. */
+      copying: LiveTableProgress[];
+    };
