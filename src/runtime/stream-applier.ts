@@ -5,6 +5,7 @@ import type { Sink } from '../sinks/types.js';
 import type { StreamItem } from '../source/postgres/change-stream.js';
 import { compareLsn } from '../source/postgres/lsn.js';
 import type { BackfillCoordinator } from './backfill/backfill-coordinator.js';
+import { nextOrWake, onAbort } from './next-or-wake.js';
 import type { PipelineStats } from './pipeline-stats.js';
 
 export interface StreamApplierOptions {
@@ -104,31 +105,19 @@ export async function applyStream(options: StreamApplierOptions): Promise<void> 
   };
 
   let pending: Promise<IteratorResult<StreamItem>> | null = null;
-  const aborted = new Promise<'aborted'>((resolve) =>
-    signal.addEventListener('abort', () => resolve('aborted')),
-  );
+  const wakes = [onAbort(signal), ...(backfill ? [backfill.onWake] : [])];
   try {
     while (!signal.aborted) {
       await backfillTurn();
       pending ??= iterator.next();
       const waitMs = committedCount > 0 ? Math.max(0, batchStartedAt + limits.maxWaitMs - Date.now()) : null;
-      const timer =
-        waitMs === null
-          ? null
-          : new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), waitMs).unref());
-      const woken = backfill?.woken.then(() => 'backfill' as const);
-      const next = await Promise.race([
-        pending,
-        aborted,
-        ...(timer ? [timer] : []),
-        ...(woken ? [woken] : []),
-      ]);
-      if (next === 'aborted') break;
-      if (next === 'backfill') continue;
-      if (next === 'timeout') {
+      const outcome = await nextOrWake(pending, waitMs, wakes);
+      if (outcome.kind === 'wake') continue;
+      if (outcome.kind === 'timeout') {
         await flush(false);
         continue;
       }
+      const next = outcome.value;
       pending = null;
       if (next.done) break;
       const item = next.value;

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import type { Logger } from '../log/logger.js';
+import { freePort } from '../net/free-port.js';
 
 const DATABASE = 'replicator';
 
@@ -31,17 +31,6 @@ async function loadEmbeddedPostgres() {
     }
   }
   return EmbeddedPostgres;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolvePort(port));
-    });
-  });
 }
 
 function readOrCreatePassword(file: string): string {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import WebSocket from 'ws';
 import { availableBinDirs, createDatabase, type PgCluster, startPgCluster } from '../support/pg-cluster.js';
-import { replicationDatabases, sqlOn, tableDigest, waitFor } from '../support/replication-fixture.js';
+import { replicationDatabases, sqlOn, waitConverged, waitFor } from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
 // Behaviour that does not depend on the PostgreSQL version runs on the first cluster only.
@@ -12,13 +12,7 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
   let dbs: Awaited<ReturnType<typeof replicationDatabases>>;
   let replicaCluster: PgCluster;
 
-  const converged = async (table: string, order = 'id') => {
-    const expected = await tableDigest(dbs.source, table, order);
-    await waitFor(async () => {
-      const actual = await tableDigest(dbs.sink, table, order).catch(() => ({ rows: -1, md5: '' }));
-      return actual.rows === expected.rows && actual.md5 === expected.md5;
-    }, `${table} to converge`);
-  };
+  const converged = (table: string) => waitConverged(dbs.source, dbs.sink, table);
   const pipeline = async (name: string) => (await service.request('GET', `/v1/pipelines/${name}`)).body;
 
   beforeAll(async () => {

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { replicationDatabases, sqlOn, tableDigest, waitFor } from '../support/replication-fixture.js';
+import {
+  replicationDatabases,
+  sqlOn,
+  tableDigest,
+  waitConverged,
+  waitFor,
+} from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
 const SCHEMA = `
@@ -43,11 +49,7 @@ const TABLES = [
 
 async function expectConverged(source: string, sink: string, only?: string[]) {
   for (const [table, order] of TABLES.filter(([t]) => !only || only.includes(t))) {
-    const expected = await tableDigest(source, table, order);
-    await waitFor(async () => {
-      const actual = await tableDigest(sink, table, order).catch(() => ({ rows: -1, md5: '' }));
-      return actual.md5 === expected.md5 && actual.rows === expected.rows;
-    }, `${table} to converge (${expected.rows} rows)`);
+    await waitConverged(source, sink, table, order, 60_000);
   }
 }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startCliServer, stopChild } from '../support/cli-process.js';
 import { freePort } from '../support/pg-cluster.js';
-import { replicationDatabases, sqlOn, tableDigest, waitFor } from '../support/replication-fixture.js';
+import { replicationDatabases, sqlOn, waitConverged, waitFor } from '../support/replication-fixture.js';
 import { jsonRequest } from '../support/service.js';
 
 // Hard kills need the service in its own process; one PostgreSQL version is enough for them.
@@ -45,17 +45,7 @@ describe('replication across hard kills of the service', () => {
     if (server) await stopChild(server.child, 'SIGKILL');
   });
 
-  const converged = async (table: string) => {
-    const expected = await tableDigest(dbs.source, table, 'id');
-    await waitFor(
-      async () => {
-        const actual = await tableDigest(dbs.sink, table, 'id').catch(() => ({ rows: -1, md5: '' }));
-        return actual.rows === expected.rows && actual.md5 === expected.md5;
-      },
-      `${table} to converge`,
-      120_000,
-    );
-  };
+  const converged = (table: string) => waitConverged(dbs.source, dbs.sink, table);
 
   it('resumes a snapshot killed midway at the first unfinished partition', async () => {
     expect((await api('PUT', '/v1/pipelines/restart/state', { state: 'start' })).status).toBe(200);

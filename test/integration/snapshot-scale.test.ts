@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { replicationDatabases, sqlOn, tableDigest, waitFor } from '../support/replication-fixture.js';
+import { replicationDatabases, sqlOn, waitConverged, waitFor } from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
 // Large copies are about this service, not about a PostgreSQL version: the first cluster is enough.
@@ -9,17 +9,7 @@ describe('snapshots at scale', () => {
   let service: TestService;
   let dbs: Awaited<ReturnType<typeof replicationDatabases>>;
 
-  const converged = async (table: string, timeoutMs = 120_000) => {
-    const expected = await tableDigest(dbs.source, table, 'id');
-    await waitFor(
-      async () => {
-        const actual = await tableDigest(dbs.sink, table, 'id').catch(() => ({ rows: -1, md5: '' }));
-        return actual.rows === expected.rows && actual.md5 === expected.md5;
-      },
-      `${table} to converge`,
-      timeoutMs,
-    );
-  };
+  const converged = (table: string) => waitConverged(dbs.source, dbs.sink, table);
   const progressOf = async (name: string) =>
     (await service.request('GET', `/v1/pipelines/${name}/progress`)).body;
 

@@ -1,9 +1,11 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { freePort } from '../../src/net/free-port.js';
+
+export { freePort };
 
 /** A PostgreSQL server started for the tests, with wal_level=logical and trust auth on loopback. */
 export interface PgCluster {
@@ -30,17 +32,6 @@ export function availableBinDirs(): { label: string; binDir: string }[] {
     }
   }
   return dirs;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 // PostgreSQL will not run as root: run it as the `postgres` system user then.

@@ -50,3 +50,22 @@ export async function waitFor<T>(check: () => Promise<T>, what: string, timeoutM
   }
   throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
 }
+
+/** Waits until the sink's copy of `table` equals the source's, row for row. */
+export async function waitConverged(
+  source: string,
+  sink: string,
+  table: string,
+  order = 'id',
+  timeoutMs = 120_000,
+): Promise<void> {
+  const expected = await tableDigest(source, table, order);
+  await waitFor(
+    async () => {
+      const actual = await tableDigest(sink, table, order).catch(() => ({ rows: -1, md5: '' }));
+      return actual.rows === expected.rows && actual.md5 === expected.md5;
+    },
+    `${table} to converge (${expected.rows} rows)`,
+    timeoutMs,
+  );
+}

@@ -47,11 +47,15 @@ const keyOf = (t: { schema: string; table: string }) => `${t.schema}.${t.table}`
  */
 export class BackfillCoordinator {
   private readonly gates = new Map<string, Gate>();
-  private wake: () => void = () => {};
-  /** Resolves when a backfill has work for the applier (start or finish). */
-  woken: Promise<void> = this.newWake();
+  private readonly wakeListeners = new Set<() => void>();
   /** Whether turn() has something to do. */
   needsTurn = false;
+
+  /** Calls `listener` when a backfill has work for the applier (start or finish). */
+  readonly onWake = (listener: () => void): (() => void) => {
+    this.wakeListeners.add(listener);
+    return () => this.wakeListeners.delete(listener);
+  };
 
   constructor(private readonly deps: BackfillDeps) {}
 
@@ -89,7 +93,6 @@ export class BackfillCoordinator {
    */
   async turn(applyHeld: (changes: ChangeEvent[]) => Promise<void>): Promise<void> {
     this.needsTurn = false;
-    this.woken = this.newWake();
     for (const [key, gate] of this.gates) {
       if (gate.failure) throw gate.failure;
       if (!gate.copy) await this.startCopy(gate);
@@ -185,12 +188,8 @@ export class BackfillCoordinator {
     );
   }
 
-  private newWake(): Promise<void> {
-    return new Promise((resolve) => {
-      this.wake = () => {
-        this.needsTurn = true;
-        resolve();
-      };
-    });
+  private wake(): void {
+    this.needsTurn = true;
+    for (const listener of [...this.wakeListeners]) listener();
   }
 }

@@ -1,0 +1,12 @@
+/** One replication system under test, set up and streaming `BENCH_TABLE` from its source to its sink. */
+export interface Replication {
+  /** `ours` or `native`. */
+  name: string;
+  sourceUrl: string;
+  sinkUrl: string;
+  slot: string;
+  /** Stops applying and returns once the source's walsender is gone; the slot keeps its position. */
+  pause(): Promise<void>;
+  /** Asks to apply again and returns at once: what follows is what the benchmark times. */
+  resume(): Promise<void>;
+}
