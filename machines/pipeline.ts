@@ -221,7 +221,7 @@ export const pipelineMachine = setup({
     },
     // Applying stopped before the first event of a new table shape; nothing is lost while waiting.
     pending_schema_approval: {
-      on: { APPROVE: 'running', STOP: 'stopping' },
+      on: { APPROVE: 'running', REJECT: 'running', STOP: 'stopping' },
     },
     failed: {
       on: { START: 'starting', STOP: 'stopped' },

@@ -72,6 +72,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         status: new PipelineStatusService(pool, supervisor),
         health: new HealthService(pool),
         live,
+        supervisor,
       },
       resolveContext: () => SYSTEM_CONTEXT,
     });

@@ -17,6 +17,10 @@ export const ERROR_CODES = {
   CONNECTION_IN_USE: 409,
   /** The pipeline's current state does not allow the requested action. */
   INVALID_TRANSITION: 409,
+  /** The schema proposal named in the request is no longer the pending one; read it again. */
+  STALE_PROPOSAL: 409,
+  /** The sink refused the DDL of an approved schema change; the pipeline keeps waiting. */
+  SCHEMA_CHANGE_FAILED: 409,
   /** The request body exceeds the size limit. */
   PAYLOAD_TOO_LARGE: 413,
   /** The request body is not `application/json`. */

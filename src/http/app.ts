@@ -9,6 +9,7 @@ import type { LiveHub } from '../live/live-hub.js';
 import type { Logger } from '../log/logger.js';
 import type { PipelineStatusService } from '../pipelines/pipeline-status-service.js';
 import type { PipelinesService } from '../pipelines/pipelines-service.js';
+import type { Supervisor } from '../runtime/supervisor.js';
 import { VERSION } from '../version.js';
 import { installErrorHandling } from './error-handler.js';
 import { type ContextResolver, installRequestContext } from './request-context.js';
@@ -17,6 +18,7 @@ import { healthRoutes } from './routes/health.js';
 import { liveRoutes } from './routes/live.js';
 import { pipelineStatusRoutes } from './routes/pipeline-status.js';
 import { pipelineRoutes } from './routes/pipelines.js';
+import { schemaReviewRoutes } from './routes/schema-review.js';
 
 export interface AppServices {
   connections: ConnectionsService;
@@ -24,6 +26,7 @@ export interface AppServices {
   status: PipelineStatusService;
   health: HealthService;
   live: LiveHub;
+  supervisor: Supervisor;
 }
 
 export interface AppOptions {
@@ -60,7 +63,12 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
     openapi: {
       openapi: '3.0.3',
       info: { title: 'Replicator API', version: VERSION.slice(1) },
-      tags: [{ name: 'connections' }, { name: 'pipelines' }, { name: 'operations' }],
+      tags: [
+        { name: 'connections' },
+        { name: 'pipelines' },
+        { name: 'schema review' },
+        { name: 'operations' },
+      ],
     },
   });
 
@@ -72,6 +80,7 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
       await v1.register(pipelineStatusRoutes, { status: services.status });
       await v1.register(healthRoutes, { health: services.health });
       await v1.register(liveRoutes, { hub: services.live });
+      await v1.register(schemaReviewRoutes, { supervisor: services.supervisor });
       v1.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
     },
     { prefix: '/v1' },

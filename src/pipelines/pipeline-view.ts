@@ -31,6 +31,7 @@ export const toPipelineView = (row: PipelineRow, stats: PipelineLiveStats) => ({
   source: { connection: row.source_connection, tables: row.source_tables },
   sink: { connection: row.sink_connection, properties: row.sink_properties },
   snapshot: snapshotJson(resolveSnapshotOptions(row.snapshot_options)),
+  schema_policy: row.schema_policy,
   state: row.state,
   desired_state: row.desired_state,
   error: row.error,

@@ -14,6 +14,7 @@ export interface PipelineDefinitionInput {
   source: { connection: string; tables: string[] };
   sink: { connection: string; properties?: Record<string, string> };
   snapshot?: SnapshotOptionsJson;
+  schema_policy?: 'review' | 'auto' | 'ignore';
 }
 
 /** What the runtime does when definitions change; without a runtime, nothing runs. */
@@ -118,6 +119,7 @@ function toWrite(input: PipelineDefinitionInput): PipelineDefinitionWrite {
     sinkConnection: input.sink.connection,
     sinkProperties: input.sink.properties ?? {},
     snapshotOptions: input.snapshot ?? {},
+    schemaPolicy: input.schema_policy ?? 'review',
   };
 }
 

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { DatabasePool } from 'slonik';
 import type { Phase } from '../../machines/pipeline.js';
-import type { TableRef } from '../core/change.js';
+import type { TableRef, TableSchema } from '../core/change.js';
 import { AppError, validationFailed } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
 import { resolveSnapshotOptions } from '../pipelines/snapshot-options.js';
@@ -21,13 +21,15 @@ import {
   slotName,
   slotStatus,
 } from '../source/postgres/slot.js';
-import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
+import { type PipelineTableRow, pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
+import { schemaStore } from '../store/schema-store.js';
 import { BackfillCoordinator } from './backfill/backfill-coordinator.js';
 import { messageOf } from './error-kinds.js';
 import type { PipelineStats } from './pipeline-stats.js';
+import { SchemaGuard } from './schema-guard.js';
 import { snapshotTables } from './snapshot/snapshot-tables.js';
-import { applyStream } from './stream-applier.js';
+import { type ApplyOutcome, applyStream } from './stream-applier.js';
 
 /** How the supervisor reaches into a running data plane. */
 export interface RunControl {
@@ -88,7 +90,7 @@ export class ReplicationRunner {
     signal: AbortSignal,
     onPhase: (phase: Phase) => void,
     control: RunControl = {},
-  ): Promise<void> {
+  ): Promise<ApplyOutcome> {
     const resolved = await this.resolve(pipelineId);
     const log = this.deps.logger.child({ pipeline: resolved.row.name });
     const source = await this.connectSource(resolved.sourceDsn);
@@ -97,12 +99,13 @@ export class ReplicationRunner {
     try {
       const schemas = await readTableSchemas(source, resolved.tables);
       await ensurePublication(source, publicationName(pipelineId), resolved.tables);
+      const tableRows = await this.syncTables(resolved);
+      const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
       sink = this.createSink(resolved);
-      await sink.open(schemas);
+      await sink.open([...shapes.known.values()]);
       const checkpoint = await sink.readCheckpoint();
       const slot = slotName(pipelineId);
       const status = await slotStatus(source, slot);
-      const tableRows = await this.syncTables(resolved);
       if (!status) {
         // A slot is created only for a pipeline that never streamed: recreating one later would skip changes.
         if (checkpoint !== null || tableRows.some((t) => t.status === 'streaming')) {
@@ -137,7 +140,7 @@ export class ReplicationRunner {
       }
       await created?.release();
       created = undefined;
-      if (signal.aborted) return;
+      if (signal.aborted) return 'stopped';
 
       const backfill = new BackfillCoordinator({
         pool: this.deps.pool,
@@ -149,8 +152,23 @@ export class ReplicationRunner {
         logger: log,
       });
       control.backfill = async (tables) => {
-        backfill.request(schemas.filter((s) => tables.includes(key(s))));
+        backfill.request([...shapes.known.values()].filter((s) => tables.includes(key(s))));
       };
+      const schema = new SchemaGuard({
+        pool: this.deps.pool,
+        pipelineId,
+        projectId: resolved.row.project_id,
+        policy: resolved.row.schema_policy,
+        sink,
+        source,
+        known: shapes.known,
+        sourceOnly: shapes.sourceOnly,
+        logger: log,
+        requestBackfill: async (table) => {
+          await pipelineTablesStore.markBackfill(this.deps.pool, pipelineId, [key(table)]);
+          backfill.request([table]);
+        },
+      });
       stats.phase = 'streaming';
       onPhase('streaming');
       const stream = startChangeStream({
@@ -161,7 +179,7 @@ export class ReplicationRunner {
         logger: log,
       });
       try {
-        await applyStream({
+        return await applyStream({
           items: stream.items,
           ack: (lsn) => stream.ack(lsn),
           sink,
@@ -173,6 +191,7 @@ export class ReplicationRunner {
           signal,
           logger: log,
           backfill,
+          schema,
         });
       } finally {
         control.backfill = undefined;
@@ -214,6 +233,21 @@ export class ReplicationRunner {
       throw error;
     } finally {
       await source.end().catch(() => undefined);
+    }
+  }
+
+  /** Runs an approved schema change on the pipeline's sink. */
+  async applySchemaChange(
+    pipelineId: string,
+    proposed: TableSchema,
+    statements: readonly string[],
+  ): Promise<void> {
+    const resolved = await this.resolve(pipelineId);
+    const sink = this.createSink(resolved);
+    try {
+      await sink.applySchemaChange(proposed, statements);
+    } finally {
+      await sink.close();
     }
   }
 
@@ -275,6 +309,33 @@ export class ReplicationRunner {
 
   private batchLimits(resolved: Resolved) {
     return this.sinkKind(resolved).parseProperties(resolved.row.sink_properties).batch;
+  }
+
+  /**
+   * The shape the sink has of each table: the stored one for a table already copied, the
+   * source's current one for a table about to be copied (which the copy then gives the sink).
+   */
+  private async knownShapes(
+    pipelineId: string,
+    catalog: TableSchema[],
+    tableRows: readonly PipelineTableRow[],
+  ) {
+    const stored = await schemaStore.tableSchemas(this.deps.pool, pipelineId);
+    const known = new Map<string, TableSchema>();
+    const sourceOnly = new Map<string, TableSchema>();
+    for (const schema of catalog) {
+      const name = key(schema);
+      const row = stored.find((r) => r.table_name === name);
+      const copied = tableRows.find((t) => t.table_name === name)?.status === 'streaming';
+      if (copied && row?.known_schema) {
+        known.set(name, row.known_schema);
+        if (row.source_schema) sourceOnly.set(name, row.source_schema);
+      } else {
+        known.set(name, schema);
+        await schemaStore.setKnown(this.deps.pool, pipelineId, name, schema);
+      }
+    }
+    return { known, sourceOnly };
   }
 
   private async syncTables(resolved: Resolved) {

@@ -7,6 +7,7 @@ import { compareLsn } from '../source/postgres/lsn.js';
 import type { BackfillCoordinator } from './backfill/backfill-coordinator.js';
 import { nextOrWake, onAbort } from './next-or-wake.js';
 import type { PipelineStats } from './pipeline-stats.js';
+import type { SchemaGuard } from './schema-guard.js';
 
 export interface StreamApplierOptions {
   items: AsyncIterable<StreamItem>;
@@ -25,7 +26,12 @@ export interface StreamApplierOptions {
   onApplied?(events: number, checkpointLsn: string): void;
   /** Tables being copied again while the others stream. */
   backfill?: BackfillCoordinator;
+  /** Watches table shapes announced by the stream. */
+  schema?: SchemaGuard;
 }
+
+/** How the stream ended: told to stop (or the source ended it), or held for a schema review. */
+export type ApplyOutcome = 'stopped' | 'held-for-schema';
 
 /** A truncate of several tables as one event per table, so that each can be routed alone. */
 function perTable(change: ChangeEvent): ChangeEvent[] {
@@ -47,7 +53,7 @@ const valueBytes = (change: ChangeEvent) => {
  * transaction larger than a batch is applied in pieces under the previous checkpoint: a crash
  * in between replays it whole, and the sink's idempotent writes converge.
  */
-export async function applyStream(options: StreamApplierOptions): Promise<void> {
+export async function applyStream(options: StreamApplierOptions): Promise<ApplyOutcome> {
   const { sink, stats, limits, signal } = options;
   const iterator = options.items[Symbol.asyncIterator]();
   let durableLsn = options.startLsn;
@@ -127,7 +133,8 @@ export async function applyStream(options: StreamApplierOptions): Promise<void> 
           if (stats.oldestPendingCommitMs === null) stats.oldestPendingCommitMs = Date.parse(item.commitTime);
           break;
         case 'change': {
-          for (const change of perTable(item.change)) {
+          for (const split of perTable(item.change)) {
+            const change = options.schema ? options.schema.project(split) : split;
             const { table } = change;
             if (!options.tables.has(`${table.schema}.${table.table}`)) continue;
             if (backfill && backfill.route(change) !== 'apply') continue;
@@ -160,13 +167,22 @@ export async function applyStream(options: StreamApplierOptions): Promise<void> 
           }
           if (!txOpen && committedCount > 0) await flush(false);
           break;
-        case 'relation':
+        case 'relation': {
+          const verdict = await options.schema?.onRelation(item.relation, () => flush(false));
+          if (verdict === 'hold') {
+            // Nothing of the transaction that brings the new shape is applied: it replays after the review.
+            batch = batch.slice(0, committedCount);
+            await flush(false);
+            return 'held-for-schema';
+          }
           break;
+        }
       }
     }
     // A stop applies what has fully arrived; an open transaction is replayed on the next start.
     if (!txOpen) await flush(false);
     else if (committedCount > 0) await flush(false);
+    return 'stopped';
   } finally {
     stats.oldestPendingCommitMs = null;
   }

@@ -19,9 +19,11 @@ import { slotName } from '../source/postgres/slot.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { runsStore } from '../store/runs-store.js';
+import { schemaStore } from '../store/schema-store.js';
 import { isRetryable, messageOf } from './error-kinds.js';
 import { etaSeconds, PipelineStats, percentOf } from './pipeline-stats.js';
 import type { ReplicationRunner, RunControl } from './replication-runner.js';
+import { needsBackfill, sinkShapeOf } from './schema-guard.js';
 
 /** How often live counters are written to the store. */
 const PERSIST_INTERVAL_MS = 1_000;
@@ -154,6 +156,68 @@ export class Supervisor implements PipelineLifecycle {
     return { name: row.name, tables: [...tables], state: this.handles.get(row.id)?.state ?? row.state };
   }
 
+  /** The schema change a pipeline waits on, or 404 when none. */
+  async proposedSchema(ctx: RequestContext, name: string) {
+    const row = await this.row(ctx, name);
+    const pending = await schemaStore.pending(this.pool, row.id);
+    if (!pending)
+      throw new AppError('NOT_FOUND', `pipeline '${name}' has no schema change waiting for review`);
+    return pending;
+  }
+
+  /**
+   * Decides on the pending schema change: `approve` runs its DDL on the sink and resumes with the
+   * new shape; `reject` keeps the sink's shape (only its columns are written) and resumes.
+   * `proposalId`, when given, must be the pending proposal's: 409 when it moved on.
+   */
+  async decideSchema(ctx: RequestContext, name: string, decision: 'approve' | 'reject', proposalId?: string) {
+    const row = await this.row(ctx, name);
+    const handle = this.handles.get(row.id);
+    const state = handle?.state ?? (row.state as PipelineState);
+    const pending = await schemaStore.pending(this.pool, row.id);
+    if (state !== 'pending_schema_approval' || !handle || !pending) {
+      throw new AppError(
+        'INVALID_TRANSITION',
+        `pipeline '${name}' is ${state}: no schema change waits for review`,
+      );
+    }
+    if (proposalId !== undefined && proposalId !== pending.id) {
+      throw new AppError(
+        'STALE_PROPOSAL',
+        `the pending proposal is ${pending.id}, not ${proposalId}: read it again before deciding`,
+        { pending: pending.id },
+      );
+    }
+    const { current, proposed, ddl } = pending.proposal;
+    if (decision === 'approve') {
+      const shape = sinkShapeOf(current, proposed);
+      await this.runner.applySchemaChange(row.id, shape, ddl).catch((error: unknown) => {
+        throw new AppError('SCHEMA_CHANGE_FAILED', `the sink refused the change: ${messageOf(error)}`);
+      });
+      await schemaStore.setKnown(this.pool, row.id, pending.table_name, shape);
+    } else {
+      await schemaStore.setSourceOnly(this.pool, row.id, pending.table_name, proposed);
+    }
+    // Rows already in the sink whose values for a new column cannot be known are copied again.
+    if (decision === 'approve' && needsBackfill(pending.proposal.changes)) {
+      await pipelineTablesStore.markBackfill(this.pool, row.id, [pending.table_name]);
+    }
+    await schemaStore.decide(
+      this.pool,
+      pending.id,
+      decision === 'approve' ? 'approved' : 'rejected',
+      ctx.actor,
+    );
+    handle.actor.send({ type: decision === 'approve' ? 'APPROVE' : 'REJECT' });
+    return { ...pending, status: decision === 'approve' ? 'approved' : 'rejected', decided_by: ctx.actor };
+  }
+
+  private async row(ctx: RequestContext, name: string): Promise<PipelineRow> {
+    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
+    if (!row) throw notFound('pipeline', name);
+    return row;
+  }
+
   /** The definition of a pipeline changed: a running one restarts its data plane with it. */
   definitionChanged(pipelineId: string): void {
     const handle = this.handles.get(pipelineId);
@@ -247,8 +311,12 @@ export class Supervisor implements PipelineLifecycle {
               );
             })
             .then(
-              () =>
-                report({ type: 'FAILED', message: 'the change stream ended unexpectedly', retryable: true }),
+              (outcome) =>
+                report(
+                  outcome === 'held-for-schema'
+                    ? { type: 'SCHEMA_CHANGE' }
+                    : { type: 'FAILED', message: 'the change stream ended unexpectedly', retryable: true },
+                ),
               (error: unknown) => {
                 if (controller.signal.aborted) return;
                 log.warn({ err: error }, 'replication failed');

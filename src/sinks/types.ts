@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { ChangeEvent, Checkpoint, TableRef, TableSchema } from '../core/change.js';
+import type { SchemaChangeItem } from '../core/schema-diff.js';
 
 /** Everything a sink instance needs to know about the pipeline it serves. */
 export interface SinkContext {
@@ -53,6 +54,10 @@ export interface Sink {
     partition: SnapshotPartition,
     copyText: Readable,
   ): Promise<number>;
+  /** The statements that would bring a table's target from `current` to `proposed` (shown for review). */
+  planSchemaChange(current: TableSchema, changes: readonly SchemaChangeItem[]): string[];
+  /** Runs an approved plan in one transaction; the table is written with `proposed` from then on. */
+  applySchemaChange(proposed: TableSchema, statements: readonly string[]): Promise<void>;
   /** Applies whole transactions and stores `batch.commitLsn` as the checkpoint, atomically. */
   applyBatch(batch: ChangeBatch): Promise<Checkpoint>;
   /** Releases connections; safe to call twice. */

@@ -9,6 +9,7 @@ const PipelineRow = z.object({
   source_tables: z.array(z.string()),
   sink_connection: z.string(),
   sink_properties: z.record(z.string()),
+  schema_policy: z.enum(['review', 'auto', 'ignore']),
   snapshot_options: z.object({ parallelism: z.number().optional(), partition_rows: z.number().optional() }),
   generation: z.number(),
   desired_state: z.string(),
@@ -25,7 +26,7 @@ const PipelineRow = z.object({
 export type PipelineRow = z.infer<typeof PipelineRow>;
 
 const COLUMNS = sql.fragment`id, project_id, name, source_connection, source_tables, sink_connection,
-  sink_properties, snapshot_options, generation, desired_state, state, state_reason, error, last_checkpoint_at,
+  sink_properties, schema_policy, snapshot_options, generation, desired_state, state, state_reason, error, last_checkpoint_at,
   last_checkpoint_lsn, events_total, sink_errors_total, created_at, updated_at`;
 
 /** The user-given part of a pipeline. */
@@ -35,6 +36,7 @@ export interface PipelineDefinitionWrite {
   sinkConnection: string;
   sinkProperties: Record<string, string>;
   snapshotOptions: { parallelism?: number; partition_rows?: number };
+  schemaPolicy: 'review' | 'auto' | 'ignore';
 }
 
 export const pipelinesStore = {
@@ -52,9 +54,10 @@ export const pipelinesStore = {
 
   insert: (db: CommonQueryMethods, projectId: string, name: string, d: PipelineDefinitionWrite) =>
     db.one(sql.type(PipelineRow)`INSERT INTO pipelines
-        (project_id, name, source_connection, source_tables, sink_connection, sink_properties, snapshot_options)
+        (project_id, name, source_connection, source_tables, sink_connection, sink_properties, snapshot_options,
+         schema_policy)
       VALUES (${projectId}, ${name}, ${d.sourceConnection}, ${sql.array(d.sourceTables, 'text')},
-        ${d.sinkConnection}, ${sql.jsonb(d.sinkProperties)}, ${sql.jsonb(d.snapshotOptions)})
+        ${d.sinkConnection}, ${sql.jsonb(d.sinkProperties)}, ${sql.jsonb(d.snapshotOptions)}, ${d.schemaPolicy})
       RETURNING ${COLUMNS}`),
 
   /** Replaces the definition and bumps the generation so a running pipeline reloads it. */
@@ -62,7 +65,7 @@ export const pipelinesStore = {
     db.maybeOne(sql.type(PipelineRow)`UPDATE pipelines SET
         source_connection = ${d.sourceConnection}, source_tables = ${sql.array(d.sourceTables, 'text')},
         sink_connection = ${d.sinkConnection}, sink_properties = ${sql.jsonb(d.sinkProperties)},
-        snapshot_options = ${sql.jsonb(d.snapshotOptions)},
+        snapshot_options = ${sql.jsonb(d.snapshotOptions)}, schema_policy = ${d.schemaPolicy},
         generation = generation + 1, updated_at = now()
       WHERE project_id = ${projectId} AND name = ${name} RETURNING ${COLUMNS}`),
 

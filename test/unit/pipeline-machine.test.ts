@@ -213,11 +213,14 @@ describe('pipeline machine', () => {
     expect(actor.getSnapshot().context.error).toBe('still down');
   });
 
-  it('moves to pending_schema_approval and back to running on approval', async () => {
-    const { actor } = await actorIn('pending_schema_approval');
-    actor.send({ type: 'APPROVE' });
-    expect(apiState(actor.getSnapshot().value)).toBe('running');
-  });
+  it.each(['APPROVE', 'REJECT'] as const)(
+    'moves to pending_schema_approval and back to running on %s',
+    async (type) => {
+      const { actor } = await actorIn('pending_schema_approval');
+      actor.send({ type });
+      expect(apiState(actor.getSnapshot().value)).toBe('running');
+    },
+  );
 
   it('restarts the data plane on RELOAD, staying running', async () => {
     const { actor, h } = await actorIn('running');

@@ -43,8 +43,21 @@ const SnapshotOptions = Type.Object(
   { additionalProperties: false, description: 'How snapshots are cut and copied' },
 );
 
+const SchemaPolicy = Type.Union([Type.Literal('review'), Type.Literal('auto'), Type.Literal('ignore')], {
+  description:
+    "What a change of a source table's shape does: review (default) waits in pending_schema_approval; auto applies " +
+    'compatible changes (added columns, widened types, dropped NOT NULL) and waits for the others; ignore keeps ' +
+    "the sink's columns and replicates only those",
+});
+
 export const PipelineCreateBody = Type.Object(
-  { name: Name, source: Source, sink: Sink, snapshot: Type.Optional(SnapshotOptions) },
+  {
+    name: Name,
+    source: Source,
+    sink: Sink,
+    snapshot: Type.Optional(SnapshotOptions),
+    schema_policy: Type.Optional(SchemaPolicy),
+  },
   { additionalProperties: false },
 );
 
@@ -54,6 +67,7 @@ export const PipelineReplaceBody = Type.Object(
     source: Source,
     sink: Sink,
     snapshot: Type.Optional(SnapshotOptions),
+    schema_policy: Type.Optional(SchemaPolicy),
   },
   { additionalProperties: false },
 );
@@ -77,6 +91,7 @@ export const Pipeline = Type.Object({
   source: Type.Object({ connection: Type.String(), tables: Type.Array(Type.String()) }),
   sink: Type.Object({ connection: Type.String(), properties: Type.Record(Type.String(), Type.String()) }),
   snapshot: Type.Object({ parallelism: Type.Integer(), partition_rows: Type.Integer() }),
+  schema_policy: Type.String({ description: 'review, auto or ignore' }),
   state: Type.String({
     description: 'stopped, starting, running, stopping, paused, pending_schema_approval',
   }),

@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
+import type { SchemaChangeItem } from '../../core/schema-diff.js';
 import {
   type ChangeBatch,
   FencedError,
@@ -13,6 +14,7 @@ import {
 import { planBatch, type TargetTable } from './apply-plan.js';
 import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
 import { BOOKKEEPING_SCHEMA, copyFromSql, quoteIdent, truncateSql } from './ddl.js';
+import { schemaChangeSql } from './schema-change.js';
 import { ensureBookkeeping, prepareTarget } from './target-tables.js';
 
 const BOOK = quoteIdent(BOOKKEEPING_SCHEMA);
@@ -86,6 +88,20 @@ class PostgresSink implements Sink {
       return prepared;
     });
     for (const table of opened) this.tables.set(refKey(table.source), table);
+  }
+
+  planSchemaChange(current: TableSchema, changes: readonly SchemaChangeItem[]): string[] {
+    return schemaChangeSql(targetTableOf(this.config, current), changes);
+  }
+
+  async applySchemaChange(proposed: TableSchema, statements: readonly string[]): Promise<void> {
+    const target = targetTableOf(this.config, proposed);
+    const table = await this.transaction(async (client) => {
+      for (const statement of statements) await client.query(statement);
+      const written = await prepareTarget(client, proposed, target, false);
+      return { source: written, target, keys: proposed.keyColumns.map((name) => columnOf(written, name)) };
+    });
+    this.tables.set(refKey(table.source), table);
   }
 
   async readCheckpoint(): Promise<Checkpoint | null> {

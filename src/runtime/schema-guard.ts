@@ -1,0 +1,178 @@
+import type pg from 'pg';
+import type { DatabasePool } from 'slonik';
+import type { ChangeEvent, Row, TableSchema } from '../core/change.js';
+import { diffSchemas, isCompatible, type SchemaChangeItem } from '../core/schema-diff.js';
+import type { Logger } from '../log/logger.js';
+import type { Sink } from '../sinks/types.js';
+import type { RelationInfo } from '../source/postgres/pgoutput-decoder.js';
+import { schemaFromRelation } from '../source/postgres/relation-schema.js';
+import { type SchemaProposal, schemaStore } from '../store/schema-store.js';
+
+export type SchemaPolicy = 'review' | 'auto' | 'ignore';
+
+const keyOf = (t: { schema: string; table: string }) => `${t.schema}.${t.table}`;
+
+// Nullability is left out: a sink column may be more lenient than its source (see sinkShapeOf).
+const shapeOf = (t: TableSchema) =>
+  JSON.stringify([t.columns.map((c) => [c.name, c.typeName]), t.keyColumns]);
+
+/** The shape the sink gets: a column added there is nullable, as rows already copied have no value. */
+export function sinkShapeOf(current: TableSchema, proposed: TableSchema): TableSchema {
+  const existing = new Set(current.columns.map((c) => c.name));
+  return {
+    ...proposed,
+    columns: proposed.columns.map((c) => (existing.has(c.name) || c.isKey ? c : { ...c, nullable: true })),
+  };
+}
+
+function keep(row: Row | undefined, columns: ReadonlySet<string>): Row | undefined {
+  if (!row) return row;
+  return Object.fromEntries(Object.entries(row).filter(([name]) => columns.has(name)));
+}
+
+export interface SchemaGuardDeps {
+  pool: DatabasePool;
+  pipelineId: string;
+  projectId: string;
+  policy: SchemaPolicy;
+  sink: Sink;
+  /** A connection to the source, to name the types of a new shape. */
+  source: pg.ClientBase;
+  /** Per `schema.table`: the shape the sink has, and a source shape it chose not to follow. */
+  known: Map<string, TableSchema>;
+  sourceOnly: Map<string, TableSchema>;
+  logger: Logger;
+  /** Copies a table again while the others stream: for rows whose new column values are unknown. */
+  requestBackfill(table: TableSchema): Promise<void>;
+}
+
+/** Whether rows already in the sink cannot be given the values the source's rows have for new columns. */
+export const needsBackfill = (changes: readonly SchemaChangeItem[]) =>
+  changes.some((c) => c.kind === 'add_column' && c.existing_value === undefined);
+
+/**
+ * Watches the shapes the stream announces (pgoutput Relation messages, sent before the first
+ * change of a new shape) against the shapes the sink has. Under `review`, and under `auto` for a
+ * change that is not compatible, it stops the apply before the first change of the new shape and
+ * stores a proposal; `auto` applies compatible changes; `ignore` (and a rejected proposal) keeps
+ * the sink's shape, writing only the columns it has.
+ */
+export class SchemaGuard {
+  constructor(private readonly deps: SchemaGuardDeps) {}
+
+  /**
+   * Decides on a table shape announced by the stream. `flushCommitted` makes everything before
+   * the current transaction durable; it is called before any change to the sink.
+   */
+  async onRelation(
+    relation: RelationInfo,
+    flushCommitted: () => Promise<void>,
+  ): Promise<'continue' | 'hold'> {
+    const { known, sourceOnly, policy, sink, logger } = this.deps;
+    const key = keyOf(relation);
+    const current = known.get(key);
+    if (!current) return 'continue';
+    const proposed = await schemaFromRelation(this.deps.source, relation);
+    if (shapeOf(proposed) === shapeOf(current)) {
+      sourceOnly.delete(key);
+      // A source column that now allows NULL must allow it in the sink too, whatever the policy.
+      const relax = diffSchemas(current, proposed).filter((c) => c.kind === 'drop_not_null');
+      if (relax.length > 0) {
+        await flushCommitted();
+        await this.apply(key, current, sinkShapeOf(current, proposed), relax, 'relaxed NOT NULL');
+      }
+      return 'continue';
+    }
+    const ignored = sourceOnly.get(key);
+    if (ignored && shapeOf(ignored) === shapeOf(proposed)) return 'continue';
+    // A NOT NULL added at the source is not mirrored: a more lenient sink column accepts every row.
+    const structural = diffSchemas(current, proposed).filter((c) => c.kind !== 'set_not_null');
+    const changes = await this.withExistingValues(relation.relationId, structural);
+    const proposal: SchemaProposal = {
+      current,
+      proposed,
+      changes,
+      ddl: sink.planSchemaChange(current, changes),
+    };
+    if (policy === 'ignore') {
+      sourceOnly.set(key, proposed);
+      await schemaStore.setSourceOnly(this.deps.pool, this.deps.pipelineId, key, proposed);
+      logger.info({ table: key, changes }, 'schema change ignored; the sink keeps its columns');
+      return 'continue';
+    }
+    await flushCommitted();
+    if (policy === 'auto' && changes.every(isCompatible)) {
+      await this.apply(key, current, sinkShapeOf(current, proposed), changes, 'schema change applied');
+      return 'continue';
+    }
+    await schemaStore.propose(this.deps.pool, this.deps.pipelineId, this.deps.projectId, key, proposal);
+    logger.info({ table: key, changes }, 'schema change waits for review');
+    return 'hold';
+  }
+
+  private async apply(
+    key: string,
+    current: TableSchema,
+    shape: TableSchema,
+    changes: SchemaChangeItem[],
+    what: string,
+  ): Promise<void> {
+    const { sink, pool, pipelineId, projectId } = this.deps;
+    const ddl = sink.planSchemaChange(current, changes);
+    await sink.applySchemaChange(shape, ddl);
+    this.deps.known.set(key, shape);
+    await schemaStore.setKnown(pool, pipelineId, key, shape);
+    await schemaStore.recordApplied(pool, pipelineId, projectId, key, {
+      current,
+      proposed: shape,
+      changes,
+      ddl,
+    });
+    this.deps.logger.info({ table: key, changes }, what);
+    if (needsBackfill(changes)) await this.deps.requestBackfill(shape);
+  }
+
+  /**
+   * Adds to each added column the value the source's existing rows have for it: PostgreSQL keeps
+   * a constant default of ADD COLUMN as the value of the rows already there (attmissingval), which
+   * no row change carries to the stream. A column with a volatile default is left unknown.
+   */
+  private async withExistingValues(
+    relationId: number,
+    changes: SchemaChangeItem[],
+  ): Promise<SchemaChangeItem[]> {
+    const added = changes.flatMap((c) => (c.kind === 'add_column' ? [c.column] : []));
+    if (added.length === 0) return changes;
+    const { rows } = await this.deps.source.query<{
+      name: string;
+      missing: string | null;
+      has_default: boolean;
+    }>(
+      `SELECT a.attname::text AS name, (a.attmissingval::text::text[])[1] AS missing, a.atthasdef AS has_default
+         FROM pg_attribute a WHERE a.attrelid = $1::oid AND a.attname = ANY($2::text[])`,
+      [relationId, added],
+    );
+    const found = new Map(rows.map((r) => [r.name, r]));
+    return changes.map((change) => {
+      if (change.kind !== 'add_column') return change;
+      const row = found.get(change.column);
+      if (row?.missing !== null && row?.missing !== undefined)
+        return { ...change, existing_value: row.missing };
+      return row?.has_default ? change : { ...change, existing_value: null };
+    });
+  }
+
+  /** A change cut down to the columns the sink has, for a table whose new shape it does not follow. */
+  project(change: ChangeEvent): ChangeEvent {
+    const key = keyOf(change.table);
+    if (!this.deps.sourceOnly.has(key)) return change;
+    const columns = new Set(this.deps.known.get(key)?.columns.map((c) => c.name));
+    return {
+      ...change,
+      after: keep(change.after, columns),
+      before: keep(change.before, columns),
+      key: keep(change.key, columns),
+      unchangedToast: change.unchangedToast?.filter((c) => columns.has(c)),
+    };
+  }
+}
