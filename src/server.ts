@@ -53,6 +53,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const pipelines = new PipelinesService(pool);
     const runner = new ReplicationRunner({
       pool,
+      warnRetainedWalBytes: config.slotWalWarningBytes,
       logger: logger.child({ component: 'replication' }),
       resolveConnection: (projectId, name) => connections.resolve({ projectId, actor: 'system' }, name),
     });

@@ -1,4 +1,4 @@
-import { parseDuration } from './duration.js';
+import { parseBytes, parseDuration } from './duration.js';
 
 /** The service configuration after loading and validation. */
 export interface Config {
@@ -16,6 +16,8 @@ export interface Config {
     masterKeyFile: string | undefined;
   };
   log: { level: LogLevel };
+  /** Retained WAL of a pipeline's slot above which the pipeline shows a warning. */
+  slotWalWarningBytes: number;
 }
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -66,6 +68,12 @@ export const OPTIONS: readonly OptionSpec[] = [
     description: 'file with the 64-hex-char master key',
   },
   { key: 'log.level', flag: 'log-level', default: 'info', description: LOG_LEVELS.join(', ') },
+  {
+    key: 'slot_wal_warning',
+    flag: 'slot-wal-warning',
+    default: '10GiB',
+    description: "retained WAL of a pipeline's slot that raises a warning",
+  },
 ];
 
 export const envName = (key: string) => `REPLICATOR_${key.toUpperCase().replaceAll('.', '_')}`;
@@ -111,9 +119,15 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
   const dataDir = value('data_dir') as string;
   if (dataDir.trim() === '') throw new ConfigError('data_dir', 'must not be empty');
 
+  const walWarning = value('slot_wal_warning') as string;
+  const slotWalWarningBytes = parseBytes(walWarning);
+  if (slotWalWarningBytes === undefined) {
+    throw new ConfigError('slot_wal_warning', `must be a size such as 10GiB or 500MB (got "${walWarning}")`);
+  }
   return {
     listen,
     dataDir,
+    slotWalWarningBytes,
     databaseUrl,
     auth: {
       mode: oneOf('auth.mode', value('auth.mode') as string, ['none', 'enabled'] as const),

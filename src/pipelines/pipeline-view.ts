@@ -10,9 +10,11 @@ const snapshotJson = (o: SnapshotOptions) => ({
 export interface PipelineLiveStats {
   eventsPerSecond: number;
   replicationLagMs: number;
+  /** Something a person should look at, e.g. the slot keeping too much WAL. */
+  warning: string | null;
 }
 
-export const IDLE_STATS: PipelineLiveStats = { eventsPerSecond: 0, replicationLagMs: 0 };
+export const IDLE_STATS: PipelineLiveStats = { eventsPerSecond: 0, replicationLagMs: 0, warning: null };
 
 /** The list element of GET /v1/pipelines. */
 export const toPipelineSummary = (row: PipelineRow, stats: PipelineLiveStats) => ({
@@ -35,6 +37,7 @@ export const toPipelineView = (row: PipelineRow, stats: PipelineLiveStats) => ({
   state: row.state,
   desired_state: row.desired_state,
   error: row.error,
+  warning: stats.warning,
   events_per_second: stats.eventsPerSecond,
   replication_lag_ms: stats.replicationLagMs,
   last_checkpoint_at: row.last_checkpoint_at,

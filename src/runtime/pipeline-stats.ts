@@ -1,4 +1,5 @@
 import type { Phase } from '../../machines/pipeline.js';
+import type { ChangeEvent, ChangeOp } from '../core/change.js';
 import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
 
 /** Progress of one table's snapshot, as the progress endpoint shows it. */
@@ -44,11 +45,22 @@ export class PipelineStats {
   /** Commit time (ms) of the oldest transaction received but not yet durable in the sink. */
   oldestPendingCommitMs: number | null = null;
   readonly tables = new Map<string, TableProgress>();
+  /** Events applied in this process, by operation. */
+  readonly eventsByOp: Record<ChangeOp, number> = { insert: 0, update: 0, delete: 0, truncate: 0 };
+  /** The source slot as last checked while streaming; null before the first check. */
+  slot: { retainedWalBytes: number | null; walStatus: string | null } | null = null;
+  /** A warning a person should see (e.g. the slot keeps too much WAL), or null. */
+  warning: string | null = null;
+  /** Told of every durable batch: its size in events and how long the sink took. */
+  onBatch?: (events: number, seconds: number) => void;
   private applied: { at: number; events: number }[] = [];
   private pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };
 
-  /** A batch became durable in the sink. */
-  recordApplied(events: number, checkpointLsn: string, now = Date.now()): void {
+  /** A batch became durable in the sink, after `seconds` of writing. */
+  recordApplied(changes: readonly ChangeEvent[], checkpointLsn: string, seconds = 0, now = Date.now()): void {
+    const events = changes.length;
+    for (const change of changes) this.eventsByOp[change.op]++;
+    this.onBatch?.(events, seconds);
     this.eventsTotal += events;
     this.pendingSave.events += events;
     this.lastCheckpointLsn = checkpointLsn;
@@ -75,7 +87,11 @@ export class PipelineStats {
   }
 
   live(now = Date.now()): PipelineLiveStats {
-    return { eventsPerSecond: this.eventsPerSecond(now), replicationLagMs: this.lagMs(now) };
+    return {
+      eventsPerSecond: this.eventsPerSecond(now),
+      replicationLagMs: this.lagMs(now),
+      warning: this.warning,
+    };
   }
 
   /** Counts not yet handed to the store, to add to the stored totals. */

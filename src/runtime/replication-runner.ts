@@ -28,11 +28,14 @@ import { BackfillCoordinator } from './backfill/backfill-coordinator.js';
 import { messageOf } from './error-kinds.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import { SchemaGuard } from './schema-guard.js';
+import { watchSlot } from './slot-monitor.js';
 import { snapshotTables } from './snapshot/snapshot-tables.js';
 import { type ApplyOutcome, applyStream } from './stream-applier.js';
 
 /** How the supervisor reaches into a running data plane. */
 export interface RunControl {
+  /** Fencing epoch of this worker's lease on the pipeline, written with every checkpoint. */
+  epoch?: number;
   /** Set while streaming: copies these tables (`schema.table`) again while the others stream. */
   backfill?: (tables: readonly string[]) => Promise<void>;
 }
@@ -44,7 +47,12 @@ export interface RunnerDeps {
   pool: DatabasePool;
   resolveConnection: ConnectionResolver;
   logger: Logger;
+  /** Retained WAL of a slot above which its pipeline shows a warning. */
+  warnRetainedWalBytes?: number;
 }
+
+/** 10 GiB: a day of a busy database's WAL, long before most disks fill. */
+export const DEFAULT_WARN_RETAINED_WAL_BYTES = 10 * 1024 ** 3;
 
 /** What one start of the data plane works with: the definition as it is now, resolved. */
 interface Resolved {
@@ -178,22 +186,44 @@ export class ReplicationRunner {
         startLsn,
         logger: log,
       });
+      // Stops the stream for the caller's abort, and for a slot found lost while streaming.
+      const streaming = new AbortController();
+      const onAbort = () => streaming.abort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      let slotLost: SlotMissingError | undefined;
+      const stopWatching = watchSlot({
+        client: source,
+        slotName: slot,
+        stats,
+        warnRetainedWalBytes: this.deps.warnRetainedWalBytes ?? DEFAULT_WARN_RETAINED_WAL_BYTES,
+        onLost: (error) => {
+          slotLost = error;
+          streaming.abort();
+        },
+        logger: log,
+      });
       try {
-        return await applyStream({
+        const outcome = await applyStream({
           items: stream.items,
           ack: (lsn) => stream.ack(lsn),
           sink,
           limits: this.batchLimits(resolved),
-          epoch: 1,
+          epoch: control.epoch ?? 1,
           startLsn,
           tables: new Set(resolved.tables.map(key)),
           stats,
-          signal,
+          signal: streaming.signal,
           logger: log,
           backfill,
           schema,
         });
+        if (slotLost) throw slotLost;
+        return outcome;
       } finally {
+        stopWatching();
+        signal.removeEventListener('abort', onAbort);
+        stats.slot = null;
+        stats.warning = null;
         control.backfill = undefined;
         await backfill.close();
         await stream.close();

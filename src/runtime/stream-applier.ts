@@ -65,13 +65,14 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
   let batchStartedAt = 0;
 
   const apply = async (changes: ChangeEvent[], checkpointLsn: string) => {
+    const started = performance.now();
     try {
       await sink.applyBatch({ changes, commitLsn: checkpointLsn, epoch: options.epoch });
     } catch (error) {
       stats.recordSinkError();
       throw error;
     }
-    stats.recordApplied(changes.length, checkpointLsn);
+    stats.recordApplied(changes, checkpointLsn, (performance.now() - started) / 1000);
     options.onApplied?.(changes.length, checkpointLsn);
   };
 

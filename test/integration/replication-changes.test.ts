@@ -27,7 +27,8 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
        INSERT INTO a SELECT i, 'a' || i FROM generate_series(1, 500) i;
        INSERT INTO b SELECT i, 'b' || i FROM generate_series(1, 700) i;`,
     );
-    service = await startTestService(testConfig(dbs.store));
+    // Any retained WAL is over this threshold: every streaming pipeline here shows the warning.
+    service = await startTestService({ ...testConfig(dbs.store), slotWalWarningBytes: 1 });
     const replicaSource = await createDatabase(replicaCluster.adminUrl, 'plain');
     for (const [name, dsn] of [
       ['src', dbs.source],
@@ -158,7 +159,9 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
     );
     await converged('b');
     expect(await sqlOn(dbs.sink, 'SELECT 1 FROM a WHERE id = 1003')).toHaveLength(0);
-    expect((await pipeline('reload')).state).toBe('running');
+    const reloaded = await pipeline('reload');
+    expect(reloaded.state).toBe('running');
+    expect(reloaded.warning).toMatch(/keeps .* of WAL for this pipeline's slot/);
     expect(
       await sqlOn(
         dbs.source,

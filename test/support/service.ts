@@ -20,6 +20,7 @@ export function testConfig(databaseUrl: string | undefined, dataDir?: string): C
     databaseUrl,
     auth: { mode: 'none', sessionTtlMs: 12 * 3_600_000, masterKeyFile: undefined },
     log: { level: 'silent' },
+    slotWalWarningBytes: 10 * 1024 ** 3,
   };
 }
 

@@ -23,6 +23,7 @@ describe('configuration', () => {
       databaseUrl: undefined,
       auth: { mode: 'none', sessionTtlMs: 12 * 3_600_000, masterKeyFile: undefined },
       log: { level: 'info' },
+      slotWalWarningBytes: 10 * 1024 ** 3,
     });
   });
 
@@ -59,6 +60,7 @@ describe('configuration', () => {
     [['--auth-session-ttl', '12'], 'auth.session_ttl: must be a duration'],
     [['--database-url', 'mysql://x'], 'database_url: must be a postgres://'],
     [['--data-dir', ' '], 'data_dir: must not be empty'],
+    [['--slot-wal-warning', 'lots'], 'slot_wal_warning: must be a size'],
     [['--config', '/nonexistent/file.yaml'], 'config: cannot read /nonexistent/file.yaml: ENOENT'],
   ])('refuses %j naming the key', (argv, message) => {
     expect(() => load(argv)).toThrow(ConfigError);
@@ -70,6 +72,12 @@ describe('configuration', () => {
     expect(() => load(['--config', yamlFile('listen: [1, 2]')])).toThrow('listen: must be a single value');
     expect(() => load(['--config', yamlFile('- a')])).toThrow('must hold a mapping');
     expect(() => load(['--config', yamlFile('a: [')])).toThrow('is not valid YAML');
+  });
+
+  it('parses sizes', () => {
+    expect(load(['--slot-wal-warning', '500MB']).slotWalWarningBytes).toBe(500_000_000);
+    expect(load(['--slot-wal-warning', '2GiB']).slotWalWarningBytes).toBe(2 * 1024 ** 3);
+    expect(load(['--slot-wal-warning', '1048576']).slotWalWarningBytes).toBe(1048576);
   });
 
   it('validates both auth modes', () => {

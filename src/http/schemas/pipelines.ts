@@ -99,6 +99,10 @@ export const Pipeline = Type.Object({
     description: 'What the pipeline was last asked to be: stopped, running, paused',
   }),
   error: Type.Union([Type.String(), Type.Null()], { description: 'Why the pipeline last failed, if it did' }),
+  warning: Type.Union([Type.String(), Type.Null()], {
+    description:
+      "Something to look at while it runs, e.g. the source keeping too much WAL for the pipeline's slot",
+  }),
   events_per_second: Type.Number(),
   replication_lag_ms: Type.Integer(),
   last_checkpoint_at: LastCheckpointAt,

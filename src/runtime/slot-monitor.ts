@@ -1,0 +1,64 @@
+import type pg from 'pg';
+import type { Logger } from '../log/logger.js';
+import { SlotMissingError } from '../source/postgres/errors.js';
+import { slotStatus } from '../source/postgres/slot.js';
+import type { PipelineStats } from './pipeline-stats.js';
+
+/** How often a streaming pipeline looks at its slot. */
+export const SLOT_CHECK_INTERVAL_MS = 10_000;
+
+export interface SlotMonitorOptions {
+  client: pg.ClientBase;
+  slotName: string;
+  stats: PipelineStats;
+  /** Retained WAL above which the pipeline shows a warning. */
+  warnRetainedWalBytes: number;
+  /** Called once when the slot is gone or invalidated: the pipeline cannot go on. */
+  onLost(error: SlotMissingError): void;
+  logger: Logger;
+  intervalMs?: number;
+}
+
+const formatBytes = (bytes: number) =>
+  bytes >= 1024 ** 3 ? `${(bytes / 1024 ** 3).toFixed(1)} GiB` : `${Math.round(bytes / 1024 ** 2)} MiB`;
+
+/**
+ * Watches the slot while the pipeline streams: how much WAL it makes the source keep (shown in
+ * metrics and, past the threshold, as a warning) and whether it still exists. Returns a stop.
+ */
+export function watchSlot(options: SlotMonitorOptions): () => void {
+  const { stats } = options;
+  let stopped = false;
+  const check = async () => {
+    const status = await slotStatus(options.client, options.slotName);
+    if (stopped) return;
+    if (!status) {
+      stopped = true;
+      options.onLost(new SlotMissingError(options.slotName, 'does not exist any more'));
+      return;
+    }
+    stats.slot = { retainedWalBytes: status.retainedWalBytes, walStatus: status.walStatus };
+    if (status.walStatus === 'lost') {
+      stopped = true;
+      options.onLost(
+        new SlotMissingError(options.slotName, 'was invalidated by the source (wal_status lost)'),
+      );
+      return;
+    }
+    const retained = status.retainedWalBytes ?? 0;
+    stats.warning =
+      retained > options.warnRetainedWalBytes
+        ? `the source keeps ${formatBytes(retained)} of WAL for this pipeline's slot (warning above ` +
+          `${formatBytes(options.warnRetainedWalBytes)}); wal_status is ${status.walStatus ?? 'unknown'}`
+        : null;
+  };
+  const run = () =>
+    check().catch((error: unknown) => options.logger.warn({ err: error }, 'could not read the slot status'));
+  void run();
+  const timer = setInterval(run, options.intervalMs ?? SLOT_CHECK_INTERVAL_MS);
+  timer.unref();
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+}
