@@ -61,6 +61,8 @@ interface Handle {
 export class Supervisor implements PipelineLifecycle {
   private readonly handles = new Map<string, Handle>();
   private timer: NodeJS.Timeout | undefined;
+  /** Called with the figures of each pipeline this process takes on (metrics attach here). */
+  onStats?: (pipeline: { id: string; name: string; projectId: string }, stats: PipelineStats) => void;
 
   constructor(
     private readonly pool: DatabasePool,
@@ -95,6 +97,17 @@ export class Supervisor implements PipelineLifecycle {
       await h.writes;
     }
     this.handles.clear();
+  }
+
+  /** The pipelines this process runs, with their state and figures, for metrics. */
+  running(): { id: string; name: string; projectId: string; state: PipelineState; stats: PipelineStats }[] {
+    return [...this.handles.values()].map(({ id, name, projectId, state, stats }) => ({
+      id,
+      name,
+      projectId,
+      state,
+      stats,
+    }));
   }
 
   /** Live figures of a pipeline this process runs; idle for others. */
@@ -340,6 +353,7 @@ export class Supervisor implements PipelineLifecycle {
       this.persistState(handle, previous, state, snapshot.context.error);
     });
     this.handles.set(row.id, handle);
+    this.onStats?.({ id: row.id, name: row.name, projectId: row.project_id }, handle.stats);
     handle.actor.start();
     handle.state = apiState(handle.actor.getSnapshot().value);
     this.persistState(handle, 'stopped', handle.state, handle.actor.getSnapshot().context.error);
