@@ -2,11 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from './config/options.js';
 import { ConnectionsService } from './connections/connections-service.js';
 import { SYSTEM_CONTEXT } from './context.js';
+import { FleetReconciler } from './fleet/fleet-reconciler.js';
 import { WorkerRegistry } from './fleet/worker-registry.js';
 import { HealthService } from './health/health-service.js';
 import { buildApp } from './http/app.js';
 import { LiveHub } from './live/live-hub.js';
 import type { Logger } from './log/logger.js';
+import { createServiceMetrics } from './metrics/metrics-registry.js';
 import { PipelineStatusService } from './pipelines/pipeline-status-service.js';
 import { PipelinesService } from './pipelines/pipelines-service.js';
 import { ReplicationRunner } from './runtime/replication-runner.js';
@@ -45,7 +47,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const pool = await createStorePool(location.databaseUrl);
     stops.push(() => pool.end());
 
-    const worker = new WorkerRegistry(pool, logger.child({ component: 'worker' }));
+    const worker = new WorkerRegistry(pool, logger.child({ component: 'worker' }), config.leaseTtlMs);
     await worker.start();
     stops.push(() => worker.stop());
 
@@ -58,12 +60,26 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       resolveConnection: (projectId, name) => connections.resolve({ projectId, actor: 'system' }, name),
     });
     const live = new LiveHub();
-    const supervisor = new Supervisor(pool, runner, logger.child({ component: 'supervisor' }), live);
+    const supervisor = new Supervisor(pool, runner, logger.child({ component: 'supervisor' }), live, {
+      workerId: worker.id,
+      leaseTtlMs: config.leaseTtlMs,
+    });
     pipelines.lifecycle = supervisor;
+    const metrics = createServiceMetrics(() => supervisor.running());
+    // Attached before start, so that the pipelines it restores are observed too.
+    supervisor.onStats = (pipeline, stats) => metrics.sinkBatches.attach(pipeline.name, stats);
     connections.events.changedWhileInUse = (ctx, _connection, users) =>
       supervisor.connectionChanged(ctx.projectId, users);
     await supervisor.start();
     stops.push(() => supervisor.stop());
+    const fleet = new FleetReconciler(
+      pool,
+      supervisor,
+      logger.child({ component: 'fleet' }),
+      Math.min(1_000, config.leaseTtlMs / 3),
+    );
+    await fleet.start();
+    stops.push(() => fleet.stop());
 
     const app = await buildApp({
       logger,
@@ -71,9 +87,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         connections,
         pipelines,
         status: new PipelineStatusService(pool, supervisor),
-        health: new HealthService(pool),
+        health: new HealthService(pool, config.leaseTtlMs),
         live,
         supervisor,
+        metrics,
+        fleet: { pool, leaseTtlMs: config.leaseTtlMs },
       },
       resolveContext: () => SYSTEM_CONTEXT,
     });

@@ -18,6 +18,8 @@ export interface Config {
   log: { level: LogLevel };
   /** Retained WAL of a pipeline's slot above which the pipeline shows a warning. */
   slotWalWarningBytes: number;
+  /** How long a worker's leases last without a heartbeat: the bound on a dead worker's pipelines waiting. */
+  leaseTtlMs: number;
 }
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -68,6 +70,12 @@ export const OPTIONS: readonly OptionSpec[] = [
     description: 'file with the 64-hex-char master key',
   },
   { key: 'log.level', flag: 'log-level', default: 'info', description: LOG_LEVELS.join(', ') },
+  {
+    key: 'fleet.lease_ttl',
+    flag: 'lease-ttl',
+    default: '15s',
+    description: "how long a dead worker's pipelines wait before another worker takes them",
+  },
   {
     key: 'slot_wal_warning',
     flag: 'slot-wal-warning',
@@ -124,10 +132,19 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
   if (slotWalWarningBytes === undefined) {
     throw new ConfigError('slot_wal_warning', `must be a size such as 10GiB or 500MB (got "${walWarning}")`);
   }
+  const leaseText = value('fleet.lease_ttl') as string;
+  const leaseTtlMs = parseDuration(leaseText);
+  if (leaseTtlMs === undefined || leaseTtlMs < 1_000) {
+    throw new ConfigError(
+      'fleet.lease_ttl',
+      `must be a duration of at least 1s such as 15s (got "${leaseText}")`,
+    );
+  }
   return {
     listen,
     dataDir,
     slotWalWarningBytes,
+    leaseTtlMs,
     databaseUrl,
     auth: {
       mode: oneOf('auth.mode', value('auth.mode') as string, ['none', 'enabled'] as const),

@@ -5,10 +5,10 @@ import type { Logger } from '../log/logger.js';
 import { workersStore } from '../store/workers-store.js';
 import { VERSION } from '../version.js';
 
-/** How often a worker proves it is alive. */
-export const HEARTBEAT_INTERVAL_MS = 5_000;
-/** A worker silent for this long is no longer counted as live. */
-export const WORKER_STALE_AFTER_MS = 15_000;
+/** How long a worker (and its leases) stay live without a heartbeat, unless configured. */
+export const DEFAULT_LEASE_TTL_MS = 15_000;
+/** Workers gone for this long are removed from the list. */
+export const FORGET_WORKERS_AFTER_MS = 10 * 60_000;
 
 /** This process as a member of the worker fleet: registered in the store and heartbeating. */
 export class WorkerRegistry {
@@ -18,6 +18,8 @@ export class WorkerRegistry {
   constructor(
     private readonly pool: DatabasePool,
     private readonly logger: Logger,
+    /** Heartbeats come three times per lease lifetime, so one late beat loses nothing. */
+    private readonly leaseTtlMs = DEFAULT_LEASE_TTL_MS,
   ) {}
 
   async start(): Promise<void> {
@@ -28,10 +30,13 @@ export class WorkerRegistry {
       version: VERSION,
     });
     this.timer = setInterval(() => {
-      workersStore.heartbeat(this.pool, this.id).catch((error: unknown) => {
+      Promise.all([
+        workersStore.heartbeat(this.pool, this.id),
+        workersStore.forgetGone(this.pool, FORGET_WORKERS_AFTER_MS),
+      ]).catch((error: unknown) => {
         this.logger.warn({ err: error }, 'worker heartbeat failed');
       });
-    }, HEARTBEAT_INTERVAL_MS);
+    }, this.leaseTtlMs / 3);
     this.timer.unref();
     this.logger.info({ worker: this.id }, 'registered as worker');
   }

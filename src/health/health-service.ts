@@ -1,5 +1,5 @@
 import { type DatabasePool, sql } from 'slonik';
-import { WORKER_STALE_AFTER_MS } from '../fleet/worker-registry.js';
+import { DEFAULT_LEASE_TTL_MS } from '../fleet/worker-registry.js';
 import { pipelinesStore } from '../store/pipelines-store.js';
 import { workersStore } from '../store/workers-store.js';
 import { VERSION } from '../version.js';
@@ -18,14 +18,18 @@ export class HealthService {
   private workers = 0;
   private pipelinesRunning = 0;
 
-  constructor(private readonly pool: DatabasePool) {}
+  constructor(
+    private readonly pool: DatabasePool,
+    /** A worker silent for longer is not counted. */
+    private readonly liveWithinMs = DEFAULT_LEASE_TTL_MS,
+  ) {}
 
   async report() {
     const store: Check = { name: 'store', status: 'ok', erroring_since: null, message: null };
     try {
       await this.pool.transaction(async (db) => {
         await db.query(sql.unsafe`SET LOCAL statement_timeout = 2000`);
-        this.workers = await workersStore.countLive(db, WORKER_STALE_AFTER_MS);
+        this.workers = await workersStore.countLive(db, this.liveWithinMs);
         this.pipelinesRunning = await pipelinesStore.countInState(db, 'running');
       });
       this.storeFailingSince = null;

@@ -3,10 +3,13 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { DatabasePool } from 'slonik';
 import type { ConnectionsService } from '../connections/connections-service.js';
 import type { HealthService } from '../health/health-service.js';
 import type { LiveHub } from '../live/live-hub.js';
 import type { Logger } from '../log/logger.js';
+import { installHttpMetrics } from '../metrics/http-metrics.js';
+import type { ServiceMetrics } from '../metrics/metrics-registry.js';
 import type { PipelineStatusService } from '../pipelines/pipeline-status-service.js';
 import type { PipelinesService } from '../pipelines/pipelines-service.js';
 import type { Supervisor } from '../runtime/supervisor.js';
@@ -16,9 +19,11 @@ import { type ContextResolver, installRequestContext } from './request-context.j
 import { connectionRoutes } from './routes/connections.js';
 import { healthRoutes } from './routes/health.js';
 import { liveRoutes } from './routes/live.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { pipelineStatusRoutes } from './routes/pipeline-status.js';
 import { pipelineRoutes } from './routes/pipelines.js';
 import { schemaReviewRoutes } from './routes/schema-review.js';
+import { workerRoutes } from './routes/workers.js';
 
 export interface AppServices {
   connections: ConnectionsService;
@@ -27,6 +32,9 @@ export interface AppServices {
   health: HealthService;
   live: LiveHub;
   supervisor: Supervisor;
+  metrics: ServiceMetrics;
+  /** The metadata store and lease time, for the fleet listing. */
+  fleet: { pool: DatabasePool; leaseTtlMs: number };
 }
 
 export interface AppOptions {
@@ -58,6 +66,7 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
   app.removeContentTypeParser('text/plain');
   installErrorHandling(app);
   installRequestContext(app, resolveContext);
+  installHttpMetrics(app, services.metrics.http);
 
   await app.register(swagger, {
     openapi: {
@@ -73,6 +82,7 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
   });
 
   await app.register(websocket);
+  await app.register(metricsRoutes, { registry: services.metrics.registry });
   await app.register(
     async (v1) => {
       await v1.register(connectionRoutes, { connections: services.connections });
@@ -81,6 +91,7 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
       await v1.register(healthRoutes, { health: services.health });
       await v1.register(liveRoutes, { hub: services.live });
       await v1.register(schemaReviewRoutes, { supervisor: services.supervisor });
+      await v1.register(workerRoutes, services.fleet);
       v1.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
     },
     { prefix: '/v1' },

@@ -22,7 +22,7 @@ export interface PipelineLifecycle {
   /** Live figures of a running pipeline. */
   stats(pipelineId: string): PipelineLiveStats;
   /** The stored definition changed: a running pipeline reloads it. */
-  definitionChanged(pipelineId: string): void;
+  definitionChanged(pipelineId: string, generation: number): void;
   /** Stops the pipeline and drops what it owns on its source; throws to refuse the deletion. */
   beforeDelete(pipelineId: string, force: boolean): Promise<void>;
   /** Refuses (422) a source that is reachable but cannot serve these tables. */
@@ -86,7 +86,7 @@ export class PipelinesService {
       return pipelinesStore.updateDefinition(tx, ctx.projectId, name, definition);
     });
     if (!row) throw notFound('pipeline', name);
-    this.lifecycle.definitionChanged(row.id);
+    this.lifecycle.definitionChanged(row.id, row.generation);
     return toPipelineView(row, this.lifecycle.stats(row.id));
   }
 

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { DatabasePool } from 'slonik';
 import { type Actor, createActor, fromCallback, fromPromise } from 'xstate';
 import {
@@ -16,6 +17,7 @@ import type { Logger } from '../log/logger.js';
 import { IDLE_STATS, type PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import type { PipelineLifecycle } from '../pipelines/pipelines-service.js';
 import { slotName } from '../source/postgres/slot.js';
+import { leasesStore } from '../store/leases-store.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { runsStore } from '../store/runs-store.js';
@@ -47,8 +49,10 @@ interface Handle {
   runId: string | null;
   state: PipelineState;
   error: string | null;
-  /** Reaches into the running data plane. */
+  /** Reaches into the running data plane (and carries the lease's fencing epoch). */
   control: RunControl;
+  /** The definition generation the data plane runs with. */
+  generation: number;
   /** Store writes of this pipeline, in order. */
   writes: Promise<unknown>;
 }
@@ -69,15 +73,12 @@ export class Supervisor implements PipelineLifecycle {
     private readonly runner: ReplicationRunner,
     private readonly logger: Logger,
     private readonly hub: LiveHub = new LiveHub(),
+    /** This worker, and how long its leases last without renewal. */
+    readonly fleet: { workerId: string; leaseTtlMs: number } = { workerId: randomUUID(), leaseTtlMs: 15_000 },
   ) {}
 
-  /** Restores every pipeline whose user left it running or paused. */
+  /** Starts the periodic work: progress to the store, live figures to the feed. */
   async start(): Promise<void> {
-    for (const row of await pipelinesStore.listToRestore(this.pool)) {
-      await runsStore.closeAbandoned(this.pool, row.id);
-      const resumeAs = row.state === 'failed' ? 'failed' : (row.desired_state as 'running' | 'paused');
-      this.spawn(row, resumeAs);
-    }
     this.timer = setInterval(() => {
       void this.persistProgress();
       this.publishStats();
@@ -95,6 +96,8 @@ export class Supervisor implements PipelineLifecycle {
     for (const h of handles) {
       if (h.runId) await runsStore.close(this.pool, h.runId, 'shutdown', null).catch(() => undefined);
       await h.writes;
+      // Another instance, or this one restarted, can take it on at once rather than after the lease runs out.
+      await leasesStore.release(this.pool, h.id, this.fleet.workerId).catch(() => undefined);
     }
     this.handles.clear();
   }
@@ -136,7 +139,17 @@ export class Supervisor implements PipelineLifecycle {
     if (action === 'start')
       await this.runner.checkSource(row.project_id, row.source_connection, row.source_tables);
     await pipelinesStore.setDesiredState(this.pool, row.id, DESIRED[action]);
-    const target = handle ?? this.spawn(row, state === 'failed' ? 'failed' : 'stopped');
+    if (handle) {
+      handle.actor.send(ACTION_EVENTS[action]);
+      return handle.state;
+    }
+    // Another live worker runs it: the action waits in the store for that worker to carry out.
+    const epoch = await leasesStore.claim(this.pool, row.id, this.fleet.workerId, this.fleet.leaseTtlMs);
+    if (epoch === null) {
+      await leasesStore.requestAction(this.pool, row.id, action);
+      return state;
+    }
+    const target = this.adopt(row, epoch, state === 'failed' || state === 'paused' ? state : 'stopped');
     target.actor.send(ACTION_EVENTS[action]);
     return target.state;
   }
@@ -188,7 +201,7 @@ export class Supervisor implements PipelineLifecycle {
     const handle = this.handles.get(row.id);
     const state = handle?.state ?? (row.state as PipelineState);
     const pending = await schemaStore.pending(this.pool, row.id);
-    if (state !== 'pending_schema_approval' || !handle || !pending) {
+    if (state !== 'pending_schema_approval' || !pending) {
       throw new AppError(
         'INVALID_TRANSITION',
         `pipeline '${name}' is ${state}: no schema change waits for review`,
@@ -221,7 +234,8 @@ export class Supervisor implements PipelineLifecycle {
       decision === 'approve' ? 'approved' : 'rejected',
       ctx.actor,
     );
-    handle.actor.send({ type: decision === 'approve' ? 'APPROVE' : 'REJECT' });
+    if (handle) handle.actor.send({ type: decision === 'approve' ? 'APPROVE' : 'REJECT' });
+    else await leasesStore.requestAction(this.pool, row.id, decision);
     return { ...pending, status: decision === 'approve' ? 'approved' : 'rejected', decided_by: ctx.actor };
   }
 
@@ -232,14 +246,26 @@ export class Supervisor implements PipelineLifecycle {
   }
 
   /** The definition of a pipeline changed: a running one restarts its data plane with it. */
-  definitionChanged(pipelineId: string): void {
+  definitionChanged(pipelineId: string, generation?: number): void {
     const handle = this.handles.get(pipelineId);
+    if (handle && generation !== undefined) handle.generation = generation;
     if (handle?.state === 'running') handle.actor.send({ type: 'RELOAD' });
   }
 
   /** Before a deletion: stops the pipeline and drops its slot and publication on the source. */
   async beforeDelete(pipelineId: string, force: boolean): Promise<void> {
     await this.forget(pipelineId);
+    if (await leasesStore.heldElsewhere(this.pool, pipelineId, this.fleet.workerId)) {
+      await pipelinesStore.setDesiredState(this.pool, pipelineId, 'stopped');
+      await leasesStore.requestAction(this.pool, pipelineId, 'stop');
+      const deadline = Date.now() + 2 * this.fleet.leaseTtlMs;
+      while (
+        Date.now() < deadline &&
+        (await leasesStore.heldElsewhere(this.pool, pipelineId, this.fleet.workerId))
+      ) {
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
     try {
       await this.runner.dropSourceObjects(pipelineId);
     } catch (error) {
@@ -285,7 +311,64 @@ export class Supervisor implements PipelineLifecycle {
     this.handles.delete(pipelineId);
   }
 
-  private spawn(row: PipelineRow, resumeAs: 'stopped' | 'running' | 'paused' | 'failed'): Handle {
+  /**
+   * Takes on a pipeline whose lease this worker just won (`epoch`), its actor starting in
+   * `resumeAs`. Runs left open by a worker that died are closed as interrupted.
+   */
+  adopt(row: PipelineRow, epoch: number, resumeAs: 'stopped' | 'running' | 'paused' | 'failed'): Handle {
+    void runsStore.closeAbandoned(this.pool, row.id).catch(() => undefined);
+    return this.spawn(row, epoch, resumeAs);
+  }
+
+  /** The pipelines this worker holds. */
+  ownedIds(): string[] {
+    return [...this.handles.keys()];
+  }
+
+  /** Lets go of pipelines whose lease this worker lost: their actors stop, recording nothing. */
+  async drop(pipelineIds: readonly string[]): Promise<void> {
+    for (const id of pipelineIds) {
+      const handle = this.handles.get(id);
+      if (!handle) continue;
+      this.logger.warn({ pipeline: handle.name }, 'lost the lease of the pipeline; another worker takes it');
+      this.handles.delete(id);
+      handle.actor.stop();
+      await handle.loop;
+    }
+  }
+
+  /** Carries out an action left in the store by another instance. */
+  deliver(pipelineId: string, action: string): void {
+    const handle = this.handles.get(pipelineId);
+    const event =
+      action === 'approve'
+        ? ({ type: 'APPROVE' } as const)
+        : action === 'reject'
+          ? ({ type: 'REJECT' } as const)
+          : ACTION_EVENTS[action as PipelineAction];
+    if (handle && event && handle.actor.getSnapshot().can(event)) handle.actor.send(event);
+  }
+
+  /** Follows what other instances changed in the store: definitions (hot reload) and backfills asked for. */
+  async reconcile(): Promise<void> {
+    for (const handle of this.handles.values()) {
+      const row = await pipelinesStore.findById(this.pool, handle.id);
+      if (!row) continue;
+      if (row.generation !== handle.generation) this.definitionChanged(handle.id, row.generation);
+      if (handle.control.backfill) {
+        const waiting = (await pipelineTablesStore.list(this.pool, handle.id)).filter(
+          (t) => t.status === 'backfill',
+        );
+        if (waiting.length > 0) await handle.control.backfill(waiting.map((t) => t.table_name));
+      }
+    }
+  }
+
+  private spawn(
+    row: PipelineRow,
+    epoch: number,
+    resumeAs: 'stopped' | 'running' | 'paused' | 'failed',
+  ): Handle {
     const handle = {
       id: row.id,
       name: row.name,
@@ -295,7 +378,8 @@ export class Supervisor implements PipelineLifecycle {
       runId: null,
       state: 'stopped',
       error: row.error,
-      control: {},
+      control: { epoch },
+      generation: row.generation,
       writes: Promise.resolve(),
     } as unknown as Handle;
     const log = this.logger.child({ pipeline: row.name });
@@ -397,7 +481,8 @@ export class Supervisor implements PipelineLifecycle {
     this.hub.publish(handle.projectId, { type: 'pipeline.state', name: handle.name, state, error });
     handle.writes = handle.writes
       .then(async () => {
-        await pipelinesStore.setState(this.pool, handle.id, state, error);
+        if (this.handles.get(handle.id) !== handle) return; // dropped: another worker owns it now
+        await pipelinesStore.setState(this.pool, handle.id, state, error, this.fleet.workerId);
         if (state === 'starting' && !handle.runId) {
           handle.runId = await runsStore.open(this.pool, handle.id, handle.projectId);
         }
@@ -406,7 +491,10 @@ export class Supervisor implements PipelineLifecycle {
           await runsStore.close(this.pool, handle.runId, state, state === 'failed' ? error : null);
           handle.runId = null;
         }
-        if (state === 'stopped' && previous !== 'stopped') this.handles.delete(handle.id);
+        if (state === 'stopped' && previous !== 'stopped') {
+          this.handles.delete(handle.id);
+          await leasesStore.release(this.pool, handle.id, this.fleet.workerId);
+        }
       })
       .catch((e: unknown) =>
         this.logger.error({ err: e, pipeline: handle.name }, 'could not record pipeline state'),

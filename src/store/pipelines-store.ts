@@ -12,6 +12,7 @@ const PipelineRow = z.object({
   schema_policy: z.enum(['review', 'auto', 'ignore']),
   snapshot_options: z.object({ parallelism: z.number().optional(), partition_rows: z.number().optional() }),
   generation: z.number(),
+  owner_worker_id: z.string().nullable(),
   desired_state: z.string(),
   state: z.string(),
   state_reason: z.string().nullable(),
@@ -26,7 +27,7 @@ const PipelineRow = z.object({
 export type PipelineRow = z.infer<typeof PipelineRow>;
 
 const COLUMNS = sql.fragment`id, project_id, name, source_connection, source_tables, sink_connection,
-  sink_properties, schema_policy, snapshot_options, generation, desired_state, state, state_reason, error, last_checkpoint_at,
+  sink_properties, schema_policy, snapshot_options, generation, owner_worker_id, desired_state, state, state_reason, error, last_checkpoint_at,
   last_checkpoint_lsn, events_total, sink_errors_total, created_at, updated_at`;
 
 /** The user-given part of a pipeline. */
@@ -91,11 +92,13 @@ export const pipelinesStore = {
   isSourcePrepared: (db: CommonQueryMethods, id: string) =>
     db.exists(sql.unsafe`SELECT 1 FROM pipelines WHERE id = ${id} AND source_prepared_at IS NOT NULL`),
 
-  /** Records the state the pipeline's actor is in, and why. */
-  setState: (db: CommonQueryMethods, id: string, state: string, error: string | null) =>
-    db.query(
-      sql.unsafe`UPDATE pipelines SET state = ${state}, error = ${error}, updated_at = now() WHERE id = ${id}`,
-    ),
+  /**
+   * Records the state the pipeline's actor is in. With `owner`, only while that worker holds the
+   * pipeline: a worker that lost its lease cannot overwrite what the new owner records.
+   */
+  setState: (db: CommonQueryMethods, id: string, state: string, error: string | null, owner?: string) =>
+    db.query(sql.unsafe`UPDATE pipelines SET state = ${state}, error = ${error}, updated_at = now() WHERE id = ${id}
+      ${owner ? sql.fragment`AND (owner_worker_id = ${owner} OR owner_worker_id IS NULL)` : sql.fragment``}`),
 
   /** Adds what the data plane did since the last call. */
   recordProgress: (

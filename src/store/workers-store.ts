@@ -1,7 +1,34 @@
 import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
 
+const WorkerRow = z.object({
+  id: z.string(),
+  hostname: z.string(),
+  pid: z.number(),
+  version: z.string(),
+  started_at: z.string(),
+  heartbeat_at: z.string(),
+  stopped_at: z.string().nullable(),
+  live: z.boolean(),
+  pipelines: z.array(z.string()),
+});
+
 export const workersStore = {
+  /** Every worker known, newest first, with whether it is live and the pipelines it holds. */
+  list: (db: CommonQueryMethods, liveWithinMs: number) =>
+    db.any(sql.type(
+      WorkerRow,
+    )`SELECT w.id, w.hostname, w.pid, w.version, w.started_at, w.heartbeat_at, w.stopped_at,
+        (w.stopped_at IS NULL AND w.heartbeat_at > now() - make_interval(secs => ${liveWithinMs / 1000})) AS live,
+        coalesce(array_agg(p.name ORDER BY p.name) FILTER (WHERE p.id IS NOT NULL), '{}') AS pipelines
+      FROM workers w LEFT JOIN pipelines p ON p.owner_worker_id = w.id AND p.lease_expires_at >= now()
+      GROUP BY w.id ORDER BY w.started_at DESC`),
+
+  /** Forgets workers gone (stopped or silent) for longer than `gracePeriodMs`. */
+  forgetGone: (db: CommonQueryMethods, gracePeriodMs: number) =>
+    db.query(sql.unsafe`DELETE FROM workers
+      WHERE coalesce(stopped_at, heartbeat_at) < now() - make_interval(secs => ${gracePeriodMs / 1000})`),
+
   register: (db: CommonQueryMethods, w: { id: string; hostname: string; pid: number; version: string }) =>
     db.query(sql.unsafe`INSERT INTO workers (id, hostname, pid, version) VALUES (${w.id}, ${w.hostname}, ${w.pid},
       ${w.version})`),

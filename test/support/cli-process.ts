@@ -45,7 +45,7 @@ export async function startCliServer(
 
 /** Sends a signal and resolves with the exit code. */
 export function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
   return new Promise((resolve) => {
     child.once('exit', (code) => resolve(code));
     child.kill(signal);

@@ -21,6 +21,7 @@ export function testConfig(databaseUrl: string | undefined, dataDir?: string): C
     auth: { mode: 'none', sessionTtlMs: 12 * 3_600_000, masterKeyFile: undefined },
     log: { level: 'silent' },
     slotWalWarningBytes: 10 * 1024 ** 3,
+    leaseTtlMs: 3_000,
   };
 }
 

@@ -24,6 +24,7 @@ describe('configuration', () => {
       auth: { mode: 'none', sessionTtlMs: 12 * 3_600_000, masterKeyFile: undefined },
       log: { level: 'info' },
       slotWalWarningBytes: 10 * 1024 ** 3,
+      leaseTtlMs: 15_000,
     });
   });
 

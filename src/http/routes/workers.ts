@@ -1,0 +1,47 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { DatabasePool } from 'slonik';
+import { Type } from 'typebox';
+import { FORGET_WORKERS_AFTER_MS } from '../../fleet/worker-registry.js';
+import { workersStore } from '../../store/workers-store.js';
+import { Timestamp } from '../schemas/common.js';
+
+const Worker = Type.Object({
+  id: Type.String(),
+  hostname: Type.String(),
+  pid: Type.Integer(),
+  version: Type.String(),
+  started_at: Timestamp,
+  last_heartbeat_at: Timestamp,
+  status: Type.String({
+    description: `live, stale (no heartbeat within the lease time) or stopped; removed ${FORGET_WORKERS_AFTER_MS / 60_000} minutes after`,
+  }),
+  pipelines: Type.Array(Type.String(), { description: 'Pipelines it holds a live lease on' }),
+});
+
+/** GET /v1/workers: the instances of the fleet. */
+export const workerRoutes: FastifyPluginAsyncTypebox<{ pool: DatabasePool; leaseTtlMs: number }> = async (
+  app,
+  { pool, leaseTtlMs },
+) => {
+  app.get(
+    '/workers',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'The workers of the fleet, newest first',
+        response: { 200: Type.Array(Worker) },
+      },
+    },
+    async () =>
+      (await workersStore.list(pool, leaseTtlMs)).map((w) => ({
+        id: w.id,
+        hostname: w.hostname,
+        pid: w.pid,
+        version: w.version,
+        started_at: w.started_at,
+        last_heartbeat_at: w.heartbeat_at,
+        status: w.stopped_at ? 'stopped' : w.live ? 'live' : 'stale',
+        pipelines: w.pipelines,
+      })),
+  );
+};
