@@ -123,6 +123,12 @@ export class ReplicationRunner {
         log.info({ slot, lsn: created.consistentPoint }, 'created replication slot');
       } else if (status.walStatus === 'lost') {
         throw new SlotMissingError(slot, 'was invalidated by the source (wal_status lost)');
+      } else if (status.active && status.activePid) {
+        // This worker holds the pipeline's lease: whoever still streams from the slot (a worker that
+        // lost the lease, or a connection left behind) is cut off rather than waited for.
+        log.warn({ slot, pid: status.activePid }, 'ending the other connection streaming from the slot');
+        await source.query('SELECT pg_terminate_backend($1)', [status.activePid]);
+        await waitSlotInactive(source, slot);
       }
       const startLsn = checkpoint?.lsn ?? created?.consistentPoint ?? status?.confirmedFlushLsn ?? ZERO_LSN;
 
@@ -380,6 +386,13 @@ export class ReplicationRunner {
 }
 
 const key = (t: TableRef) => `${t.schema}.${t.table}`;
+
+async function waitSlotInactive(source: pg.ClientBase, slot: string): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    if (!(await slotStatus(source, slot))?.active) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 const PREFLIGHT_CONNECT_TIMEOUT_MS = 3_000;
 

@@ -122,4 +122,41 @@ describe('a fleet of three instances on one metadata database', () => {
     expect((await pipelineOn(survivor, 'f1')).state).toBe('running');
     expect((await api(survivor, 'GET', '/v1/health')).body.workers).toBe(2);
   });
+
+  it('fences a paused worker: once another took its pipeline, its writes are refused', async () => {
+    const workers = (await api(1, 'GET', '/v1/workers')).body;
+    const owner = workers.find((w: { pipelines: string[] }) => w.pipelines.includes('f3'));
+    const index = instances.findIndex((_, i) => i !== 0 && owner && instances[i]?.child.pid === owner.pid);
+    expect(index).toBeGreaterThan(0);
+    const zombie = instances[index]?.child;
+    const other = index === 1 ? 2 : 1;
+    zombie?.kill('SIGSTOP');
+    try {
+      await sqlOn(dbs.source, 'INSERT INTO f3 (v) SELECT g FROM generate_series(1, 20) g');
+      await waitFor(
+        async () => {
+          const list = (await api(other, 'GET', '/v1/workers')).body;
+          return list.find(
+            (w: { id: string; pipelines: string[] }) => w.id !== owner.id && w.pipelines.includes('f3'),
+          );
+        },
+        'a live worker to take f3',
+        30_000,
+      );
+      await waitConverged(dbs.source, dbs.sink, 'f3');
+    } finally {
+      zombie?.kill('SIGCONT');
+    }
+    // The woken worker finds its lease gone and lets go; the new owner's records stand.
+    await sqlOn(dbs.source, 'INSERT INTO f3 (v) VALUES (-3)');
+    await new Promise((r) => setTimeout(r, 2_000));
+    await waitConverged(dbs.source, dbs.sink, 'f3');
+    expect((await pipelineOn(other, 'f3')).state).toBe('running');
+    const after = (await api(other, 'GET', '/v1/workers')).body.find(
+      (w: { id: string }) => w.id === owner.id,
+    );
+    expect(after.pipelines).not.toContain('f3');
+    const epoch = await sqlOn(dbs.sink, 'SELECT epoch::int AS epoch FROM _replicator.checkpoints');
+    expect(epoch.length).toBeGreaterThan(0);
+  });
 });
