@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { seriesValue } from '../support/metrics-text.js';
 import { promtoolCheckMetrics } from '../support/promtool.js';
-import { replicationDatabases, sqlOn, waitConverged, waitFor } from '../support/replication-fixture.js';
+import {
+  createSourceAndSink,
+  replicationDatabases,
+  sqlOn,
+  waitConverged,
+  waitFor,
+} from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
 const cluster = inject('pgClusters')[0]!;
@@ -22,14 +28,7 @@ describe('GET /metrics', () => {
        INSERT INTO public.items SELECT i, 'item ' || i FROM generate_series(1, 50) AS i;`,
     );
     service = await startTestService(testConfig(dbs.store));
-    for (const [name, dsn] of [
-      ['src', dbs.source],
-      ['dst', dbs.sink],
-    ]) {
-      expect((await service.request('POST', '/v1/connections', { name, type: 'postgres', dsn })).status).toBe(
-        201,
-      );
-    }
+    await createSourceAndSink(service.request, dbs);
     const created = await service.request('POST', '/v1/pipelines', {
       name: 'metered',
       source: { connection: 'src', tables: ['public.items'] },

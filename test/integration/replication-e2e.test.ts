@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
+  createSourceAndSink,
   replicationDatabases,
   sqlOn,
   tableDigest,
@@ -63,14 +64,7 @@ describe.each(inject('pgClusters'))('replication end to end on $label', (cluster
     await sqlOn(dbs.source, SEED);
     await sqlOn(dbs.source, 'ANALYZE');
     service = await startTestService(testConfig(dbs.store));
-    for (const [name, dsn] of [
-      ['src', dbs.source],
-      ['dst', dbs.sink],
-    ]) {
-      expect((await service.request('POST', '/v1/connections', { name, type: 'postgres', dsn })).status).toBe(
-        201,
-      );
-    }
+    await createSourceAndSink(service.request, dbs);
     const created = await service.request('POST', '/v1/pipelines', {
       name: 'e2e',
       source: { connection: 'src', tables: TABLES.map(([t]) => t) },

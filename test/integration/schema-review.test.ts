@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
+  createSourceAndSink,
   replicationDatabases,
   sqlOn,
   tableDigest,
@@ -75,8 +76,7 @@ describe('schema review', () => {
   beforeAll(async () => {
     dbs = await replicationDatabases(cluster?.adminUrl as string, 'schema');
     service = await startTestService(testConfig(dbs.store));
-    await service.request('POST', '/v1/connections', { name: 'src', type: 'postgres', dsn: dbs.source });
-    await service.request('POST', '/v1/connections', { name: 'dst', type: 'postgres', dsn: dbs.sink });
+    await createSourceAndSink(service.request, dbs);
   });
   afterAll(() => service?.stop());
 

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { replicationDatabases, sqlOn, waitConverged, waitFor } from '../support/replication-fixture.js';
+import {
+  createSourceAndSink,
+  replicationDatabases,
+  sqlOn,
+  waitConverged,
+  waitFor,
+} from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
 // Large copies are about this service, not about a PostgreSQL version: the first cluster is enough.
@@ -25,8 +31,7 @@ describe('snapshots at scale', () => {
        ANALYZE;`,
     );
     service = await startTestService(testConfig(dbs.store));
-    await service.request('POST', '/v1/connections', { name: 'src', type: 'postgres', dsn: dbs.source });
-    await service.request('POST', '/v1/connections', { name: 'dst', type: 'postgres', dsn: dbs.sink });
+    await createSourceAndSink(service.request, dbs);
   });
   afterAll(() => service?.stop());
 

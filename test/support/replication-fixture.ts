@@ -69,3 +69,17 @@ export async function waitConverged(
     timeoutMs,
   );
 }
+
+/** Creates the connections `src` and `dst` for a fixture's source and sink through the API. */
+export async function createSourceAndSink(
+  request: (method: string, path: string, body?: unknown) => Promise<{ status: number }>,
+  dbs: { source: string; sink: string },
+): Promise<void> {
+  for (const [name, dsn] of [
+    ['src', dbs.source],
+    ['dst', dbs.sink],
+  ] as const) {
+    const res = await request('POST', '/v1/connections', { name, type: 'postgres', dsn });
+    if (res.status !== 201) throw new Error(`creating connection ${name} answered ${res.status}`);
+  }
+}
