@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os';
+
 /** How a pipeline's snapshots are cut and copied. */
 export interface SnapshotOptions {
   /** Partitions copied at once, each on its own source connection. */
@@ -6,9 +8,15 @@ export interface SnapshotOptions {
   partitionRows: number;
 }
 
-/** Four connections keep a source and a sink busy without crowding either; partitions of 250k rows
- * make progress visible and resumes cheap. */
-export const DEFAULT_SNAPSHOT_OPTIONS: SnapshotOptions = { parallelism: 4, partitionRows: 250_000 };
+/**
+ * One copy connection per core of this machine, from 2 to 4: the copy is bound by the service's
+ * and the databases' CPUs, and more connections than cores only contend (measured in bench/).
+ * Partitions of 250k rows make progress visible and resumes cheap.
+ */
+export const DEFAULT_SNAPSHOT_OPTIONS: SnapshotOptions = {
+  parallelism: Math.min(4, Math.max(2, availableParallelism())),
+  partitionRows: 250_000,
+};
 
 export const SNAPSHOT_LIMITS = {
   parallelism: { minimum: 1, maximum: 32 },
