@@ -1,16 +1,11 @@
 import { waitFor } from '../test/support/replication-fixture.js';
 import type { TestService } from '../test/support/service.js';
 import type { Replication } from './replication.js';
+import { call } from './service-api.js';
 import { slotOf, waitSlotInactive } from './source-slot.js';
 import { BENCH_TABLE } from './workloads.js';
 
 const NAME = 'bench';
-
-async function call(service: TestService, method: string, path: string, body?: unknown) {
-  const res = await service.request(method, path, body);
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
 
 /**
  * Our pipeline for `BENCH_TABLE`, made and started through the REST API with default sink

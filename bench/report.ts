@@ -3,6 +3,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { sqlOn } from '../test/support/replication-fixture.js';
 import type { DrainResult } from './backlog.js';
+import { median, rate, secs, table } from './report-format.js';
+import type { SnapshotResults } from './snapshot.js';
+import { snapshotMarkdown } from './snapshot-report.js';
 
 export interface MachineInfo {
   cores: number;
@@ -64,22 +67,9 @@ export interface Report {
   machine: MachineInfo;
   results: RunRecord[];
   peakRssMiB: number;
-}
-
-const rate = (n: number) => Math.round(n).toLocaleString('en-US');
-const secs = (n: number) => n.toFixed(2);
-
-function table(header: string[], rows: string[][]): string {
-  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
-  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length / 2;
-  return sorted.length % 2 === 1
-    ? (sorted[Math.floor(mid)] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  snapshot: SnapshotResults;
+  /** 1-minute load average before the backlog drains (after the snapshot runs). */
+  drainLoad: number;
 }
 
 /** The side-by-side table: one row per workload, the median drain of each system. */
@@ -138,16 +128,17 @@ export function benchmarksMarkdown(report: Report): string {
   const m = report.machine;
   return `# Benchmarks
 
-Backlog drain: our pipeline against PostgreSQL's own logical replication (publication +
-subscription), on the same machine and the same two PostgreSQL servers.
+Our pipeline against PostgreSQL's own tools, on the same machine and the same two PostgreSQL
+servers, in one run: the [initial snapshot](#snapshot) of a table (against a COPY pipe and against
+a subscription's initial copy), then [backlog drain](#backlog-drain) (against logical replication).
 
 - Date: ${report.date.toISOString()}
 - Code: ${report.code}
 - Machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB.toFixed(1)} GiB memory, ${m.os}
 - Node.js ${m.node}, PostgreSQL ${m.postgres} (the embedded binaries, source and sink alike)
-- 1-minute load average before the runs: ${m.load.toFixed(2)} (other work on the machine skews the figures)
-- Scale: ${report.scale}${report.scale === 1 ? '' : ' (row counts scaled by `BENCH_SCALE`)'}; each drain run ${report.runs} times (\`BENCH_RUNS\`)
-- Peak RSS of the benchmark process (our service runs inside it): ${report.peakRssMiB.toFixed(0)} MiB
+- 1-minute load average before the runs: ${m.load.toFixed(2)}; before the backlog drains: ${report.drainLoad.toFixed(2)} (other work on the machine skews the figures)
+- Scale: ${report.scale}${report.scale === 1 ? '' : ' (row counts scaled by `BENCH_SCALE`)'}; each snapshot and each drain run ${report.runs} times (\`BENCH_RUNS\`)
+- Peak RSS of the benchmark process (our service runs inside it) at the end: ${report.peakRssMiB.toFixed(0)} MiB
 
 ## Command
 
@@ -157,13 +148,20 @@ ${report.command}
 
 \`BENCH_SCALE=0.1 npm run bench\` is a quick smoke run with a tenth of the rows.
 
-## Method
-
 Two throw-away PostgreSQL clusters are started with identical settings (\`wal_level=logical\`,
-\`fsync=off\`, \`synchronous_commit=off\`, as the test harness does): one source, one sink. Each
-system gets a source database and a sink database of its own, each with the table
-\`bench (id bigint primary key, v text, n int)\`; our service's metadata store is a third database
-on the sink cluster, and the service runs inside the benchmark process. Ours is a pipeline made
+\`fsync=off\`, \`synchronous_commit=off\`, \`full_page_writes=off\`, as the test harness does): one
+source, one sink. Our service's metadata store is a database on the sink cluster, and the service
+runs inside the benchmark process.
+
+${snapshotMarkdown(report.snapshot, report.runs, m.cores)}
+## Backlog drain
+
+Our pipeline against PostgreSQL's own logical replication (publication + subscription).
+
+### Method
+
+Each system gets a source database and a sink database of its own, each with the table
+\`bench (id bigint primary key, v text, n int)\`. Ours is a pipeline made
 through the REST API with default sink properties; native is \`CREATE PUBLICATION\` on the source
 and \`CREATE SUBSCRIPTION ... WITH (copy_data = true)\` with otherwise default options on the sink.
 Both finish their initial copy of the empty table first.
@@ -190,13 +188,13 @@ commit).
 Workloads: single-row \`INSERT\` transactions, written by a \`DO\` block that commits after each row;
 and one \`INSERT ... SELECT generate_series\` transaction.
 
-## Results
+### Results
 
 ${summaryTable(report.results)}
 
 Median of ${report.runs} drain${report.runs === 1 ? '' : 's'} each; ours/native > 1 means ours drained faster.
 
-### Every run
+#### Every run
 
 ${detailTable(report.results)}
 `;

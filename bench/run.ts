@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { availableBinDirs, createDatabase, startPgCluster } from '../test/support/pg-cluster.js';
 import { sqlOn } from '../test/support/replication-fixture.js';
@@ -14,6 +15,8 @@ import {
   summaryTable,
   writeBenchmarksMd,
 } from './report.js';
+import { runSnapshotBenchmark } from './snapshot.js';
+import { snapshotDetailTable, snapshotSummaryTable, snapshotTargets } from './snapshot-report.js';
 import { BENCH_TABLE_DDL, benchRuns, benchScale, workloads } from './workloads.js';
 
 const log = (message: string) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
@@ -56,15 +59,7 @@ async function main(): Promise<void> {
   const machine = await machineInfo(source.adminUrl);
   log(`1-minute load average before the runs: ${machine.load.toFixed(2)}`);
 
-  const [srcOurs, srcNative, sinkOurs, sinkNative, store] = await Promise.all([
-    createDatabase(source.adminUrl, 'src_ours'),
-    createDatabase(source.adminUrl, 'src_native'),
-    createDatabase(sink.adminUrl, 'sink_ours'),
-    createDatabase(sink.adminUrl, 'sink_native'),
-    createDatabase(sink.adminUrl, 'replicator_store'),
-  ]);
-  await Promise.all([sqlOn(srcOurs, BENCH_TABLE_DDL), sqlOn(srcNative, BENCH_TABLE_DDL)]);
-
+  const store = await createDatabase(sink.adminUrl, 'replicator_store');
   const config = { ...testConfig(store), log: { level: 'warn' as const } };
   cleanups.push({
     what: 'service data dir',
@@ -72,6 +67,27 @@ async function main(): Promise<void> {
   });
   const service = await startTestService(config);
   cleanups.push({ what: 'service', run: service.stop });
+
+  // First, while this process's peak RSS is still the service's at rest: maxRSS only grows, and
+  // the drains below take it much higher.
+  const snapshot = await runSnapshotBenchmark({
+    sourceAdminUrl: source.adminUrl,
+    sinkAdminUrl: sink.adminUrl,
+    service,
+    scale,
+    runs,
+    log,
+  });
+
+  const drainLoad = loadavg()[0] ?? 0;
+  log(`backlog drain; 1-minute load average now ${drainLoad.toFixed(2)}`);
+  const [srcOurs, srcNative, sinkOurs, sinkNative] = await Promise.all([
+    createDatabase(source.adminUrl, 'src_ours'),
+    createDatabase(source.adminUrl, 'src_native'),
+    createDatabase(sink.adminUrl, 'sink_ours'),
+    createDatabase(sink.adminUrl, 'sink_native'),
+  ]);
+  await Promise.all([sqlOn(srcOurs, BENCH_TABLE_DDL), sqlOn(srcNative, BENCH_TABLE_DDL)]);
 
   log('creating our pipeline and the native subscription');
   const ours = await createOursPipeline(service, srcOurs, sinkOurs);
@@ -97,8 +113,21 @@ async function main(): Promise<void> {
   const settings = [scale === 1 ? '' : `BENCH_SCALE=${scale}`, runs === 3 ? '' : `BENCH_RUNS=${runs}`];
   const command = [...settings.filter(Boolean), 'npm run bench'].join(' ');
   const path = join(process.cwd(), 'BENCHMARKS.md');
-  writeBenchmarksMd(path, { date, command, code, scale, runs, machine, results, peakRssMiB });
-  console.log(`\n${summaryTable(results)}\n\n${detailTable(results)}\n`);
+  writeBenchmarksMd(path, {
+    date,
+    command,
+    code,
+    scale,
+    runs,
+    machine,
+    results,
+    peakRssMiB,
+    snapshot,
+    drainLoad,
+  });
+  console.log(`\nSnapshot\n\n${snapshotSummaryTable(snapshot)}\n\n${snapshotDetailTable(snapshot)}\n`);
+  console.log(snapshotTargets(snapshot).join('\n'));
+  console.log(`\nBacklog drain\n\n${summaryTable(results)}\n\n${detailTable(results)}\n`);
   console.log(`peak RSS of this process: ${peakRssMiB.toFixed(0)} MiB; report written to ${path}`);
 }
 
