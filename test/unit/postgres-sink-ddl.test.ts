@@ -13,15 +13,7 @@ import {
   updateSql,
   upsertSql,
 } from '../../src/sinks/postgres/ddl.js';
-
-const col = (name: string, typeName: string, extra: Partial<ColumnSchema> = {}): ColumnSchema => ({
-  name,
-  typeName,
-  typeOid: 0,
-  nullable: true,
-  isKey: false,
-  ...extra,
-});
+import { col } from '../support/table-schemas.js';
 
 const orders: TableSchema = {
   schema: 'public',

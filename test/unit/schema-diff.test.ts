@@ -1,21 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { ColumnSchema, TableSchema } from '../../src/core/change.js';
+import type { ColumnSchema } from '../../src/core/change.js';
 import { diffSchemas, isCompatible, isWidening } from '../../src/core/schema-diff.js';
+import { col, tableOf } from '../support/table-schemas.js';
 
-const col = (name: string, typeName: string, extra: Partial<ColumnSchema> = {}): ColumnSchema => ({
-  name,
-  typeName,
-  typeOid: 0,
-  nullable: true,
-  isKey: false,
-  ...extra,
-});
-const table = (columns: ColumnSchema[], keyColumns = ['id']): TableSchema => ({
-  schema: 'public',
-  table: 't',
-  columns,
-  keyColumns,
-});
+const table = (columns: ColumnSchema[], keyColumns = ['id']) => tableOf(columns, keyColumns);
 const base = table([
   col('id', 'integer', { nullable: false, isKey: true }),
   col('a', 'text'),
