@@ -3,7 +3,7 @@ import pg from 'pg';
 import { sqlOn, tableDigest, waitFor } from '../test/support/replication-fixture.js';
 import type { Replication } from './replication.js';
 import { currentWalLsn, waitSlotConfirmed } from './source-slot.js';
-import { BENCH_TABLE, type Workload } from './workloads.js';
+import { BENCH_TABLE, type Workload, writeBacklog } from './workloads.js';
 
 const POLL_MS = 50;
 
@@ -74,12 +74,7 @@ export async function drainBacklog(
 ): Promise<DrainResult> {
   await resetWhileRunning(r);
   const walBeforeMiB = await walToReadMiB(r);
-  const writeStart = performance.now();
-  await sqlOn(r.sourceUrl, workload.sql);
-  // The workload commits asynchronously; one synchronous commit flushes all its WAL, so that no
-  // drain waits for the WAL writer (walsenders only send flushed WAL).
-  await sqlOn(r.sourceUrl, 'SET synchronous_commit = on; SELECT pg_current_xact_id()');
-  const writeSeconds = (performance.now() - writeStart) / 1000;
+  const writeSeconds = await writeBacklog(r.sourceUrl, workload);
   const { rows } = await tableDigest(r.sourceUrl, BENCH_TABLE, 'id');
   if (rows !== workload.rows) throw new Error(`the workload left ${rows} rows, expected ${workload.rows}`);
   const walMiB = await walToReadMiB(r);

@@ -3,6 +3,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { sqlOn } from '../test/support/replication-fixture.js';
 import type { DrainResult } from './backlog.js';
+import type { DecodeResults } from './decode.js';
+import { decodeMarkdown } from './decode-report.js';
 import { median, rate, secs, table } from './report-format.js';
 import type { SnapshotResults } from './snapshot.js';
 import { snapshotMarkdown } from './snapshot-report.js';
@@ -70,6 +72,8 @@ export interface Report {
   snapshot: SnapshotResults;
   /** 1-minute load average before the backlog drains (after the snapshot runs). */
   drainLoad: number;
+  /** The decode section: our change stream against pg_recvlogical. */
+  decode: DecodeResults;
 }
 
 /** The side-by-side table: one row per workload, the median drain of each system. */
@@ -130,14 +134,15 @@ export function benchmarksMarkdown(report: Report): string {
 
 Our pipeline against PostgreSQL's own tools, on the same machine and the same two PostgreSQL
 servers, in one run: the [initial snapshot](#snapshot) of a table (against a COPY pipe and against
-a subscription's initial copy), then [backlog drain](#backlog-drain) (against logical replication).
+a subscription's initial copy), then [backlog drain](#backlog-drain) (against logical replication),
+then raw [decoding](#decoding) of a backlog (our change stream against \`pg_recvlogical\`).
 
 - Date: ${report.date.toISOString()}
 - Code: ${report.code}
 - Machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB.toFixed(1)} GiB memory, ${m.os}
 - Node.js ${m.node}, PostgreSQL ${m.postgres} (the embedded binaries, source and sink alike)
-- 1-minute load average before the runs: ${m.load.toFixed(2)}; before the backlog drains: ${report.drainLoad.toFixed(2)} (other work on the machine skews the figures)
-- Scale: ${report.scale}${report.scale === 1 ? '' : ' (row counts scaled by `BENCH_SCALE`)'}; each snapshot and each drain run ${report.runs} times (\`BENCH_RUNS\`)
+- 1-minute load average before the runs: ${m.load.toFixed(2)}; before the backlog drains: ${report.drainLoad.toFixed(2)}; before the decoding: ${report.decode.load.toFixed(2)} (other work on the machine skews the figures)
+- Scale: ${report.scale}${report.scale === 1 ? '' : ' (row counts scaled by `BENCH_SCALE`)'}; each snapshot, drain and decode run ${report.runs} times (\`BENCH_RUNS\`)
 - Peak RSS of the benchmark process (our service runs inside it) at the end: ${report.peakRssMiB.toFixed(0)} MiB
 
 ## Command
@@ -197,7 +202,8 @@ Median of ${report.runs} drain${report.runs === 1 ? '' : 's'} each; ours/native 
 #### Every run
 
 ${detailTable(report.results)}
-`;
+
+${decodeMarkdown(report.decode, report.runs)}`;
 }
 
 export function writeBenchmarksMd(path: string, report: Report): void {

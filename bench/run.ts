@@ -5,6 +5,8 @@ import { availableBinDirs, createDatabase, startPgCluster } from '../test/suppor
 import { sqlOn } from '../test/support/replication-fixture.js';
 import { startTestService, testConfig } from '../test/support/service.js';
 import { drainBacklog } from './backlog.js';
+import { dropDecodeSlots, runDecodeBenchmark } from './decode.js';
+import { decodeDetailTable, decodeRatios, decodeSummaryTable } from './decode-report.js';
 import { createNativeSubscription, dropNativeSubscription } from './native-subscription.js';
 import { createOursPipeline } from './ours-pipeline.js';
 import {
@@ -109,6 +111,21 @@ async function main(): Promise<void> {
     }
   }
 
+  // Last: nothing of the service streams now (both drain systems are paused), so this process
+  // runs our change stream alone.
+  log(`decoding; 1-minute load average now ${(loadavg()[0] ?? 0).toFixed(2)}`);
+  cleanups.push({
+    what: 'decode slots',
+    run: () => dropDecodeSlots(source.adminUrl),
+  });
+  const decode = await runDecodeBenchmark({
+    sourceAdminUrl: source.adminUrl,
+    sinkAdminUrl: sink.adminUrl,
+    scale,
+    runs,
+    log,
+  });
+
   const peakRssMiB = process.resourceUsage().maxRSS / 1024;
   const settings = [scale === 1 ? '' : `BENCH_SCALE=${scale}`, runs === 3 ? '' : `BENCH_RUNS=${runs}`];
   const command = [...settings.filter(Boolean), 'npm run bench'].join(' ');
@@ -124,10 +141,13 @@ async function main(): Promise<void> {
     peakRssMiB,
     snapshot,
     drainLoad,
+    decode,
   });
   console.log(`\nSnapshot\n\n${snapshotSummaryTable(snapshot)}\n\n${snapshotDetailTable(snapshot)}\n`);
   console.log(snapshotTargets(snapshot).join('\n'));
   console.log(`\nBacklog drain\n\n${summaryTable(results)}\n\n${detailTable(results)}\n`);
+  console.log(`\nDecoding\n\n${decodeSummaryTable(decode)}\n\n${decodeDetailTable(decode)}\n`);
+  console.log(decodeRatios(decode).join('\n'));
   console.log(`peak RSS of this process: ${peakRssMiB.toFixed(0)} MiB; report written to ${path}`);
 }
 

@@ -1,3 +1,5 @@
+import { sqlOn } from '../test/support/replication-fixture.js';
+
 /** The table both systems replicate, identical on every source and sink database. */
 export const BENCH_TABLE = 'public.bench';
 export const BENCH_TABLE_DDL = `CREATE TABLE ${BENCH_TABLE} (id bigint PRIMARY KEY, v text, n int)`;
@@ -50,4 +52,24 @@ export function workloads(scale: number): Workload[] {
       sql: `INSERT INTO ${BENCH_TABLE} SELECT ${rowValues} FROM generate_series(1, ${big}) AS i`,
     },
   ];
+}
+
+/**
+ * Writes `workload` on the source, then one synchronous commit: the workload commits
+ * asynchronously, and that commit flushes all of its WAL, so that no reader waits for the WAL
+ * writer (walsenders only send flushed WAL). Returns the seconds it took.
+ *
+ * The commit must write WAL of its own to be flushed (a transaction that only took an xid commits
+ * asynchronously whatever `synchronous_commit` says): a transactional logical decoding message,
+ * which pgoutput does not send unless asked (`messages`), and which leaves `pg_current_wal_lsn()`
+ * at the end of this commit record.
+ */
+export async function writeBacklog(sourceUrl: string, workload: Workload): Promise<number> {
+  const started = performance.now();
+  await sqlOn(sourceUrl, workload.sql);
+  await sqlOn(
+    sourceUrl,
+    "SET synchronous_commit = on; SELECT pg_logical_emit_message(true, 'bench', 'end of backlog')",
+  );
+  return (performance.now() - started) / 1000;
 }
