@@ -12,6 +12,7 @@ import { createServiceMetrics } from './metrics/metrics-registry.js';
 import { PipelineStatusService } from './pipelines/pipeline-status-service.js';
 import { PipelinesService } from './pipelines/pipelines-service.js';
 import { ReplicationRunner } from './runtime/replication-runner.js';
+import { SchemaDecisions } from './runtime/schema-decisions.js';
 import { Supervisor } from './runtime/supervisor.js';
 import { loadMasterKey } from './secrets/master-key.js';
 import { SecretBox } from './secrets/secret-box.js';
@@ -89,7 +90,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         status: new PipelineStatusService(pool, supervisor),
         health: new HealthService(pool, config.leaseTtlMs),
         live,
-        supervisor,
+        schemaDecisions: new SchemaDecisions(pool, runner, supervisor),
         metrics,
         fleet: { pool, leaseTtlMs: config.leaseTtlMs },
       },

@@ -12,7 +12,7 @@ import { installHttpMetrics } from '../metrics/http-metrics.js';
 import type { ServiceMetrics } from '../metrics/metrics-registry.js';
 import type { PipelineStatusService } from '../pipelines/pipeline-status-service.js';
 import type { PipelinesService } from '../pipelines/pipelines-service.js';
-import type { Supervisor } from '../runtime/supervisor.js';
+import type { SchemaDecisions } from '../runtime/schema-decisions.js';
 import { VERSION } from '../version.js';
 import { installErrorHandling } from './error-handler.js';
 import { type ContextResolver, installRequestContext } from './request-context.js';
@@ -31,7 +31,7 @@ export interface AppServices {
   status: PipelineStatusService;
   health: HealthService;
   live: LiveHub;
-  supervisor: Supervisor;
+  schemaDecisions: SchemaDecisions;
   metrics: ServiceMetrics;
   /** The metadata store and lease time, for the fleet listing. */
   fleet: { pool: DatabasePool; leaseTtlMs: number };
@@ -90,7 +90,7 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
       await v1.register(pipelineStatusRoutes, { status: services.status });
       await v1.register(healthRoutes, { health: services.health });
       await v1.register(liveRoutes, { hub: services.live });
-      await v1.register(schemaReviewRoutes, { supervisor: services.supervisor });
+      await v1.register(schemaReviewRoutes, { decisions: services.schemaDecisions });
       await v1.register(workerRoutes, services.fleet);
       v1.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
     },

@@ -21,11 +21,9 @@ import { leasesStore } from '../store/leases-store.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { runsStore } from '../store/runs-store.js';
-import { schemaStore } from '../store/schema-store.js';
 import { isRetryable, messageOf } from './error-kinds.js';
 import { etaSeconds, PipelineStats, percentOf } from './pipeline-stats.js';
 import type { ReplicationRunner, RunControl } from './replication-runner.js';
-import { needsBackfill, sinkShapeOf } from './schema-guard.js';
 
 /** How often live counters are written to the store. */
 const PERSIST_INTERVAL_MS = 1_000;
@@ -124,8 +122,7 @@ export class Supervisor implements PipelineLifecycle {
 
   /** Applies a user's action; 409 INVALID_TRANSITION when the pipeline's state does not allow it. */
   async requestAction(ctx: RequestContext, name: string, action: PipelineAction): Promise<PipelineState> {
-    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
-    if (!row) throw notFound('pipeline', name);
+    const row = await this.row(ctx, name);
     const handle = this.handles.get(row.id);
     const state = handle?.state ?? (row.state as PipelineState);
     if (!isActionAllowed(state, action)) {
@@ -159,8 +156,7 @@ export class Supervisor implements PipelineLifecycle {
    * keep streaming; any other copies them at its next start, before streaming.
    */
   async requestBackfill(ctx: RequestContext, name: string, tables: readonly string[]) {
-    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
-    if (!row) throw notFound('pipeline', name);
+    const row = await this.row(ctx, name);
     tables.forEach((table, i) => {
       if (!row.source_tables.includes(table)) {
         throw validationFailed(`tables[${i}]`, `'${table}' is not a table of pipeline '${name}'`);
@@ -182,61 +178,16 @@ export class Supervisor implements PipelineLifecycle {
     return { name: row.name, tables: [...tables], state: this.handles.get(row.id)?.state ?? row.state };
   }
 
-  /** The schema change a pipeline waits on, or 404 when none. */
-  async proposedSchema(ctx: RequestContext, name: string) {
-    const row = await this.row(ctx, name);
-    const pending = await schemaStore.pending(this.pool, row.id);
-    if (!pending)
-      throw new AppError('NOT_FOUND', `pipeline '${name}' has no schema change waiting for review`);
-    return pending;
+  /** The state of a pipeline as this instance knows it: its actor's when it runs here, else the stored one. */
+  stateOf(row: PipelineRow): PipelineState {
+    return this.handles.get(row.id)?.state ?? (row.state as PipelineState);
   }
 
-  /**
-   * Decides on the pending schema change: `approve` runs its DDL on the sink and resumes with the
-   * new shape; `reject` keeps the sink's shape (only its columns are written) and resumes.
-   * `proposalId`, when given, must be the pending proposal's: 409 when it moved on.
-   */
-  async decideSchema(ctx: RequestContext, name: string, decision: 'approve' | 'reject', proposalId?: string) {
-    const row = await this.row(ctx, name);
-    const handle = this.handles.get(row.id);
-    const state = handle?.state ?? (row.state as PipelineState);
-    const pending = await schemaStore.pending(this.pool, row.id);
-    if (state !== 'pending_schema_approval' || !pending) {
-      throw new AppError(
-        'INVALID_TRANSITION',
-        `pipeline '${name}' is ${state}: no schema change waits for review`,
-      );
-    }
-    if (proposalId !== undefined && proposalId !== pending.id) {
-      throw new AppError(
-        'STALE_PROPOSAL',
-        `the pending proposal is ${pending.id}, not ${proposalId}: read it again before deciding`,
-        { pending: pending.id },
-      );
-    }
-    const { current, proposed, ddl } = pending.proposal;
-    if (decision === 'approve') {
-      const shape = sinkShapeOf(current, proposed);
-      await this.runner.applySchemaChange(row.id, shape, ddl).catch((error: unknown) => {
-        throw new AppError('SCHEMA_CHANGE_FAILED', `the sink refused the change: ${messageOf(error)}`);
-      });
-      await schemaStore.setKnown(this.pool, row.id, pending.table_name, shape);
-    } else {
-      await schemaStore.setSourceOnly(this.pool, row.id, pending.table_name, proposed);
-    }
-    // Rows already in the sink whose values for a new column cannot be known are copied again.
-    if (decision === 'approve' && needsBackfill(pending.proposal.changes)) {
-      await pipelineTablesStore.markBackfill(this.pool, row.id, [pending.table_name]);
-    }
-    await schemaStore.decide(
-      this.pool,
-      pending.id,
-      decision === 'approve' ? 'approved' : 'rejected',
-      ctx.actor,
-    );
+  /** Hands a schema decision to the pipeline: to its actor here, or through the store to its owner. */
+  async relayDecision(pipelineId: string, decision: 'approve' | 'reject'): Promise<void> {
+    const handle = this.handles.get(pipelineId);
     if (handle) handle.actor.send({ type: decision === 'approve' ? 'APPROVE' : 'REJECT' });
-    else await leasesStore.requestAction(this.pool, row.id, decision);
-    return { ...pending, status: decision === 'approve' ? 'approved' : 'rejected', decided_by: ctx.actor };
+    else await leasesStore.requestAction(this.pool, pipelineId, decision);
   }
 
   private async row(ctx: RequestContext, name: string): Promise<PipelineRow> {

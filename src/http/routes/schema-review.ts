@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { TableSchema } from '../../core/change.js';
-import type { Supervisor } from '../../runtime/supervisor.js';
+import type { SchemaDecisions } from '../../runtime/schema-decisions.js';
 import type { ProposalRow } from '../../store/schema-store.js';
 import { errorResponses, NameParams } from '../schemas/common.js';
 import { DecisionBody, SchemaProposalView } from '../schemas/schema-review.js';
@@ -33,9 +33,9 @@ const view = (
   ddl: row.proposal.ddl,
 });
 
-export const schemaReviewRoutes: FastifyPluginAsyncTypebox<{ supervisor: Supervisor }> = async (
+export const schemaReviewRoutes: FastifyPluginAsyncTypebox<{ decisions: SchemaDecisions }> = async (
   app,
-  { supervisor },
+  { decisions },
 ) => {
   app.get(
     '/pipelines/:name/schema/proposed',
@@ -47,7 +47,7 @@ export const schemaReviewRoutes: FastifyPluginAsyncTypebox<{ supervisor: Supervi
         response: { 200: SchemaProposalView, ...errorResponses(404) },
       },
     },
-    async (request) => view(await supervisor.proposedSchema(request.ctx, request.params.name)),
+    async (request) => view(await decisions.proposed(request.ctx, request.params.name)),
   );
 
   for (const decision of ['approve', 'reject'] as const) {
@@ -66,7 +66,7 @@ export const schemaReviewRoutes: FastifyPluginAsyncTypebox<{ supervisor: Supervi
         },
       },
       async (request) => {
-        const decided = await supervisor.decideSchema(
+        const decided = await decisions.decide(
           request.ctx,
           request.params.name,
           decision,

@@ -1,0 +1,75 @@
+import type { DatabasePool } from 'slonik';
+import type { RequestContext } from '../context.js';
+import { AppError, notFound } from '../errors/app-error.js';
+import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
+import { pipelinesStore } from '../store/pipelines-store.js';
+import { schemaStore } from '../store/schema-store.js';
+import { messageOf } from './error-kinds.js';
+import type { ReplicationRunner } from './replication-runner.js';
+import { needsBackfill, sinkShapeOf } from './schema-guard.js';
+import type { Supervisor } from './supervisor.js';
+
+/** Reading and deciding the schema change a pipeline waits on. */
+export class SchemaDecisions {
+  constructor(
+    private readonly pool: DatabasePool,
+    private readonly runner: ReplicationRunner,
+    private readonly supervisor: Supervisor,
+  ) {}
+
+  /** The schema change a pipeline waits on, or 404 when none. */
+  async proposed(ctx: RequestContext, name: string) {
+    const row = await this.row(ctx, name);
+    const pending = await schemaStore.pending(this.pool, row.id);
+    if (!pending)
+      throw new AppError('NOT_FOUND', `pipeline '${name}' has no schema change waiting for review`);
+    return pending;
+  }
+
+  /**
+   * Decides on the pending schema change: `approve` runs its DDL on the sink and resumes with the
+   * new shape; `reject` keeps the sink's shape (only its columns are written) and resumes.
+   * `proposalId`, when given, must be the pending proposal's: 409 when it moved on.
+   */
+  async decide(ctx: RequestContext, name: string, decision: 'approve' | 'reject', proposalId?: string) {
+    const row = await this.row(ctx, name);
+    const state = this.supervisor.stateOf(row);
+    const pending = await schemaStore.pending(this.pool, row.id);
+    if (state !== 'pending_schema_approval' || !pending) {
+      throw new AppError(
+        'INVALID_TRANSITION',
+        `pipeline '${name}' is ${state}: no schema change waits for review`,
+      );
+    }
+    if (proposalId !== undefined && proposalId !== pending.id) {
+      throw new AppError(
+        'STALE_PROPOSAL',
+        `the pending proposal is ${pending.id}, not ${proposalId}: read it again before deciding`,
+        { pending: pending.id },
+      );
+    }
+    const { current, proposed, ddl, changes } = pending.proposal;
+    if (decision === 'approve') {
+      const shape = sinkShapeOf(current, proposed);
+      await this.runner.applySchemaChange(row.id, shape, ddl).catch((error: unknown) => {
+        throw new AppError('SCHEMA_CHANGE_FAILED', `the sink refused the change: ${messageOf(error)}`);
+      });
+      await schemaStore.setKnown(this.pool, row.id, pending.table_name, shape);
+      // Rows already in the sink whose values for a new column cannot be known are copied again.
+      if (needsBackfill(changes))
+        await pipelineTablesStore.markBackfill(this.pool, row.id, [pending.table_name]);
+    } else {
+      await schemaStore.setSourceOnly(this.pool, row.id, pending.table_name, proposed);
+    }
+    const status = decision === 'approve' ? 'approved' : 'rejected';
+    await schemaStore.decide(this.pool, pending.id, status, ctx.actor);
+    await this.supervisor.relayDecision(row.id, decision);
+    return { ...pending, status, decided_by: ctx.actor };
+  }
+
+  private async row(ctx: RequestContext, name: string) {
+    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
+    if (!row) throw notFound('pipeline', name);
+    return row;
+  }
+}
