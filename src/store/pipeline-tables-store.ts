@@ -62,10 +62,4 @@ export const pipelineTablesStore = {
     db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'backfill', partitions_total = 0, partitions_done = 0,
       rows_done = 0, snapshot_started_at = NULL, snapshot_done_at = NULL
       WHERE pipeline_id = ${pipelineId} AND table_name = ANY(${sql.array(tables, 'text')})`),
-
-  /** Forgets the snapshot of every table, e.g. after the slot was recreated by a resync. */
-  resetAll: (db: CommonQueryMethods, pipelineId: string) =>
-    db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'pending', partitions_total = 0, partitions_done = 0,
-      rows_total = 0, rows_done = 0, snapshot_started_at = NULL, snapshot_done_at = NULL
-      WHERE pipeline_id = ${pipelineId}`),
 };

@@ -73,12 +73,6 @@ export const pipelinesStore = {
   findById: (db: CommonQueryMethods, id: string) =>
     db.maybeOne(sql.type(PipelineRow)`SELECT ${COLUMNS} FROM pipelines WHERE id = ${id}`),
 
-  /** Pipelines a process should bring back at start: those the user left running or paused. */
-  listToRestore: (db: CommonQueryMethods) =>
-    db.any(
-      sql.type(PipelineRow)`SELECT ${COLUMNS} FROM pipelines WHERE desired_state <> 'stopped' ORDER BY name`,
-    ),
-
   setDesiredState: (db: CommonQueryMethods, id: string, desired: 'stopped' | 'running' | 'paused') =>
     db.query(
       sql.unsafe`UPDATE pipelines SET desired_state = ${desired}, updated_at = now() WHERE id = ${id}`,
