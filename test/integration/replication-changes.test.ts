@@ -214,4 +214,34 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
       await sqlOn(cluster?.adminUrl as string, 'ALTER DATABASE changes_src ALLOW_CONNECTIONS true');
     }
   });
+
+  it('restarts running pipelines on a replaced connection, and fails them when it is deleted by force', async () => {
+    await service.request('POST', '/v1/connections', { name: 'src2', type: 'postgres', dsn: dbs.source });
+    await service.request('POST', '/v1/pipelines', {
+      name: 'conn-change',
+      source: { connection: 'src2', tables: ['public.b'] },
+      sink: { connection: 'dst', properties: { target_schema: 'conn_change' } },
+    });
+    await service.request('PUT', '/v1/pipelines/conn-change/state', { state: 'start' });
+    const streaming = async () =>
+      (await service.request('GET', '/v1/pipelines/conn-change/progress')).body.phase === 'streaming';
+    await waitFor(streaming, 'streaming');
+    const replaced = await service.request('PUT', '/v1/connections/src2', {
+      type: 'postgres',
+      dsn: `${dbs.source}?application_name=x`,
+    });
+    expect(replaced.status).toBe(200);
+    await sqlOn(dbs.source, "INSERT INTO b VALUES (7001, 'after the connection changed')");
+    await waitFor(
+      async () => (await sqlOn(dbs.sink, 'SELECT 1 FROM conn_change.b WHERE id = 7001')).length === 1,
+      'the row through the new connection',
+    );
+    const forced = await fetch(`${service.url}/v1/connections/src2?force=true`, { method: 'DELETE' });
+    expect(forced.status).toBe(204);
+    const failed = await waitFor(async () => {
+      const p = await pipeline('conn-change');
+      return p.state === 'failed' ? p : undefined;
+    }, 'the pipeline to fail');
+    expect(failed.error).toContain("connection 'src2' does not exist");
+  });
 });
