@@ -5,7 +5,7 @@ import type { Sink } from '../sinks/types.js';
 import type { StreamItem } from '../source/postgres/change-stream.js';
 import { compareLsn } from '../source/postgres/lsn.js';
 import type { BackfillCoordinator } from './backfill/backfill-coordinator.js';
-import { nextOrWake, onAbort } from './next-or-wake.js';
+import { nextOrWake, onAbort, type WakeSource } from './next-or-wake.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import type { SchemaGuard } from './schema-guard.js';
 
@@ -112,18 +112,47 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
   };
 
   let pending: Promise<IteratorResult<StreamItem>> | null = null;
-  const wakes = [onAbort(signal), ...(backfill ? [backfill.onWake] : [])];
+  // One wake-up list for everything that may interrupt the wait for the next item: the abort, a
+  // backfill with work, and the batch's deadline. Each is armed once (the deadline once per
+  // batch), not once per item, which at hundreds of thousands of items a second would cost.
+  const listeners = new Set<() => void>();
+  const wakeAll = () => {
+    for (const listener of [...listeners]) listener();
+  };
+  const wake: WakeSource = (listener) => {
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  };
+  const offAbort = onAbort(signal)(wakeAll);
+  const offBackfill = backfill?.onWake(wakeAll);
+  let deadline: NodeJS.Timeout | undefined;
+  let deadlinePassed = false;
+  const disarm = () => {
+    clearTimeout(deadline);
+    deadline = undefined;
+    deadlinePassed = false;
+  };
   try {
     while (!signal.aborted) {
       await backfillTurn();
-      pending ??= iterator.next();
-      const waitMs = committedCount > 0 ? Math.max(0, batchStartedAt + limits.maxWaitMs - Date.now()) : null;
-      const outcome = await nextOrWake(pending, waitMs, wakes);
-      if (outcome.kind === 'wake') continue;
-      if (outcome.kind === 'timeout') {
+      if (deadlinePassed) {
+        disarm();
         await flush(false);
         continue;
       }
+      if (committedCount > 0 && !deadline) {
+        const waitMs = Math.max(0, batchStartedAt + limits.maxWaitMs - Date.now());
+        deadline = setTimeout(() => {
+          deadlinePassed = true;
+          wakeAll();
+        }, waitMs);
+        deadline.unref();
+      } else if (committedCount === 0 && deadline) {
+        disarm();
+      }
+      pending ??= iterator.next();
+      const outcome = await nextOrWake(pending, null, [wake]);
+      if (outcome.kind !== 'next') continue;
       const next = outcome.value;
       pending = null;
       if (next.done) break;
@@ -185,6 +214,9 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     else if (committedCount > 0) await flush(false);
     return 'stopped';
   } finally {
+    disarm();
+    offAbort();
+    offBackfill?.();
     stats.oldestPendingCommitMs = null;
   }
 }
