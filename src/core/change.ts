@@ -15,6 +15,9 @@ export interface TableRef {
   table: string;
 }
 
+/** `schema.table`, the key tables go by in definitions, progress and the store. */
+export const tableKey = (ref: TableRef): string => `${ref.schema}.${ref.table}`;
+
 /** One column of a source table, as the sink needs it to create and write its copy. */
 export interface ColumnSchema {
   name: string;

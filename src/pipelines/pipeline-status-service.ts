@@ -1,14 +1,14 @@
 import type { DatabasePool } from 'slonik';
 import type { PipelineAction } from '../../machines/pipeline.js';
 import type { RequestContext } from '../context.js';
-import { notFound, validationFailed } from '../errors/app-error.js';
+import { validationFailed } from '../errors/app-error.js';
 import { etaSeconds, percentOf } from '../runtime/pipeline-stats.js';
 import type { Supervisor } from '../runtime/supervisor.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
-import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { runsStore } from '../store/runs-store.js';
 import { snapshotPartitionsStore } from '../store/snapshot-partitions-store.js';
 import { toPipelineView } from './pipeline-view.js';
+import { requirePipeline } from './require-pipeline.js';
 
 /** The running side of pipelines: state changes, metrics, snapshot progress and run history. */
 export class PipelineStatusService {
@@ -19,7 +19,7 @@ export class PipelineStatusService {
 
   async changeState(ctx: RequestContext, name: string, action: PipelineAction) {
     const state = await this.supervisor.requestAction(ctx, name, action);
-    const row = await this.row(ctx, name);
+    const row = await requirePipeline(this.pool, ctx, name);
     return { ...toPipelineView(row, this.supervisor.stats(row.id)), state };
   }
 
@@ -28,7 +28,7 @@ export class PipelineStatusService {
   }
 
   async metrics(ctx: RequestContext, name: string) {
-    const row = await this.row(ctx, name);
+    const row = await requirePipeline(this.pool, ctx, name);
     const live = this.supervisor.stats(row.id);
     const unsaved = this.supervisor.statsOf(row.id)?.unsaved() ?? { events: 0, sinkErrors: 0 };
     return {
@@ -43,7 +43,7 @@ export class PipelineStatusService {
   }
 
   async progress(ctx: RequestContext, name: string) {
-    const row = await this.row(ctx, name);
+    const row = await requirePipeline(this.pool, ctx, name);
     const stats = this.supervisor.statsOf(row.id);
     const stored = await pipelineTablesStore.list(this.pool, row.id);
     const plans = await snapshotPartitionsStore.list(this.pool, row.id);
@@ -82,7 +82,7 @@ export class PipelineStatusService {
   }
 
   async runs(ctx: RequestContext, name: string, limit: number, cursor: string | undefined) {
-    const row = await this.row(ctx, name);
+    const row = await requirePipeline(this.pool, ctx, name);
     const before = cursor === undefined ? undefined : decodeCursor(cursor);
     const rows = await runsStore.page(this.pool, row.id, limit + 1, before);
     const page = rows.slice(0, limit);
@@ -99,12 +99,6 @@ export class PipelineStatusService {
       })),
       next_cursor: rows.length > limit && last ? encodeCursor(last.started_at, last.id) : null,
     };
-  }
-
-  private async row(ctx: RequestContext, name: string): Promise<PipelineRow> {
-    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
-    if (!row) throw notFound('pipeline', name);
-    return row;
   }
 }
 

@@ -6,6 +6,7 @@ import { findSinkKind } from '../sinks/registry.js';
 import { connectionsStore } from '../store/connections-store.js';
 import { type PipelineDefinitionWrite, pipelinesStore } from '../store/pipelines-store.js';
 import { IDLE_STATS, type PipelineLiveStats, toPipelineSummary, toPipelineView } from './pipeline-view.js';
+import { requirePipeline } from './require-pipeline.js';
 import type { SnapshotOptionsJson } from './snapshot-options.js';
 
 /** A pipeline definition as the API receives it (shape already checked by the route schema). */
@@ -47,8 +48,7 @@ export class PipelinesService {
   }
 
   async get(ctx: RequestContext, name: string) {
-    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
-    if (!row) throw notFound('pipeline', name);
+    const row = await requirePipeline(this.pool, ctx, name);
     return toPipelineView(row, this.lifecycle.stats(row.id));
   }
 
@@ -99,8 +99,7 @@ export class PipelinesService {
 
   /** Deletes a pipeline after stopping it and dropping its slot and publication on the source. */
   async delete(ctx: RequestContext, name: string, force = false): Promise<void> {
-    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
-    if (!row) throw notFound('pipeline', name);
+    const row = await requirePipeline(this.pool, ctx, name);
     await this.lifecycle.beforeDelete(row.id, force);
     const result = await pipelinesStore.delete(this.pool, ctx.projectId, name);
     if (result.rowCount === 0) throw notFound('pipeline', name);

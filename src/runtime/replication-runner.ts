@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { DatabasePool } from 'slonik';
 import type { Phase } from '../../machines/pipeline.js';
-import type { TableRef, TableSchema } from '../core/change.js';
+import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
 import { AppError, validationFailed } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
 import { resolveSnapshotOptions } from '../pipelines/snapshot-options.js';
@@ -133,7 +133,7 @@ export class ReplicationRunner {
       const startLsn = checkpoint?.lsn ?? created?.consistentPoint ?? status?.confirmedFlushLsn ?? ZERO_LSN;
 
       const pending = schemas.filter(
-        (s) => tableRows.find((t) => t.table_name === key(s))?.status !== 'streaming',
+        (s) => tableRows.find((t) => t.table_name === tableKey(s))?.status !== 'streaming',
       );
       if (pending.length > 0) {
         stats.phase = 'snapshot';
@@ -166,7 +166,7 @@ export class ReplicationRunner {
         logger: log,
       });
       control.backfill = async (tables) => {
-        backfill.request([...shapes.known.values()].filter((s) => tables.includes(key(s))));
+        backfill.request([...shapes.known.values()].filter((s) => tables.includes(tableKey(s))));
       };
       const schema = new SchemaGuard({
         pool: this.deps.pool,
@@ -179,7 +179,7 @@ export class ReplicationRunner {
         sourceOnly: shapes.sourceOnly,
         logger: log,
         requestBackfill: async (table) => {
-          await pipelineTablesStore.markBackfill(this.deps.pool, pipelineId, [key(table)]);
+          await pipelineTablesStore.markBackfill(this.deps.pool, pipelineId, [tableKey(table)]);
           backfill.request([table]);
         },
       });
@@ -216,7 +216,7 @@ export class ReplicationRunner {
           limits: this.batchLimits(resolved),
           epoch: control.epoch ?? 1,
           startLsn,
-          tables: new Set(resolved.tables.map(key)),
+          tables: new Set(resolved.tables.map(tableKey)),
           stats,
           signal: streaming.signal,
           logger: log,
@@ -360,7 +360,7 @@ export class ReplicationRunner {
     const known = new Map<string, TableSchema>();
     const sourceOnly = new Map<string, TableSchema>();
     for (const schema of catalog) {
-      const name = key(schema);
+      const name = tableKey(schema);
       const row = stored.find((r) => r.table_name === name);
       const copied = tableRows.find((t) => t.table_name === name)?.status === 'streaming';
       if (copied && row?.known_schema) {
@@ -384,8 +384,6 @@ export class ReplicationRunner {
     return pipelineTablesStore.list(this.deps.pool, resolved.row.id);
   }
 }
-
-const key = (t: TableRef) => `${t.schema}.${t.table}`;
 
 async function waitSlotInactive(source: pg.ClientBase, slot: string): Promise<void> {
   for (let i = 0; i < 50; i++) {

@@ -1,8 +1,8 @@
 import type { DatabasePool } from 'slonik';
 import type { RequestContext } from '../context.js';
-import { AppError, notFound } from '../errors/app-error.js';
+import { AppError } from '../errors/app-error.js';
+import { requirePipeline } from '../pipelines/require-pipeline.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
-import { pipelinesStore } from '../store/pipelines-store.js';
 import { schemaStore } from '../store/schema-store.js';
 import { messageOf } from './error-kinds.js';
 import type { ReplicationRunner } from './replication-runner.js';
@@ -19,7 +19,7 @@ export class SchemaDecisions {
 
   /** The schema change a pipeline waits on, or 404 when none. */
   async proposed(ctx: RequestContext, name: string) {
-    const row = await this.row(ctx, name);
+    const row = await requirePipeline(this.pool, ctx, name);
     const pending = await schemaStore.pending(this.pool, row.id);
     if (!pending)
       throw new AppError('NOT_FOUND', `pipeline '${name}' has no schema change waiting for review`);
@@ -32,7 +32,7 @@ export class SchemaDecisions {
    * `proposalId`, when given, must be the pending proposal's: 409 when it moved on.
    */
   async decide(ctx: RequestContext, name: string, decision: 'approve' | 'reject', proposalId?: string) {
-    const row = await this.row(ctx, name);
+    const row = await requirePipeline(this.pool, ctx, name);
     const state = this.supervisor.stateOf(row);
     const pending = await schemaStore.pending(this.pool, row.id);
     if (state !== 'pending_schema_approval' || !pending) {
@@ -65,11 +65,5 @@ export class SchemaDecisions {
     await schemaStore.decide(this.pool, pending.id, status, ctx.actor);
     await this.supervisor.relayDecision(row.id, decision);
     return { ...pending, status, decided_by: ctx.actor };
-  }
-
-  private async row(ctx: RequestContext, name: string) {
-    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
-    if (!row) throw notFound('pipeline', name);
-    return row;
   }
 }

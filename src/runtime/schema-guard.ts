@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { DatabasePool } from 'slonik';
-import type { ChangeEvent, Row, TableSchema } from '../core/change.js';
+import { type ChangeEvent, type Row, type TableSchema, tableKey } from '../core/change.js';
 import { diffSchemas, isCompatible, type SchemaChangeItem } from '../core/schema-diff.js';
 import type { Logger } from '../log/logger.js';
 import type { Sink } from '../sinks/types.js';
@@ -9,8 +9,6 @@ import { schemaFromRelation } from '../source/postgres/relation-schema.js';
 import { type SchemaProposal, schemaStore } from '../store/schema-store.js';
 
 export type SchemaPolicy = 'review' | 'auto' | 'ignore';
-
-const keyOf = (t: { schema: string; table: string }) => `${t.schema}.${t.table}`;
 
 // Nullability is left out: a sink column may be more lenient than its source (see sinkShapeOf).
 const shapeOf = (t: TableSchema) =>
@@ -69,7 +67,7 @@ export class SchemaGuard {
     flushCommitted: () => Promise<void>,
   ): Promise<'continue' | 'hold'> {
     const { known, sourceOnly, policy, sink, logger } = this.deps;
-    const key = keyOf(relation);
+    const key = tableKey(relation);
     const current = known.get(key);
     if (!current) return 'continue';
     const proposed = await schemaFromRelation(this.deps.source, relation);
@@ -164,7 +162,7 @@ export class SchemaGuard {
 
   /** A change cut down to the columns the sink has, for a table whose new shape it does not follow. */
   project(change: ChangeEvent): ChangeEvent {
-    const key = keyOf(change.table);
+    const key = tableKey(change.table);
     if (!this.deps.sourceOnly.has(key)) return change;
     const columns = new Set(this.deps.known.get(key)?.columns.map((c) => c.name));
     return {

@@ -1,4 +1,4 @@
-import type { ChangeEvent } from '../core/change.js';
+import { type ChangeEvent, tableKey } from '../core/change.js';
 import type { Logger } from '../log/logger.js';
 import type { BatchLimits } from '../sinks/registry.js';
 import type { Sink } from '../sinks/types.js';
@@ -166,7 +166,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
           for (const split of perTable(item.change)) {
             const change = options.schema ? options.schema.project(split) : split;
             const { table } = change;
-            if (!options.tables.has(`${table.schema}.${table.table}`)) continue;
+            if (!options.tables.has(tableKey(table))) continue;
             if (backfill && backfill.route(change) !== 'apply') continue;
             if (batch.length === 0) batchStartedAt = Date.now();
             batch.push(change);

@@ -11,11 +11,12 @@ import {
 } from '../../machines/pipeline.js';
 import { ACTION_EVENTS, apiState, isActionAllowed } from '../../machines/pipeline-transitions.js';
 import type { RequestContext } from '../context.js';
-import { AppError, notFound, validationFailed } from '../errors/app-error.js';
+import { AppError, validationFailed } from '../errors/app-error.js';
 import { LiveHub } from '../live/live-hub.js';
 import type { Logger } from '../log/logger.js';
 import { IDLE_STATS, type PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import type { PipelineLifecycle } from '../pipelines/pipelines-service.js';
+import { requirePipeline } from '../pipelines/require-pipeline.js';
 import { slotName } from '../source/postgres/slot.js';
 import { leasesStore } from '../store/leases-store.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
@@ -122,7 +123,7 @@ export class Supervisor implements PipelineLifecycle {
 
   /** Applies a user's action; 409 INVALID_TRANSITION when the pipeline's state does not allow it. */
   async requestAction(ctx: RequestContext, name: string, action: PipelineAction): Promise<PipelineState> {
-    const row = await this.row(ctx, name);
+    const row = await requirePipeline(this.pool, ctx, name);
     const handle = this.handles.get(row.id);
     const state = handle?.state ?? (row.state as PipelineState);
     if (!isActionAllowed(state, action)) {
@@ -156,7 +157,7 @@ export class Supervisor implements PipelineLifecycle {
    * keep streaming; any other copies them at its next start, before streaming.
    */
   async requestBackfill(ctx: RequestContext, name: string, tables: readonly string[]) {
-    const row = await this.row(ctx, name);
+    const row = await requirePipeline(this.pool, ctx, name);
     tables.forEach((table, i) => {
       if (!row.source_tables.includes(table)) {
         throw validationFailed(`tables[${i}]`, `'${table}' is not a table of pipeline '${name}'`);
@@ -188,12 +189,6 @@ export class Supervisor implements PipelineLifecycle {
     const handle = this.handles.get(pipelineId);
     if (handle) handle.actor.send({ type: decision === 'approve' ? 'APPROVE' : 'REJECT' });
     else await leasesStore.requestAction(this.pool, pipelineId, decision);
-  }
-
-  private async row(ctx: RequestContext, name: string): Promise<PipelineRow> {
-    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
-    if (!row) throw notFound('pipeline', name);
-    return row;
   }
 
   /** The definition of a pipeline changed: a running one restarts its data plane with it. */

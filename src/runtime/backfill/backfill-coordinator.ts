@@ -1,5 +1,5 @@
 import type { DatabasePool } from 'slonik';
-import type { ChangeEvent, TableSchema } from '../../core/change.js';
+import { type ChangeEvent, type TableSchema, tableKey } from '../../core/change.js';
 import type { Logger } from '../../log/logger.js';
 import type { SnapshotOptions } from '../../pipelines/snapshot-options.js';
 import type { Sink } from '../../sinks/types.js';
@@ -9,6 +9,7 @@ import type { PipelineStats } from '../pipeline-stats.js';
 import { planPartitions } from '../snapshot/partition-planner.js';
 import { runSnapshot } from '../snapshot/snapshot-runner.js';
 import { connectInSnapshot, exportSnapshot, type SnapshotSession } from '../snapshot/snapshot-session.js';
+import { recordPartitionDone } from '../snapshot/snapshot-tables.js';
 import { HeldChanges } from './held-changes.js';
 import { SnapshotVisibility } from './snapshot-visibility.js';
 
@@ -36,8 +37,6 @@ export interface BackfillDeps {
   logger: Logger;
 }
 
-const keyOf = (t: { schema: string; table: string }) => `${t.schema}.${t.table}`;
-
 /**
  * Copies tables again while the stream keeps applying the others. From the moment a backfill is
  * asked for, the table's changes are held; a snapshot is exported and the table is emptied and
@@ -62,7 +61,7 @@ export class BackfillCoordinator {
   /** Starts holding the tables' changes; the copy itself starts at the applier's next turn. */
   request(tables: readonly TableSchema[]): void {
     for (const table of tables) {
-      const key = keyOf(table);
+      const key = tableKey(table);
       if (this.gates.has(key)) continue;
       this.gates.set(key, { table, held: new HeldChanges(), abort: new AbortController(), copied: false });
       this.deps.logger.info({ table: key }, 'backfill requested');
@@ -76,11 +75,11 @@ export class BackfillCoordinator {
 
   /** Whether the table of `change` is being backfilled. */
   claims(change: ChangeEvent): boolean {
-    return this.gates.has(keyOf(change.table));
+    return this.gates.has(tableKey(change.table));
   }
 
   route(change: ChangeEvent): Route {
-    const gate = this.gates.get(keyOf(change.table));
+    const gate = this.gates.get(tableKey(change.table));
     if (!gate) return 'apply';
     if (gate.visibility?.sees(change.xid)) return 'skip';
     gate.held.add(change);
@@ -124,7 +123,7 @@ export class BackfillCoordinator {
 
   private async startCopy(gate: Gate): Promise<void> {
     const { pool, pipelineId, sink, stats, options } = this.deps;
-    const key = keyOf(gate.table);
+    const key = tableKey(gate.table);
     gate.session = await exportSnapshot(this.deps.sourceDsn);
     const planner = await connectInSnapshot(this.deps.sourceDsn, gate.session.snapshotName);
     let partitions: Awaited<ReturnType<typeof planPartitions>>;
@@ -167,10 +166,7 @@ export class BackfillCoordinator {
       signal: gate.abort.signal,
       logger: this.deps.logger,
       progress: {
-        partitionDone: async (table, partitionId, rows, partitionsDone, rowsDone) => {
-          await snapshotPartitionsStore.markDone(pool, pipelineId, table, partitionId, rows);
-          await pipelineTablesStore.progress(pool, pipelineId, table, partitionsDone, rowsDone);
-        },
+        partitionDone: recordPartitionDone(pool, pipelineId),
         // The table streams again only once its held changes are applied, in turn().
         tableDone: async () => {},
       },

@@ -1,5 +1,5 @@
 import type { DatabasePool } from 'slonik';
-import type { TableSchema } from '../../core/change.js';
+import { type TableSchema, tableKey } from '../../core/change.js';
 import type { Logger } from '../../log/logger.js';
 import type { SnapshotOptions } from '../../pipelines/snapshot-options.js';
 import type { Sink } from '../../sinks/types.js';
@@ -7,7 +7,7 @@ import { pipelineTablesStore } from '../../store/pipeline-tables-store.js';
 import { snapshotPartitionsStore } from '../../store/snapshot-partitions-store.js';
 import type { PipelineStats } from '../pipeline-stats.js';
 import { planPartitions } from './partition-planner.js';
-import { runSnapshot, type TableSnapshotJob } from './snapshot-runner.js';
+import { runSnapshot, type SnapshotProgressSink, type TableSnapshotJob } from './snapshot-runner.js';
 import { connectInSnapshot, exportSnapshot } from './snapshot-session.js';
 
 export interface SnapshotTablesOptions {
@@ -25,7 +25,13 @@ export interface SnapshotTablesOptions {
   logger: Logger;
 }
 
-const tableKey = (t: TableSchema) => `${t.schema}.${t.table}`;
+/** Stores a finished partition and its table's progress in the metadata store. */
+export const recordPartitionDone =
+  (pool: DatabasePool, pipelineId: string): SnapshotProgressSink['partitionDone'] =>
+  async (table, partitionId, rows, partitionsDone, rowsDone) => {
+    await snapshotPartitionsStore.markDone(pool, pipelineId, table, partitionId, rows);
+    await pipelineTablesStore.progress(pool, pipelineId, table, partitionsDone, rowsDone);
+  };
 
 /**
  * Copies the given tables into the sink: plans (or reloads the plan of) each table, skips the
@@ -98,10 +104,7 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
       signal: options.signal,
       logger,
       progress: {
-        partitionDone: async (table, partitionId, rows, partitionsDone, rowsDone) => {
-          await snapshotPartitionsStore.markDone(pool, pipelineId, table, partitionId, rows);
-          await pipelineTablesStore.progress(pool, pipelineId, table, partitionsDone, rowsDone);
-        },
+        partitionDone: recordPartitionDone(pool, pipelineId),
         tableDone: (table, rows) =>
           pipelineTablesStore.finishSnapshot(pool, pipelineId, table, rows).then(() => undefined),
       },

@@ -1,4 +1,4 @@
-import type { TableRef } from '../../core/change.js';
+import { type TableRef, tableKey } from '../../core/change.js';
 import { validationFailed } from '../../errors/app-error.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
 
@@ -69,7 +69,7 @@ const TABLE_KEY = new RegExp(`^table\\.(${PART})\\.(${PART})$`);
 const NAME_RULE = 'a letter or "_" followed by letters, digits, "_" or "$", at most 63 characters';
 
 /** Key of a source table in `PostgresSinkConfig.tableMap` and in the sink's lookups. */
-export const tableKey = (ref: TableRef): string => `${ref.schema}.${ref.table}`;
+export { tableKey };
 
 function integer(key: string, text: string | undefined, fallback: number, min: number, max: number): number {
   if (text === undefined) return fallback;
