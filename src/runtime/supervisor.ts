@@ -297,16 +297,12 @@ export class Supervisor implements PipelineLifecycle {
 
   /** Follows what other instances changed in the store: definitions (hot reload) and backfills asked for. */
   async reconcile(): Promise<void> {
-    for (const handle of this.handles.values()) {
-      const row = await pipelinesStore.findById(this.pool, handle.id);
-      if (!row) continue;
+    if (this.handles.size === 0) return;
+    for (const row of await pipelinesStore.followUps(this.pool, [...this.handles.keys()])) {
+      const handle = this.handles.get(row.id);
+      if (!handle) continue;
       if (row.generation !== handle.generation) this.definitionChanged(handle.id, row.generation);
-      if (handle.control.backfill) {
-        const waiting = (await pipelineTablesStore.list(this.pool, handle.id)).filter(
-          (t) => t.status === 'backfill',
-        );
-        if (waiting.length > 0) await handle.control.backfill(waiting.map((t) => t.table_name));
-      }
+      if (row.backfill.length > 0) await handle.control.backfill?.(row.backfill);
     }
   }
 

@@ -86,6 +86,14 @@ export const pipelinesStore = {
   isSourcePrepared: (db: CommonQueryMethods, id: string) =>
     db.exists(sql.unsafe`SELECT 1 FROM pipelines WHERE id = ${id} AND source_prepared_at IS NOT NULL`),
 
+  /** For the given pipelines, in one query: the definition generation and the tables waiting for a backfill. */
+  followUps: (db: CommonQueryMethods, ids: readonly string[]) =>
+    db.any(sql.type(z.object({ id: z.string(), generation: z.number(), backfill: z.array(z.string()) }))`
+      SELECT p.id, p.generation,
+        coalesce(array_agg(t.table_name ORDER BY t.table_name) FILTER (WHERE t.status = 'backfill'), '{}') AS backfill
+      FROM pipelines p LEFT JOIN pipeline_tables t ON t.pipeline_id = p.id
+      WHERE p.id = ANY(${sql.array(ids, 'uuid')}) GROUP BY p.id`),
+
   /**
    * Records the state the pipeline's actor is in. With `owner`, only while that worker holds the
    * pipeline: a worker that lost its lease cannot overwrite what the new owner records.
