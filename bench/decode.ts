@@ -4,6 +4,7 @@ import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { pgClientConfigOfDsn } from '../src/connections/pg-client-config.js';
 import { startChangeStream } from '../src/source/postgres/change-stream.js';
 import { compareLsn } from '../src/source/postgres/lsn.js';
 import { ensurePublication } from '../src/source/postgres/slot.js';
@@ -127,7 +128,7 @@ async function decodeOurs(url: string, slot: string, endLsn: string) {
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
   const stream = startChangeStream({
-    dsn: url,
+    connection: await pgClientConfigOfDsn(url),
     slotName: slot,
     publicationName: PUBLICATION,
     startLsn: '0/0',

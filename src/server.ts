@@ -52,7 +52,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await worker.start();
     stops.push(() => worker.stop());
 
-    const connections = new ConnectionsService(pool, secrets);
+    const connections = new ConnectionsService(pool, secrets, config.connections);
     const pipelines = new PipelinesService(pool);
     const runner = new ReplicationRunner({
       pool,

@@ -1,3 +1,5 @@
+import { isAbsolute } from 'node:path';
+import type { LocalAccessPolicy } from '../connections/local-access.js';
 import { parseBytes, parseDuration } from './duration.js';
 
 /** The service configuration after loading and validation. */
@@ -20,6 +22,8 @@ export interface Config {
   slotWalWarningBytes: number;
   /** How long a worker's leases last without a heartbeat: the bound on a dead worker's pipelines waiting. */
   leaseTtlMs: number;
+  /** What connections may reach on this machine: Unix sockets, TLS files. Nothing by default. */
+  connections: LocalAccessPolicy;
 }
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -82,6 +86,17 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: '10GiB',
     description: "retained WAL of a pipeline's slot that raises a warning",
   },
+  {
+    key: 'connections.allow_unix_sockets',
+    flag: 'connections-allow-unix-sockets',
+    default: 'false',
+    description: 'whether DSNs may name a Unix socket directory of this machine as host',
+  },
+  {
+    key: 'connections.tls_file_dir',
+    flag: 'connections-tls-file-dir',
+    description: 'absolute directory whose files DSNs may name in sslrootcert, sslcert and sslkey',
+  },
 ];
 
 export const envName = (key: string) => `REPLICATOR_${key.toUpperCase().replaceAll('.', '_')}`;
@@ -140,9 +155,19 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
       `must be a duration of at least 1s such as 15s (got "${leaseText}")`,
     );
   }
+  const tlsFileDir = value('connections.tls_file_dir') || undefined;
+  if (tlsFileDir !== undefined && !isAbsolute(tlsFileDir)) {
+    throw new ConfigError('connections.tls_file_dir', `must be an absolute path (got "${tlsFileDir}")`);
+  }
+  const sockets = oneOf(
+    'connections.allow_unix_sockets',
+    value('connections.allow_unix_sockets') as string,
+    ['true', 'false'] as const,
+  );
   return {
     listen,
     dataDir,
+    connections: { allowUnixSockets: sockets === 'true', tlsFileDir },
     slotWalWarningBytes,
     leaseTtlMs,
     databaseUrl,

@@ -1,13 +1,16 @@
 import type { ConnectionRow } from '../store/connections-store.js';
-import { maskDsn } from './dsn.js';
+import { maskDsn, PASSWORD_MASK } from './dsn.js';
+import type { TlsField } from './tls-material.js';
 
-/** A connection as the API shows it: the DSN's password masked. */
+/** A connection as the API shows it: every secret masked. */
 export interface ConnectionView {
   id: string;
   project_id: string;
   name: string;
   type: string;
   dsn: string;
+  /** The TLS material that is set, each shown as the mask. */
+  tls: Partial<Record<TlsField, typeof PASSWORD_MASK>>;
   created_at: string;
   updated_at: string;
 }
@@ -17,7 +20,13 @@ export const toConnectionView = (row: ConnectionRow): ConnectionView => ({
   project_id: row.project_id,
   name: row.name,
   type: row.type,
-  dsn: maskDsn(row.dsn, row.password_sealed !== null),
+  dsn: maskDsn(row.dsn, {
+    password: row.password_sealed !== null,
+    sslpassword: row.secret_names.includes('sslpassword'),
+  }),
+  tls: Object.fromEntries(
+    row.secret_names.filter((n) => n.startsWith('tls.')).map((n) => [n.slice(4) as TlsField, PASSWORD_MASK]),
+  ),
   created_at: row.created_at,
   updated_at: row.updated_at,
 });

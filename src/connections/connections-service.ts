@@ -1,17 +1,36 @@
+import type pg from 'pg';
 import { type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
 import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import { connectionsStore } from '../store/connections-store.js';
 import { pipelinesStore } from '../store/pipelines-store.js';
+import {
+  type ConnectionSecrets,
+  keepMaskedSecrets,
+  openSecrets,
+  refuseMasks,
+  sealSecrets,
+} from './connection-secrets.js';
 import { connectionTypeNames, findConnectionType } from './connection-types.js';
 import { toConnectionView } from './connection-view.js';
-import { joinDsn, PASSWORD_MASK, splitDsn } from './dsn.js';
+import type { LocalAccessPolicy } from './local-access.js';
+import { checkTlsSettings, pgClientConfig } from './pg-client-config.js';
+import { endpointOf, type PostgresDsn, parsePostgresDsn } from './postgres-dsn.js';
+import { checkTlsMaterial, type TlsMaterial } from './tls-material.js';
 
 export interface ConnectionInput {
   name?: string;
   type: string;
   dsn: string;
+  /** Certificates and key as PEM text; `****` on update keeps the stored one. */
+  tls?: TlsMaterial;
+}
+
+/** A connection ready for the data plane: its type and the settings to connect with. */
+export interface ResolvedConnection {
+  type: string;
+  pg: pg.ClientConfig;
 }
 
 /** Hooks other parts of the service attach to connection changes. */
@@ -26,6 +45,7 @@ export class ConnectionsService {
   constructor(
     private readonly pool: DatabasePool,
     private readonly secrets: SecretBox,
+    private readonly localAccess: LocalAccessPolicy,
   ) {}
 
   async list(ctx: RequestContext) {
@@ -39,14 +59,14 @@ export class ConnectionsService {
   }
 
   async create(ctx: RequestContext, name: string, input: ConnectionInput) {
-    const { publicDsn, password } = this.checkInput(input);
-    if (password === PASSWORD_MASK)
-      throw validationFailed('dsn', `the password "${PASSWORD_MASK}" is only accepted on update`);
+    const { dsn, secrets } = this.checkInput(input);
+    refuseMasks(secrets);
+    this.checkSecrets(dsn, secrets);
     try {
       const row = await connectionsStore.insert(this.pool, ctx.projectId, name, {
         type: input.type,
-        dsn: publicDsn,
-        passwordSealed: password === undefined ? null : this.secrets.seal(password),
+        dsn: dsn.publicDsn,
+        ...sealSecrets(secrets, this.secrets),
       });
       return toConnectionView(row);
     } catch (error) {
@@ -57,7 +77,10 @@ export class ConnectionsService {
     }
   }
 
-  /** Replaces type and DSN. A password equal to the mask keeps the stored password. */
+  /**
+   * Replaces type, DSN and TLS material. A secret equal to the mask keeps the stored one, but only
+   * while host, port, database and user stay the same.
+   */
   async replace(ctx: RequestContext, name: string, input: ConnectionInput) {
     const view = await this.pool.transaction(async (tx) => {
       const current = await connectionsStore.find(tx, ctx.projectId, name, 'update');
@@ -68,17 +91,14 @@ export class ConnectionsService {
           `must match the connection in the path ('${name}'); renaming is not supported`,
         );
       }
-      const { publicDsn, password } = this.checkInput(input);
-      const sealed =
-        password === PASSWORD_MASK
-          ? current.password_sealed
-          : password === undefined
-            ? null
-            : this.secrets.seal(password);
+      const { dsn, secrets: incoming } = this.checkInput(input);
+      const sameEndpoint = endpointOf(dsn.publicDsn) === endpointOf(current.dsn);
+      const secrets = keepMaskedSecrets(incoming, openSecrets(current, this.secrets), sameEndpoint);
+      this.checkSecrets(dsn, secrets);
       const row = await connectionsStore.update(tx, ctx.projectId, name, {
         type: input.type,
-        dsn: publicDsn,
-        passwordSealed: sealed,
+        dsn: dsn.publicDsn,
+        ...sealSecrets(secrets, this.secrets),
       });
       if (!row) throw notFound('connection', name);
       return toConnectionView(row);
@@ -118,17 +138,31 @@ export class ConnectionsService {
     if (users.length > 0) this.events.changedWhileInUse?.(ctx, name, users);
   }
 
-  /** The type and full DSN (password included) for the data plane to connect with. */
-  async resolve(ctx: RequestContext, name: string): Promise<{ type: string; dsn: string }> {
+  /**
+   * The settings for the data plane to connect with, secrets included. The stored DSN passes the
+   * allow-list again at every connect, so a row stored before a parameter was refused (or before
+   * the operator withdrew local access) cannot be used to reach the service's files or sockets.
+   */
+  async resolve(ctx: RequestContext, name: string): Promise<ResolvedConnection> {
     const row = await connectionsStore.find(this.pool, ctx.projectId, name);
     if (!row) throw notFound('connection', name);
-    const password = row.password_sealed === null ? undefined : this.secrets.open(row.password_sealed);
-    return { type: row.type, dsn: joinDsn(row.dsn, password) };
+    const dsn = parsePostgresDsn(row.dsn, this.localAccess);
+    const secrets = openSecrets(row, this.secrets);
+    return { type: row.type, pg: await pgClientConfig(dsn, secrets, this.localAccess) };
   }
 
-  private checkInput(input: ConnectionInput) {
+  private checkInput(input: ConnectionInput): { dsn: PostgresDsn; secrets: ConnectionSecrets } {
     const type = findConnectionType(input.type);
     if (!type) throw validationFailed('type', `must be one of ${connectionTypeNames().join(', ')}`);
-    return splitDsn(input.dsn, type);
+    const dsn = parsePostgresDsn(input.dsn, this.localAccess);
+    const secrets: ConnectionSecrets = { tls: { ...input.tls } };
+    if (dsn.password !== undefined) secrets.password = dsn.password;
+    if (dsn.sslpassword !== undefined) secrets.sslpassword = dsn.sslpassword;
+    return { dsn, secrets };
+  }
+
+  private checkSecrets(dsn: PostgresDsn, secrets: ConnectionSecrets): void {
+    checkTlsSettings(dsn, secrets.tls);
+    checkTlsMaterial(secrets.tls, secrets.sslpassword);
   }
 }

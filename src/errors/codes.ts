@@ -27,6 +27,12 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   /** The request is well-formed but its values are not acceptable (pattern, reference, duplicate). */
   VALIDATION_FAILED: 422,
+  /**
+   * A connection's DSN names something the service refuses: a parameter outside the allow-list
+   * (one that reads server files, or injects session settings), a Unix socket or file path the
+   * operator did not allow, or a control character. The message names the part; change the DSN.
+   */
+  INVALID_DSN: 422,
   /** An unexpected failure inside the service; details are in the service log under the request id. */
   INTERNAL: 500,
   /** The source database could not be reached to clean up what a pipeline owns there (its slot). */

@@ -26,15 +26,15 @@ export interface PipelineLifecycle {
   definitionChanged(pipelineId: string, generation: number): void;
   /** Stops the pipeline and drops what it owns on its source; throws to refuse the deletion. */
   beforeDelete(pipelineId: string, force: boolean): Promise<void>;
-  /** Refuses (422) a source that is reachable but cannot serve these tables. */
-  checkSource(projectId: string, connection: string, tables: readonly string[]): Promise<void>;
+  /** Refuses (422) a source that is reachable but cannot serve these tables, or a sink that is the source's own tables. */
+  checkDefinition(projectId: string, definition: PipelineDefinitionWrite): Promise<void>;
 }
 
 const idle: PipelineLifecycle = {
   stats: () => IDLE_STATS,
   definitionChanged: () => {},
   beforeDelete: async () => {},
-  checkSource: async () => {},
+  checkDefinition: async () => {},
 };
 
 export class PipelinesService {
@@ -94,7 +94,7 @@ export class PipelinesService {
   private async checkSource(ctx: RequestContext, d: PipelineDefinitionWrite): Promise<void> {
     const source = await connectionsStore.find(this.pool, ctx.projectId, d.sourceConnection);
     if (!source) return; // refused with a clearer message by checkConnections
-    await this.lifecycle.checkSource(ctx.projectId, d.sourceConnection, d.sourceTables);
+    await this.lifecycle.checkDefinition(ctx.projectId, d);
   }
 
   /** Deletes a pipeline after stopping it and dropping its slot and publication on the source. */

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { DatabasePool } from 'slonik';
 import type { Phase } from '../../machines/pipeline.js';
+import type { ResolvedConnection } from '../connections/connections-service.js';
 import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
 import { AppError, validationFailed } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
@@ -22,10 +23,11 @@ import {
   slotStatus,
 } from '../source/postgres/slot.js';
 import { type PipelineTableRow, pipelineTablesStore } from '../store/pipeline-tables-store.js';
-import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
+import { type PipelineDefinitionWrite, type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { schemaStore } from '../store/schema-store.js';
 import { BackfillCoordinator } from './backfill/backfill-coordinator.js';
 import { messageOf } from './error-kinds.js';
+import { refuseOwnSourceAsSink } from './own-source-guard.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import { SchemaGuard } from './schema-guard.js';
 import { watchSlot } from './slot-monitor.js';
@@ -40,8 +42,8 @@ export interface RunControl {
   backfill?: (tables: readonly string[]) => Promise<void>;
 }
 
-/** Resolves a connection name of a project to its type and full DSN. */
-export type ConnectionResolver = (projectId: string, name: string) => Promise<{ type: string; dsn: string }>;
+/** Resolves a connection name of a project to its type and the settings to connect with. */
+export type ConnectionResolver = (projectId: string, name: string) => Promise<ResolvedConnection>;
 
 export interface RunnerDeps {
   pool: DatabasePool;
@@ -54,12 +56,18 @@ export interface RunnerDeps {
 /** 10 GiB: a day of a busy database's WAL, long before most disks fill. */
 export const DEFAULT_WARN_RETAINED_WAL_BYTES = 10 * 1024 ** 3;
 
+/** The parts of a definition that are checked against the servers before it is stored or started. */
+export type DefinitionToCheck = Pick<
+  PipelineDefinitionWrite,
+  'sourceConnection' | 'sourceTables' | 'sinkConnection' | 'sinkProperties'
+>;
+
 /** What one start of the data plane works with: the definition as it is now, resolved. */
 interface Resolved {
   row: PipelineRow;
-  sourceDsn: string;
+  source: pg.ClientConfig;
   sinkType: string;
-  sinkDsn: string;
+  sink: pg.ClientConfig;
   tables: TableRef[];
 }
 
@@ -74,10 +82,11 @@ export class ReplicationRunner {
   /** Checks the source and sink and creates what the pipeline owns; throws what a person must fix. */
   async prepare(pipelineId: string): Promise<void> {
     const resolved = await this.resolve(pipelineId);
-    const source = await this.connectSource(resolved.sourceDsn);
+    const source = await this.connectSource(resolved.source);
     try {
       await checkSourceReady(source);
       const schemas = await readTableSchemas(source, resolved.tables);
+      await this.refuseOwnSource(source, resolved);
       await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
       await ensurePublication(source, publicationName(pipelineId), resolved.tables);
       const sink = this.createSink(resolved);
@@ -101,11 +110,13 @@ export class ReplicationRunner {
   ): Promise<ApplyOutcome> {
     const resolved = await this.resolve(pipelineId);
     const log = this.deps.logger.child({ pipeline: resolved.row.name });
-    const source = await this.connectSource(resolved.sourceDsn);
+    const source = await this.connectSource(resolved.source);
     let sink: Sink | undefined;
     let created: SlotWithSnapshot | undefined;
     try {
       const schemas = await readTableSchemas(source, resolved.tables);
+      // Again at every start of the data plane: the sink's connection may have been repointed since.
+      await this.refuseOwnSource(source, resolved);
       await ensurePublication(source, publicationName(pipelineId), resolved.tables);
       const tableRows = await this.syncTables(resolved);
       const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
@@ -119,7 +130,7 @@ export class ReplicationRunner {
         if (checkpoint !== null || tableRows.some((t) => t.status === 'streaming')) {
           throw new SlotMissingError(slot, 'does not exist any more');
         }
-        created = await createSlotWithSnapshot(resolved.sourceDsn, slot);
+        created = await createSlotWithSnapshot(resolved.source, slot);
         log.info({ slot, lsn: created.consistentPoint }, 'created replication slot');
       } else if (status.walStatus === 'lost') {
         throw new SlotMissingError(slot, 'was invalidated by the source (wal_status lost)');
@@ -142,7 +153,7 @@ export class ReplicationRunner {
           pool: this.deps.pool,
           pipelineId,
           projectId: resolved.row.project_id,
-          sourceDsn: resolved.sourceDsn,
+          sourceConnection: resolved.source,
           exportedSnapshot: created?.snapshotName,
           tables: pending,
           sink,
@@ -159,7 +170,7 @@ export class ReplicationRunner {
       const backfill = new BackfillCoordinator({
         pool: this.deps.pool,
         pipelineId,
-        sourceDsn: resolved.sourceDsn,
+        sourceConnection: resolved.source,
         sink,
         stats,
         options: resolveSnapshotOptions(resolved.row.snapshot_options),
@@ -186,7 +197,7 @@ export class ReplicationRunner {
       stats.phase = 'streaming';
       onPhase('streaming');
       const stream = startChangeStream({
-        dsn: resolved.sourceDsn,
+        connection: resolved.source,
         slotName: slot,
         publicationName: publicationName(pipelineId),
         startLsn,
@@ -242,26 +253,31 @@ export class ReplicationRunner {
   }
 
   /**
-   * Checks a definition's source before it is stored or started: wal_level, replication rights
-   * and every table's key. A source that cannot be reached at all is not judged (it is checked
-   * again at start); any other problem is a 422 naming what to do.
+   * Checks a definition before it is stored or started: the source's wal_level, replication rights
+   * and every table's key, and that the sink is not the source's own tables. A source that cannot
+   * be reached at all is not judged (it is checked again at start); any other problem is a 422
+   * naming what to do.
    */
-  async checkSource(projectId: string, connection: string, tables: readonly string[]): Promise<void> {
-    const { dsn } = await this.deps.resolveConnection(projectId, connection).catch(() => {
-      throw validationFailed('source.connection', `connection '${connection}' does not exist`);
-    });
+  async checkDefinition(projectId: string, d: DefinitionToCheck): Promise<void> {
+    const connection = d.sourceConnection;
+    const resolved = await this.resolveConnection(projectId, connection, 'source.connection');
     let source: pg.Client;
     try {
-      source = await this.connectSource(dsn, PREFLIGHT_CONNECT_TIMEOUT_MS);
+      source = await this.connectSource(resolved.pg, PREFLIGHT_CONNECT_TIMEOUT_MS);
     } catch (error) {
       if (isUnreachable(error)) return;
       throw validationFailed('source.connection', `cannot connect to '${connection}': ${messageOf(error)}`);
     }
     try {
       await checkSourceReady(source);
-      await readTableSchemas(
+      const tables = d.sourceTables.map((t) => parseTableName(t) as TableRef);
+      await readTableSchemas(source, tables);
+      const sink = await this.resolveConnection(projectId, d.sinkConnection, 'sink.connection');
+      await refuseOwnSourceAsSink(
         source,
-        tables.map((t) => parseTableName(t) as TableRef),
+        tables,
+        { type: sink.type, connection: sink.pg, properties: d.sinkProperties },
+        PREFLIGHT_CONNECT_TIMEOUT_MS,
       );
     } catch (error) {
       if (error instanceof SourceNotReadyError) throw validationFailed('source.connection', error.message);
@@ -292,8 +308,8 @@ export class ReplicationRunner {
     if (!(await pipelinesStore.isSourcePrepared(this.deps.pool, pipelineId))) return;
     const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
     if (!row) return;
-    const { dsn } = await this.deps.resolveConnection(row.project_id, row.source_connection);
-    const source = await this.connectSource(dsn);
+    const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
+    const source = await this.connectSource(resolved.pg);
     try {
       await dropSlotAndPublication(source, pipelineId);
     } finally {
@@ -304,26 +320,50 @@ export class ReplicationRunner {
   private async resolve(pipelineId: string): Promise<Resolved> {
     const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
     if (!row) throw new AppError('NOT_FOUND', `pipeline ${pipelineId} does not exist`);
-    const source = await this.deps.resolveConnection(row.project_id, row.source_connection).catch(() => {
-      throw validationFailed('source.connection', `connection '${row.source_connection}' does not exist`);
-    });
-    const sink = await this.deps.resolveConnection(row.project_id, row.sink_connection).catch(() => {
-      throw validationFailed('sink.connection', `connection '${row.sink_connection}' does not exist`);
-    });
+    const source = await this.resolveConnection(row.project_id, row.source_connection, 'source.connection');
+    const sink = await this.resolveConnection(row.project_id, row.sink_connection, 'sink.connection');
     const tables = row.source_tables.map((t) => parseTableName(t) as TableRef);
-    return { row, sourceDsn: source.dsn, sinkType: sink.type, sinkDsn: sink.dsn, tables };
+    return { row, source: source.pg, sinkType: sink.type, sink: sink.pg, tables };
   }
 
-  private async connectSource(dsn: string, connectionTimeoutMillis = 10_000): Promise<pg.Client> {
+  /** A connection the definition names; a missing one is a 422 on the field that names it. */
+  private async resolveConnection(
+    projectId: string,
+    name: string,
+    field: string,
+  ): Promise<ResolvedConnection> {
+    try {
+      return await this.deps.resolveConnection(projectId, name);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'NOT_FOUND') {
+        throw validationFailed(field, `connection '${name}' does not exist`);
+      }
+      throw error;
+    }
+  }
+
+  private async connectSource(
+    settings: pg.ClientConfig,
+    connectionTimeoutMillis?: number,
+  ): Promise<pg.Client> {
     const client = new pg.Client({
-      connectionString: dsn,
+      ...settings,
       application_name: 'replicator',
       options: SOURCE_SESSION_OPTIONS,
-      connectionTimeoutMillis,
+      ...(connectionTimeoutMillis === undefined ? {} : { connectionTimeoutMillis }),
     });
     client.on('error', () => {});
     await client.connect();
     return client;
+  }
+
+  private refuseOwnSource(source: pg.ClientBase, resolved: Resolved): Promise<void> {
+    return refuseOwnSourceAsSink(
+      source,
+      resolved.tables,
+      { type: resolved.sinkType, connection: resolved.sink, properties: resolved.row.sink_properties },
+      PREFLIGHT_CONNECT_TIMEOUT_MS,
+    );
   }
 
   private sinkKind(resolved: Resolved) {
@@ -338,7 +378,7 @@ export class ReplicationRunner {
     kind.parseProperties(resolved.row.sink_properties);
     return kind.create({
       pipelineId: resolved.row.id,
-      dsn: resolved.sinkDsn,
+      connection: resolved.sink,
       properties: resolved.row.sink_properties,
     });
   }

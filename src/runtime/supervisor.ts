@@ -24,7 +24,7 @@ import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { runsStore } from '../store/runs-store.js';
 import { isRetryable, messageOf } from './error-kinds.js';
 import { etaSeconds, PipelineStats, percentOf } from './pipeline-stats.js';
-import type { ReplicationRunner, RunControl } from './replication-runner.js';
+import type { DefinitionToCheck, ReplicationRunner, RunControl } from './replication-runner.js';
 
 /** How often live counters are written to the store. */
 const PERSIST_INTERVAL_MS = 1_000;
@@ -134,8 +134,14 @@ export class Supervisor implements PipelineLifecycle {
         { state, action, allowed },
       );
     }
-    if (action === 'start')
-      await this.runner.checkSource(row.project_id, row.source_connection, row.source_tables);
+    if (action === 'start') {
+      await this.runner.checkDefinition(row.project_id, {
+        sourceConnection: row.source_connection,
+        sourceTables: row.source_tables,
+        sinkConnection: row.sink_connection,
+        sinkProperties: row.sink_properties,
+      });
+    }
     await pipelinesStore.setDesiredState(this.pool, row.id, DESIRED[action]);
     if (handle) {
       handle.actor.send(ACTION_EVENTS[action]);
@@ -231,8 +237,8 @@ export class Supervisor implements PipelineLifecycle {
     }
   }
 
-  checkSource(projectId: string, connection: string, tables: readonly string[]): Promise<void> {
-    return this.runner.checkSource(projectId, connection, tables);
+  checkDefinition(projectId: string, definition: DefinitionToCheck): Promise<void> {
+    return this.runner.checkDefinition(projectId, definition);
   }
 
   /**

@@ -1,4 +1,5 @@
-import { parsePostgresSinkProperties } from './postgres/config.js';
+import type { TableRef } from '../core/change.js';
+import { parsePostgresSinkProperties, targetTableOf } from './postgres/config.js';
 import { createPostgresSink } from './postgres/postgres-sink.js';
 import type { Sink, SinkContext } from './types.js';
 
@@ -25,10 +26,23 @@ export interface SinkKind<P extends SinkProperties = SinkProperties> {
   parseProperties(props: Record<string, string>): P;
   /** A new, unopened sink. */
   create(ctx: SinkContext): Sink;
+  /**
+   * The tables a SQL sink on PostgreSQL writes `tables` to, so that a sink on the source's own
+   * database can be refused before it overwrites a source table. Absent for other sinks.
+   */
+  targetTables?(props: Record<string, string>, tables: readonly TableRef[]): TableRef[];
 }
 
 const KINDS: readonly SinkKind[] = [
-  { type: 'postgres', parseProperties: parsePostgresSinkProperties, create: createPostgresSink },
+  {
+    type: 'postgres',
+    parseProperties: parsePostgresSinkProperties,
+    create: createPostgresSink,
+    targetTables: (props, tables) => {
+      const config = parsePostgresSinkProperties(props);
+      return tables.map((t) => targetTableOf(config, t));
+    },
+  },
 ];
 
 const BY_TYPE = new Map(KINDS.map((k) => [k.type, k]));

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type pg from 'pg';
 import type { ChangeEvent, Checkpoint, TableRef, TableSchema } from '../core/change.js';
 import type { SchemaChangeItem } from '../core/schema-diff.js';
 
@@ -6,8 +7,8 @@ import type { SchemaChangeItem } from '../core/schema-diff.js';
 export interface SinkContext {
   /** The pipeline's id (UUID): the key of its checkpoint and snapshot markers in the sink. */
   pipelineId: string;
-  /** Full DSN of the sink connection, password included. */
-  dsn: string;
+  /** Settings to connect to the sink, secrets included. */
+  connection: pg.ClientConfig;
   /** The validated sink properties. */
   properties: Record<string, string>;
 }

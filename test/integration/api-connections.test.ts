@@ -57,13 +57,13 @@ describe.each(inject('pgClusters'))('connections API on $label', (cluster) => {
     expect(res.body.dsn).toBe('postgresql://bob:****@h/db?sslmode=disable');
   });
 
-  it('replaces a connection, keeping the stored password when **** is sent back', async () => {
+  it('replaces a connection, keeping the stored password when **** is sent back for the same endpoint', async () => {
     const res = await service.request('PUT', '/v1/connections/shop', {
       type: 'postgres',
-      dsn: 'postgres://alice:****@db2.example:5433/shop',
+      dsn: 'postgres://alice:****@db.example:5432/shop?sslmode=verify-full',
     });
     expect(res.status).toBe(200);
-    expect(res.body.dsn).toBe('postgres://alice:****@db2.example:5433/shop');
+    expect(res.body.dsn).toBe('postgres://alice:****@db.example:5432/shop?sslmode=verify-full');
     const client = new pg.Client({ connectionString: storeUrl });
     await client.connect();
     const { rows } = await client.query("SELECT password_sealed FROM connections WHERE name = 'shop'");
@@ -71,9 +71,9 @@ describe.each(inject('pgClusters'))('connections API on $label', (cluster) => {
     expect(rows[0].password_sealed).toMatch(/^v1\./);
     const noPassword = await service.request('PUT', '/v1/connections/q', {
       type: 'postgres',
-      dsn: 'postgres://h/db',
+      dsn: 'postgres://u@h/db',
     });
-    expect(noPassword.body.dsn).toBe('postgres://h/db');
+    expect(noPassword.body.dsn).toBe('postgres://u@h/db');
   });
 
   it.each([
@@ -83,13 +83,13 @@ describe.each(inject('pgClusters'))('connections API on $label', (cluster) => {
     [{ name: 'bad name!', type: 'postgres', dsn }, 422, 'VALIDATION_FAILED', 'name: must be'],
     [{ name: 'a'.repeat(64), type: 'postgres', dsn }, 422, 'VALIDATION_FAILED', 'name'],
     [{ name: 'x', type: 'oracle', dsn }, 422, 'VALIDATION_FAILED', 'type: must be one of postgres'],
-    [{ name: 'x', type: 'postgres', dsn: 'not a url' }, 422, 'VALIDATION_FAILED', 'dsn: must be a URL'],
-    [{ name: 'x', type: 'postgres', dsn: 'mysql://h/db' }, 422, 'VALIDATION_FAILED', 'dsn: scheme'],
-    [{ name: 'x', type: 'postgres', dsn: 'postgres://h:5432' }, 422, 'VALIDATION_FAILED', 'database'],
+    [{ name: 'x', type: 'postgres', dsn: 'not a url' }, 422, 'INVALID_DSN', 'dsn: must be a URL'],
+    [{ name: 'x', type: 'postgres', dsn: 'mysql://h/db' }, 422, 'INVALID_DSN', 'dsn: scheme'],
+    [{ name: 'x', type: 'postgres', dsn: 'postgres://u@h:5432' }, 422, 'INVALID_DSN', 'database'],
     [
       { name: 'x', type: 'postgres', dsn: 'postgres://u:****@h/db' },
       422,
-      'VALIDATION_FAILED',
+      'INVALID_DSN',
       'only accepted on update',
     ],
   ])('refuses %j with %i %s', async (body, status, code, message) => {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { pgClientConfigOfDsn } from '../../src/connections/pg-client-config.js';
 import type { ChangeEvent, ColumnSchema, Row, TableRef, TableSchema } from '../../src/core/change.js';
 import { createPostgresSink } from '../../src/sinks/postgres/postgres-sink.js';
 import { type ChangeBatch, FencedError, type Sink } from '../../src/sinks/types.js';
@@ -142,11 +143,13 @@ const batch = (changes: ChangeEvent[], epoch = 1, commitLsn = `0/${(lsn++).toStr
 
 describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
   let url: string;
+  let settings: pg.ClientConfig;
   let db: pg.Client;
   const sinks: Sink[] = [];
 
   beforeAll(async () => {
     url = await createDatabase(cluster.adminUrl, 'postgres_sink');
+    settings = await pgClientConfigOfDsn(url);
     db = new pg.Client({ connectionString: url });
     await db.connect();
     await db.query("SET TimeZone = 'UTC'");
@@ -157,7 +160,7 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
   });
 
   function newSink(properties: Record<string, string> = {}, pipelineId: string = randomUUID()): Sink {
-    const sink = createPostgresSink({ pipelineId, dsn: url, properties });
+    const sink = createPostgresSink({ pipelineId, connection: settings, properties });
     sinks.push(sink);
     return sink;
   }
@@ -319,7 +322,7 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
       writerUrl.username = 'sink_writer';
       const sink = createPostgresSink({
         pipelineId: randomUUID(),
-        dsn: writerUrl.toString(),
+        connection: await pgClientConfigOfDsn(writerUrl.toString()),
         properties: { target_schema: 'limited' },
       });
       sinks.push(sink);

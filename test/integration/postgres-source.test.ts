@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { pgClientConfigOfDsn } from '../../src/connections/pg-client-config.js';
 import type { ChangeEvent, TableRef } from '../../src/core/change.js';
 import { checkSourceReady, readTableSchemas } from '../../src/source/postgres/catalog.js';
 import {
@@ -100,6 +101,7 @@ const clusters = inject('pgClusters');
 describe.each(clusters)('postgres source on $label', (cluster) => {
   const dbName = `pg_source_${cluster.label.replace(/\W/g, '_')}`;
   let url: string;
+  let settings: pg.ClientConfig;
   let admin: pg.Client;
   let spoolDir: string;
   const pipelines: string[] = [];
@@ -113,7 +115,7 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
     const id = randomUUID();
     pipelines.push(id);
     await ensurePublication(admin, publicationName(id), tables);
-    const created = await createSlotWithSnapshot(url, slotName(id));
+    const created = await createSlotWithSnapshot(settings, slotName(id));
     await created.release();
     return {
       id,
@@ -125,7 +127,7 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
 
   function openStream(p: Pipeline, options: Partial<ChangeStreamOptions> = {}): Reader {
     const stream = startChangeStream({
-      dsn: url,
+      connection: settings,
       slotName: p.slot,
       publicationName: p.publication,
       startLsn: p.consistentPoint,
@@ -138,6 +140,7 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
 
   beforeAll(async () => {
     url = await createDatabase(cluster.adminUrl, dbName);
+    settings = await pgClientConfigOfDsn(url);
     admin = new pg.Client({ connectionString: url });
     await admin.connect();
     await sql("SET TIME ZONE 'UTC'");
@@ -274,7 +277,7 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
     expect(slotName(id)).toBe(`replicator_${id.replaceAll('-', '')}`);
     expect(() => slotName('not-a-uuid')).toThrow(/not a UUID/);
     await ensurePublication(admin, publicationName(id), [{ schema: 'public', table: 'snap' }]);
-    const created = await createSlotWithSnapshot(url, slotName(id));
+    const created = await createSlotWithSnapshot(settings, slotName(id));
     try {
       expect(isLsn(created.consistentPoint)).toBe(true);
       await sql("INSERT INTO snap VALUES (4, 'after the slot')");
@@ -289,7 +292,7 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
       } finally {
         await reader.end();
       }
-      await expect(createSlotWithSnapshot(url, slotName(id))).rejects.toThrow(/already exists/);
+      await expect(createSlotWithSnapshot(settings, slotName(id))).rejects.toThrow(/already exists/);
     } finally {
       await created.release();
     }

@@ -228,7 +228,7 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
     await waitFor(streaming, 'streaming');
     const replaced = await service.request('PUT', '/v1/connections/src2', {
       type: 'postgres',
-      dsn: `${dbs.source}?application_name=x`,
+      dsn: `${dbs.source}?sslmode=disable`,
     });
     expect(replaced.status).toBe(200);
     await sqlOn(dbs.source, "INSERT INTO b VALUES (7001, 'after the connection changed')");

@@ -72,7 +72,7 @@ describe('service lifecycle', () => {
       await a.request('POST', '/v1/connections', {
         name: 'shared',
         type: 'postgres',
-        dsn: 'postgres://h/db',
+        dsn: 'postgres://u@h/db',
       });
       expect((await b.request('GET', '/v1/connections/shared')).status).toBe(200);
       expect((await b.request('GET', '/v1/health')).body.workers).toBe(2);

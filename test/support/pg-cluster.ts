@@ -35,7 +35,7 @@ export function availableBinDirs(): { label: string; binDir: string }[] {
 }
 
 // PostgreSQL will not run as root: run it as the `postgres` system user then.
-function runAs(): { uid?: number; gid?: number } {
+export function runAs(): { uid?: number; gid?: number } {
   if (userInfo().uid !== 0) return {};
   const uid = Number(spawnSync('id', ['-u', 'postgres']).stdout.toString().trim());
   const gid = Number(spawnSync('id', ['-g', 'postgres']).stdout.toString().trim());

@@ -22,6 +22,7 @@ export function testConfig(databaseUrl: string | undefined, dataDir?: string): C
     log: { level: 'silent' },
     slotWalWarningBytes: 10 * 1024 ** 3,
     leaseTtlMs: 3_000,
+    connections: { allowUnixSockets: false, tlsFileDir: undefined },
   };
 }
 

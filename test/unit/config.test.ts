@@ -25,7 +25,24 @@ describe('configuration', () => {
       log: { level: 'info' },
       slotWalWarningBytes: 10 * 1024 ** 3,
       leaseTtlMs: 15_000,
+      connections: { allowUnixSockets: false, tlsFileDir: undefined },
     });
+  });
+
+  it('keeps local access off unless the operator turns it on', () => {
+    const config = load([
+      '--connections-allow-unix-sockets',
+      'true',
+      '--connections-tls-file-dir',
+      '/etc/replicator/tls',
+    ]);
+    expect(config.connections).toEqual({ allowUnixSockets: true, tlsFileDir: '/etc/replicator/tls' });
+    expect(() => load(['--connections-tls-file-dir', 'relative/dir'])).toThrow(
+      'connections.tls_file_dir: must be an absolute path',
+    );
+    expect(() => load(['--connections-allow-unix-sockets', 'yes'])).toThrow(
+      'connections.allow_unix_sockets: must be one of true, false',
+    );
   });
 
   it('takes flags over environment over file over defaults', () => {

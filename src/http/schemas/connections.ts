@@ -7,8 +7,35 @@ const Dsn = Type.String({
   description: 'Connection URL, e.g. postgres://user:password@host:5432/db?sslmode=require',
 });
 
+const Pem = (what: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength: 512 * 1024,
+    description: `${what} as PEM text; **** on update keeps the stored one`,
+  });
+
+const Tls = Type.Object(
+  {
+    ca_cert: Type.Optional(Pem('CA certificate(s) the server certificate must chain to')),
+    client_cert: Type.Optional(Pem('Client certificate')),
+    client_key: Type.Optional(
+      Pem("The client certificate's private key (encrypted keys take sslpassword in the DSN)"),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'TLS material for sslmode=require, verify-ca or verify-full. Stored encrypted and never returned: responses show **** for what is set',
+  },
+);
+
 export const ConnectionCreateBody = Type.Object(
-  { name: Name, type: Type.String({ description: 'Connection type: postgres' }), dsn: Dsn },
+  {
+    name: Name,
+    type: Type.String({ description: 'Connection type: postgres' }),
+    dsn: Dsn,
+    tls: Type.Optional(Tls),
+  },
   { additionalProperties: false },
 );
 
@@ -19,8 +46,10 @@ export const ConnectionReplaceBody = Type.Object(
     dsn: Type.String({
       minLength: 1,
       maxLength: 4096,
-      description: 'New DSN; a password of **** keeps the stored password',
+      description:
+        'New DSN; a password (or sslpassword) of **** keeps the stored one while host, port, database and user are unchanged',
     }),
+    tls: Type.Optional(Tls),
   },
   { additionalProperties: false },
 );
@@ -30,7 +59,15 @@ export const Connection = Type.Object({
   project_id: Type.String(),
   name: Type.String(),
   type: Type.String(),
-  dsn: Type.String({ description: 'The DSN with its password shown as ****' }),
+  dsn: Type.String({ description: 'The DSN with its password and sslpassword shown as ****' }),
+  tls: Type.Object(
+    {
+      ca_cert: Type.Optional(Type.Literal('****')),
+      client_cert: Type.Optional(Type.Literal('****')),
+      client_key: Type.Optional(Type.Literal('****')),
+    },
+    { description: 'Which TLS material is set, each shown as ****' },
+  ),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

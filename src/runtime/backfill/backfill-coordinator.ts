@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { DatabasePool } from 'slonik';
 import { type ChangeEvent, type TableSchema, tableKey } from '../../core/change.js';
 import type { Logger } from '../../log/logger.js';
@@ -30,7 +31,7 @@ interface Gate {
 export interface BackfillDeps {
   pool: DatabasePool;
   pipelineId: string;
-  sourceDsn: string;
+  sourceConnection: pg.ClientConfig;
   sink: Sink;
   stats: PipelineStats;
   options: SnapshotOptions;
@@ -124,8 +125,8 @@ export class BackfillCoordinator {
   private async startCopy(gate: Gate): Promise<void> {
     const { pool, pipelineId, sink, stats, options } = this.deps;
     const key = tableKey(gate.table);
-    gate.session = await exportSnapshot(this.deps.sourceDsn);
-    const planner = await connectInSnapshot(this.deps.sourceDsn, gate.session.snapshotName);
+    gate.session = await exportSnapshot(this.deps.sourceConnection);
+    const planner = await connectInSnapshot(this.deps.sourceConnection, gate.session.snapshotName);
     let partitions: Awaited<ReturnType<typeof planPartitions>>;
     try {
       const { rows } = await planner.query<{ s: string }>('SELECT txid_current_snapshot()::text AS s');
@@ -157,7 +158,7 @@ export class BackfillCoordinator {
       partitions: new Map(),
     });
     gate.copy = runSnapshot({
-      sourceDsn: this.deps.sourceDsn,
+      sourceConnection: this.deps.sourceConnection,
       snapshotName: gate.session.snapshotName,
       jobs: [{ table: gate.table, name: key, partitions: partitions.partitions, done: new Set() }],
       sink,

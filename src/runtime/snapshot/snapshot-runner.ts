@@ -31,7 +31,7 @@ export interface SnapshotProgressSink {
 }
 
 export interface SnapshotRunOptions {
-  sourceDsn: string;
+  sourceConnection: pg.ClientConfig;
   snapshotName: string;
   jobs: TableSnapshotJob[];
   sink: Sink;
@@ -102,7 +102,7 @@ export async function runSnapshot(options: SnapshotRunOptions): Promise<void> {
     let client: pg.Client | undefined;
     try {
       for (let item = queue.shift(); item && !signal.aborted; item = queue.shift()) {
-        client ??= await connectInSnapshot(options.sourceDsn, options.snapshotName);
+        client ??= await connectInSnapshot(options.sourceConnection, options.snapshotName);
         const rows = await copyPartition(client, item, options.sink, stats);
         const table = stats.tables.get(item.job.name);
         if (table) table.partitionsDone++;

@@ -12,8 +12,8 @@ export interface SnapshotSession {
  * slot was just created (a resumed or added table); the stream then replays from the slot's
  * position, which is older, and the sink's idempotent writes make the result converge.
  */
-export async function exportSnapshot(dsn: string): Promise<SnapshotSession> {
-  const client = new pg.Client({ connectionString: dsn, application_name: 'replicator-snapshot' });
+export async function exportSnapshot(source: pg.ClientConfig): Promise<SnapshotSession> {
+  const client = new pg.Client({ ...source, application_name: 'replicator-snapshot' });
   client.on('error', () => {});
   await client.connect();
   try {
@@ -33,10 +33,10 @@ export async function exportSnapshot(dsn: string): Promise<SnapshotSession> {
 }
 
 /** Opens a connection reading inside the given snapshot. */
-export async function connectInSnapshot(dsn: string, snapshotName: string): Promise<pg.Client> {
+export async function connectInSnapshot(source: pg.ClientConfig, snapshotName: string): Promise<pg.Client> {
   // Same session settings as the stream, so snapshot and stream render values identically.
   const client = new pg.Client({
-    connectionString: dsn,
+    ...source,
     application_name: 'replicator-snapshot',
     options: SOURCE_SESSION_OPTIONS,
   });

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { DatabasePool } from 'slonik';
 import { type TableSchema, tableKey } from '../../core/change.js';
 import type { Logger } from '../../log/logger.js';
@@ -14,7 +15,7 @@ export interface SnapshotTablesOptions {
   pool: DatabasePool;
   pipelineId: string;
   projectId: string;
-  sourceDsn: string;
+  sourceConnection: pg.ClientConfig;
   /** The slot's exported snapshot when the slot was just created; otherwise one is exported here. */
   exportedSnapshot: string | undefined;
   tables: TableSchema[];
@@ -39,11 +40,11 @@ export const recordPartitionDone =
  */
 export async function snapshotTables(options: SnapshotTablesOptions): Promise<void> {
   const { pool, pipelineId, sink, stats, logger } = options;
-  const session = options.exportedSnapshot ? undefined : await exportSnapshot(options.sourceDsn);
+  const session = options.exportedSnapshot ? undefined : await exportSnapshot(options.sourceConnection);
   const snapshotName = options.exportedSnapshot ?? (session?.snapshotName as string);
   try {
     const doneInSink = await sink.snapshotPartitionsDone();
-    const planner = await connectInSnapshot(options.sourceDsn, snapshotName);
+    const planner = await connectInSnapshot(options.sourceConnection, snapshotName);
     const jobs: TableSnapshotJob[] = [];
     try {
       for (const table of options.tables) {
@@ -95,7 +96,7 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
       await planner.end().catch(() => undefined);
     }
     await runSnapshot({
-      sourceDsn: options.sourceDsn,
+      sourceConnection: options.sourceConnection,
       snapshotName,
       jobs,
       sink,

@@ -56,7 +56,7 @@ class PostgresSink implements Sink {
     private readonly config: PostgresSinkConfig,
   ) {
     // A few connections so snapshot partitions can be written in parallel; batches use one at a time.
-    this.pool = new pg.Pool({ connectionString: ctx.dsn, max: 4, application_name: 'replicator-sink' });
+    this.pool = new pg.Pool({ ...ctx.connection, max: 4, application_name: 'replicator-sink' });
     // An idle connection dropped by the server surfaces again on its next use; do not crash here.
     this.pool.on('error', () => {});
   }

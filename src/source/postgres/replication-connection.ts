@@ -20,8 +20,8 @@ export type ReplicationInput =
   | { kind: 'error'; error: SlotMissingError | SourceConnectionError };
 
 export interface ReplicationConnectionOptions {
-  /** Ordinary DSN of the source database (the replication flag is added). */
-  dsn: string;
+  /** Settings of an ordinary connection to the source database (the replication flag is added). */
+  connection: pg.ClientConfig;
   slotName: string;
   publicationName: string;
   startLsn: string;
@@ -53,7 +53,7 @@ export class ReplicationConnection {
   ) {
     this.plugin = new PgoutputStreamingPlugin({ publicationNames: [options.publicationName] });
     this.service = new LogicalReplicationService(
-      { connectionString: options.dsn, options: SOURCE_SESSION_OPTIONS },
+      { ...options.connection, application_name: 'replicator-stream', options: SOURCE_SESSION_OPTIONS },
       // Acks only when the consumer says so, and no timer acking what was merely received.
       { acknowledge: { auto: false, timeoutSeconds: 0 } },
     );
@@ -168,7 +168,7 @@ export class ReplicationConnection {
   }
 
   private async withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-    const client = new pg.Client({ connectionString: this.options.dsn, connectionTimeoutMillis: 10_000 });
+    const client = new pg.Client({ ...this.options.connection, application_name: 'replicator' });
     client.on('error', () => {});
     await client.connect();
     try {

@@ -61,15 +61,16 @@ export interface SlotWithSnapshot {
 /**
  * Creates the logical slot `slotName` (pgoutput) on a replication connection and exports its
  * snapshot. The connection stays open and idle until release(), as the snapshot lives only as
- * long as it. `replicationDsn` is an ordinary DSN of the source database.
+ * long as it. `source` is an ordinary connection's settings (the replication flag is added).
  */
 export async function createSlotWithSnapshot(
-  replicationDsn: string,
+  source: pg.ClientConfig,
   slotName: string,
 ): Promise<SlotWithSnapshot> {
   // pg supports `replication` but its type definitions do not declare it.
   const config: pg.ClientConfig & { replication: 'database' } = {
-    connectionString: replicationDsn,
+    ...source,
+    application_name: 'replicator-slot',
     replication: 'database',
   };
   const client = new pg.Client(config);
