@@ -1,3 +1,4 @@
+import { getNextSnapshot } from 'xstate';
 import { type PipelineAction, type PipelineEvent, type PipelineState, pipelineMachine } from './pipeline.js';
 
 /** The machine event each API action sends. */
@@ -19,9 +20,16 @@ export function apiState(value: unknown): PipelineState {
  * does not run the pipeline's actor answers exactly as the owning one would.
  */
 export function isActionAllowed(state: PipelineState, action: PipelineAction): boolean {
-  const snapshot = pipelineMachine.resolveState({
+  return snapshotIn(state).can(ACTION_EVENTS[action]);
+}
+
+/** The state an allowed action leads to at once, before any actor has done its work. */
+export function stateAfter(state: PipelineState, action: PipelineAction): PipelineState {
+  return apiState(getNextSnapshot(pipelineMachine, snapshotIn(state), ACTION_EVENTS[action]).value);
+}
+
+const snapshotIn = (state: PipelineState) =>
+  pipelineMachine.resolveState({
     value: state,
     context: { pipelineId: '', error: null, retries: 0, resumeAs: 'stopped' },
   });
-  return snapshot.can(ACTION_EVENTS[action]);
-}

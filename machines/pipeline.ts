@@ -156,7 +156,7 @@ export const pipelineMachine = setup({
           after: { backoff: 'preparing' },
         },
       },
-      on: { STOP: 'stopping' },
+      // No STOP here: the spec's table allows none, and starting ends by itself, running or failed.
     },
     running: {
       initial: 'replicating',
@@ -216,15 +216,20 @@ export const pipelineMachine = setup({
       },
     },
     // The data plane is not running: the slot holds its position and the source keeps the WAL.
+    // Only RESUME, as the spec's table says: to stop it, resume it, then stop it.
     paused: {
-      on: { RESUME: 'running', STOP: 'stopping' },
+      on: { RESUME: 'running' },
     },
     // Applying stopped before the first event of a new table shape; nothing is lost while waiting.
+    // The spec leaves its way out open: a decision resumes it, and it may be stopped (the review
+    // is kept and is waiting again at the next start).
     pending_schema_approval: {
       on: { APPROVE: 'running', REJECT: 'running', STOP: 'stopping' },
     },
+    // Not a state of the spec: where retries ran out or a failure needs a person. Start tries
+    // again; stop acknowledges it and clears the error.
     failed: {
-      on: { START: 'starting', STOP: 'stopped' },
+      on: { START: 'starting', STOP: { target: 'stopped', actions: assign({ error: null }) } },
     },
   },
 });

@@ -57,19 +57,7 @@ export class FleetReconciler {
     const share = Math.ceil(wanted / live);
     if (mine >= share) return;
     for (const id of await leasesStore.claimable(this.pool, share - mine)) {
-      const epoch = await leasesStore.claim(this.pool, id, workerId, leaseTtlMs);
-      const row = epoch === null ? null : await pipelinesStore.findById(this.pool, id);
-      if (epoch === null || !row) continue;
-      if (row.desired_state === 'stopped') {
-        await leasesStore.release(this.pool, id, workerId);
-        continue;
-      }
-      this.logger.info({ pipeline: row.name, epoch }, 'took on the pipeline');
-      this.supervisor.adopt(
-        row,
-        epoch,
-        row.state === 'failed' ? 'failed' : (row.desired_state as 'running' | 'paused'),
-      );
+      await this.supervisor.takeOver(id);
     }
   }
 }

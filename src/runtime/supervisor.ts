@@ -9,7 +9,7 @@ import {
   type PrepareFailure,
   pipelineMachine,
 } from '../../machines/pipeline.js';
-import { ACTION_EVENTS, apiState, isActionAllowed } from '../../machines/pipeline-transitions.js';
+import { ACTION_EVENTS, apiState, isActionAllowed, stateAfter } from '../../machines/pipeline-transitions.js';
 import type { RequestContext } from '../context.js';
 import { AppError, validationFailed } from '../errors/app-error.js';
 import { LiveHub } from '../live/live-hub.js';
@@ -63,6 +63,8 @@ interface Handle {
  */
 export class Supervisor implements PipelineLifecycle {
   private readonly handles = new Map<string, Handle>();
+  /** The tail of each pipeline's queue of actions and take-overs in this process. */
+  private readonly queues = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   /** Called with the figures of each pipeline this process takes on (metrics attach here). */
   onStats?: (pipeline: { id: string; name: string; projectId: string }, stats: PipelineStats) => void;
@@ -121,19 +123,28 @@ export class Supervisor implements PipelineLifecycle {
     return this.handles.get(pipelineId)?.stats;
   }
 
-  /** Applies a user's action; 409 INVALID_TRANSITION when the pipeline's state does not allow it. */
+  /**
+   * Applies a user's action; 409 INVALID_TRANSITION when the pipeline's state does not allow it.
+   * Actions on one pipeline are taken one at a time in this process, and across instances the
+   * stored state is compared and set: of concurrent requests only the first is carried out, the
+   * others see the state it led to.
+   */
   async requestAction(ctx: RequestContext, name: string, action: PipelineAction): Promise<PipelineState> {
+    const { id } = await requirePipeline(this.pool, ctx, name);
+    return this.exclusive(id, () => this.takeAction(ctx, name, action));
+  }
+
+  private async takeAction(
+    ctx: RequestContext,
+    name: string,
+    action: PipelineAction,
+  ): Promise<PipelineState> {
     const row = await requirePipeline(this.pool, ctx, name);
     const handle = this.handles.get(row.id);
+    // The stored state catches up with the actor's before it is compared.
+    await handle?.writes;
     const state = handle?.state ?? (row.state as PipelineState);
-    if (!isActionAllowed(state, action)) {
-      const allowed = PIPELINE_ACTIONS.filter((a) => isActionAllowed(state, a));
-      throw new AppError(
-        'INVALID_TRANSITION',
-        `pipeline '${name}' is ${state}: cannot ${action} it (allowed: ${allowed.join(', ') || 'none'})`,
-        { state, action, allowed },
-      );
-    }
+    if (!isActionAllowed(state, action)) throw invalidTransition(name, state, action);
     if (action === 'start') {
       await this.runner.checkDefinition(row.project_id, {
         sourceConnection: row.source_connection,
@@ -142,7 +153,19 @@ export class Supervisor implements PipelineLifecycle {
         sinkProperties: row.sink_properties,
       });
     }
-    await pipelinesStore.setDesiredState(this.pool, row.id, DESIRED[action]);
+    const stored = handle ? state : (row.state as PipelineState);
+    if (
+      !(await pipelinesStore.transition(
+        this.pool,
+        row.id,
+        stored,
+        stateAfter(state, action),
+        DESIRED[action],
+      ))
+    ) {
+      const now = (await pipelinesStore.findById(this.pool, row.id))?.state as PipelineState | undefined;
+      throw invalidTransition(name, now ?? state, action, 'another request changed it first');
+    }
     if (handle) {
       handle.actor.send(ACTION_EVENTS[action]);
       return handle.state;
@@ -268,8 +291,51 @@ export class Supervisor implements PipelineLifecycle {
    * `resumeAs`. Runs left open by a worker that died are closed as interrupted.
    */
   adopt(row: PipelineRow, epoch: number, resumeAs: 'stopped' | 'running' | 'paused' | 'failed'): Handle {
+    // A pipeline that already has an actor here keeps it: two would run two data planes on one slot.
+    const existing = this.handles.get(row.id);
+    if (existing) return existing;
     void runsStore.closeAbandoned(this.pool, row.id).catch(() => undefined);
     return this.spawn(row, epoch, resumeAs);
+  }
+
+  /**
+   * Claims and takes on a pipeline that should run and has no live owner, unless this process
+   * runs it already or a request on it is under way here. False when another worker holds it.
+   */
+  takeOver(pipelineId: string): Promise<boolean> {
+    return this.exclusive(pipelineId, async () => {
+      if (this.handles.has(pipelineId)) return true;
+      const epoch = await leasesStore.claim(
+        this.pool,
+        pipelineId,
+        this.fleet.workerId,
+        this.fleet.leaseTtlMs,
+      );
+      if (epoch === null) return false;
+      const row = await pipelinesStore.findById(this.pool, pipelineId);
+      if (!row || row.desired_state === 'stopped') {
+        await leasesStore.release(this.pool, pipelineId, this.fleet.workerId);
+        return false;
+      }
+      this.logger.info({ pipeline: row.name, epoch }, 'took on the pipeline');
+      this.adopt(row, epoch, row.state === 'failed' ? 'failed' : (row.desired_state as 'running' | 'paused'));
+      return true;
+    });
+  }
+
+  /** Runs `work` after every earlier call for the same pipeline settled. */
+  private exclusive<T>(pipelineId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(pipelineId) ?? Promise.resolve();
+    const result = previous.then(work);
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(pipelineId, settled);
+    void settled.then(() => {
+      if (this.queues.get(pipelineId) === settled) this.queues.delete(pipelineId);
+    });
+    return result;
   }
 
   /** The pipelines this worker holds. */
@@ -388,7 +454,10 @@ export class Supervisor implements PipelineLifecycle {
     this.onStats?.({ id: row.id, name: row.name, projectId: row.project_id }, handle.stats);
     handle.actor.start();
     handle.state = apiState(handle.actor.getSnapshot().value);
-    this.persistState(handle, 'stopped', handle.state, handle.actor.getSnapshot().context.error);
+    // An actor born stopped is about to be given an action whose state is stored already.
+    if (handle.state !== 'stopped') {
+      this.persistState(handle, 'stopped', handle.state, handle.actor.getSnapshot().context.error);
+    }
     return handle;
   }
 
@@ -462,4 +531,18 @@ export class Supervisor implements PipelineLifecycle {
       }
     }
   }
+}
+
+function invalidTransition(
+  name: string,
+  state: PipelineState,
+  action: PipelineAction,
+  why?: string,
+): AppError {
+  const allowed = PIPELINE_ACTIONS.filter((a) => isActionAllowed(state, a));
+  return new AppError(
+    'INVALID_TRANSITION',
+    `pipeline '${name}' is ${state}${why ? ` (${why})` : ''}: cannot ${action} it (allowed: ${allowed.join(', ') || 'none'})`,
+    { state, action, allowed },
+  );
 }

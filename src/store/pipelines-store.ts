@@ -78,6 +78,23 @@ export const pipelinesStore = {
       sql.unsafe`UPDATE pipelines SET desired_state = ${desired}, updated_at = now() WHERE id = ${id}`,
     ),
 
+  /**
+   * Compare-and-set of an accepted action: moves the stored state from `from` to `to` and sets the
+   * desired state, only if the state is still `from`. False when another request (on any
+   * instance) changed it first.
+   */
+  transition: async (
+    db: CommonQueryMethods,
+    id: string,
+    from: string,
+    to: string,
+    desired: 'stopped' | 'running' | 'paused',
+  ) =>
+    (
+      await db.query(sql.unsafe`UPDATE pipelines SET state = ${to}, desired_state = ${desired}, updated_at = now()
+        WHERE id = ${id} AND state = ${from}`)
+    ).rowCount === 1,
+
   markSourcePrepared: (db: CommonQueryMethods, id: string) =>
     db.query(
       sql.unsafe`UPDATE pipelines SET source_prepared_at = coalesce(source_prepared_at, now()) WHERE id = ${id}`,

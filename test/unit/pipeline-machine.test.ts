@@ -9,7 +9,7 @@ import {
   type PipelineState,
   pipelineMachine,
 } from '../../machines/pipeline.js';
-import { apiState, isActionAllowed } from '../../machines/pipeline-transitions.js';
+import { apiState, isActionAllowed, stateAfter } from '../../machines/pipeline-transitions.js';
 
 /** The allowed (state, action) pairs and where they lead once the actors have settled. */
 const ALLOWED: Record<string, PipelineState> = {
@@ -17,11 +17,9 @@ const ALLOWED: Record<string, PipelineState> = {
   'running/stop': 'stopped',
   'running/pause': 'paused',
   'paused/resume': 'running',
-  'paused/stop': 'stopped',
   'pending_schema_approval/stop': 'stopped',
   'failed/start': 'running',
   'failed/stop': 'stopped',
-  'starting/stop': 'stopped',
 };
 
 type Snapshot = SnapshotFrom<typeof pipelineMachine>;
@@ -185,14 +183,18 @@ describe('pipeline machine', () => {
     expect(apiState(actor.getSnapshot().value)).toBe('failed');
   });
 
-  it('can be stopped while it waits to retry starting', async () => {
+  it('cannot be stopped while starting, and clears its error when a failure is stopped', async () => {
     const h = harness({ prepareFails: 'connect ECONNREFUSED', retryable: true });
     const actor = createActor(h.machine, { input: { pipelineId: 'p' } }).start();
     actor.send({ type: 'START' });
     await settle(h);
+    expect(actor.getSnapshot().can({ type: 'STOP' })).toBe(false);
     actor.send({ type: 'STOP' });
-    await settle(h);
-    expect(apiState(actor.getSnapshot().value)).toBe('stopped');
+    expect(apiState(actor.getSnapshot().value)).toBe('starting');
+    const failed = await actorIn('failed');
+    expect(failed.actor.getSnapshot().context.error).toBe('slot lost');
+    failed.actor.send({ type: 'STOP' });
+    expect(failed.actor.getSnapshot().context.error).toBeNull();
   });
 
   it('retries transient failures with backoff, then fails', async () => {
@@ -242,5 +244,19 @@ describe('pipeline machine', () => {
     const h = harness();
     const actor = createActor(h.machine, { input: { pipelineId: 'p', resumeAs } }).start();
     expect(apiState(actor.getSnapshot().value)).toBe(state);
+  });
+});
+
+describe('stateAfter', () => {
+  it.each([
+    ['stopped', 'start', 'starting'],
+    ['running', 'stop', 'stopping'],
+    ['running', 'pause', 'paused'],
+    ['paused', 'resume', 'running'],
+    ['pending_schema_approval', 'stop', 'stopping'],
+    ['failed', 'stop', 'stopped'],
+    ['failed', 'start', 'starting'],
+  ] as const)('%s + %s is %s at once', (state, action, next) => {
+    expect(stateAfter(state, action)).toBe(next);
   });
 });
