@@ -2,7 +2,6 @@ import type { DatabasePool } from 'slonik';
 import type { Logger } from '../log/logger.js';
 import type { Supervisor } from '../runtime/supervisor.js';
 import { leasesStore } from '../store/leases-store.js';
-import { pipelinesStore } from '../store/pipelines-store.js';
 import { workersStore } from '../store/workers-store.js';
 
 /**
