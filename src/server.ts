@@ -26,6 +26,8 @@ export interface RunningService {
   app: FastifyInstance;
   worker: WorkerRegistry;
   supervisor: Supervisor;
+  /** The live feed's hub, for tests that need to publish through it. */
+  live: LiveHub;
   stop(): Promise<void>;
 }
 
@@ -99,7 +101,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     // Closing the app stops accepting connections and waits for in-flight requests.
     stops.push(() => app.close());
     const url = await app.listen({ host: config.listen.host, port: config.listen.port });
-    return { url, app, worker, supervisor, stop };
+    return { url, app, worker, supervisor, live, stop };
   } catch (error) {
     await stop();
     throw error;

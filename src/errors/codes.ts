@@ -11,6 +11,10 @@ export const ERROR_CODES = {
   FORBIDDEN: 403,
   /** The named pipeline, connection or route does not exist. */
   NOT_FOUND: 404,
+  /** The path exists but not with this method; the `Allow` header lists the methods it has. */
+  METHOD_NOT_ALLOWED: 405,
+  /** The request did not arrive in full within the server's time limit; send it again. */
+  REQUEST_TIMEOUT: 408,
   /** A record with this name already exists in the project. Pick another name or update the existing one. */
   ALREADY_EXISTS: 409,
   /** The connection is referenced by a pipeline; stop or edit the pipeline first, or delete with `?force=true`. */
@@ -27,6 +31,10 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   /** The request is well-formed but its values are not acceptable (pattern, reference, duplicate). */
   VALIDATION_FAILED: 422,
+  /** The path is a WebSocket (`/v1/live`): open it with an `Upgrade: websocket` request. */
+  UPGRADE_REQUIRED: 426,
+  /** The request's headers together exceed the size limit (16 KiB). */
+  HEADERS_TOO_LARGE: 431,
   /**
    * A connection's DSN names something the service refuses: a parameter outside the allow-list
    * (one that reads server files, or injects session settings), a Unix socket or file path the

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import websocket from '@fastify/websocket';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { DatabasePool } from 'slonik';
 import type { ConnectionsService } from '../connections/connections-service.js';
@@ -14,7 +13,10 @@ import type { PipelineStatusService } from '../pipelines/pipeline-status-service
 import type { PipelinesService } from '../pipelines/pipelines-service.js';
 import type { SchemaDecisions } from '../runtime/schema-decisions.js';
 import { VERSION } from '../version.js';
+import { clientErrorHandler } from './client-error.js';
 import { installErrorHandling } from './error-handler.js';
+import { frameworkErrors } from './framework-errors.js';
+import { installNotFoundHandling } from './not-found.js';
 import { type ContextResolver, installRequestContext } from './request-context.js';
 import { connectionRoutes } from './routes/connections.js';
 import { healthRoutes } from './routes/health.js';
@@ -24,6 +26,8 @@ import { pipelineStatusRoutes } from './routes/pipeline-status.js';
 import { pipelineRoutes } from './routes/pipelines.js';
 import { schemaReviewRoutes } from './routes/schema-review.js';
 import { workerRoutes } from './routes/workers.js';
+import { installStrictQuery } from './strict-query.js';
+import { installWebSocket } from './websocket.js';
 
 export interface AppServices {
   connections: ConnectionsService;
@@ -53,6 +57,8 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     return503OnClosing: true,
+    clientErrorHandler,
+    frameworkErrors,
     ajv: {
       // Bodies are checked as sent: no silent coercion or stripping of unknown fields.
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, verbose: true },
@@ -65,6 +71,8 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
   // The API speaks JSON only; anything else is refused with 415 rather than parsed as text.
   app.removeContentTypeParser('text/plain');
   installErrorHandling(app);
+  installNotFoundHandling(app);
+  installStrictQuery(app);
   installRequestContext(app, resolveContext);
   installHttpMetrics(app, services.metrics.http);
 
@@ -81,7 +89,7 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
     },
   });
 
-  await app.register(websocket);
+  await installWebSocket(app);
   await app.register(metricsRoutes, { registry: services.metrics.registry });
   await app.register(
     async (v1) => {

@@ -40,7 +40,9 @@ function describeIssue(context: string | undefined, issue: AjvIssue): string {
     case 'required':
       return `${fieldPath(context, issue.instancePath, issue.params.missingProperty)}: is required`;
     case 'additionalProperties':
-      return `${fieldPath(context, issue.instancePath, issue.params.additionalProperty)}: is not a known field`;
+      return `${fieldPath(context, issue.instancePath, issue.params.additionalProperty)}: is not a known ${
+        context === 'querystring' ? 'query parameter' : 'field'
+      }`;
     case 'pattern':
       return `${fieldPath(context, issue.instancePath)}: must be ${issue.parentSchema?.description ?? issue.message}`;
     default:
@@ -51,7 +53,9 @@ function describeIssue(context: string | undefined, issue: AjvIssue): string {
 function fromFastifyError(error: FastifyError): { code: ErrorCode; message: string } {
   if (error.validation && error.validation.length > 0) {
     const issue = error.validation[0] as unknown as AjvIssue;
-    const code = VALUE_KEYWORDS.has(issue.keyword) ? 'VALIDATION_FAILED' : 'BAD_REQUEST';
+    // A path that cannot name anything is malformed; a name that could is looked up (404).
+    const isValue = VALUE_KEYWORDS.has(issue.keyword) && error.validationContext !== 'params';
+    const code = isValue ? 'VALIDATION_FAILED' : 'BAD_REQUEST';
     return { code, message: describeIssue(error.validationContext, issue) };
   }
   switch (error.code) {
@@ -88,12 +92,5 @@ export function installErrorHandling(app: FastifyInstance): void {
       request.log.error({ err: error }, 'request failed');
     }
     reply.status(ERROR_CODES[code]).send({ error: message, code });
-  });
-
-  app.setNotFoundHandler((request, reply) => {
-    reply.status(404).send({
-      error: `no route ${request.method} ${request.url.split('?')[0]}`,
-      code: 'NOT_FOUND' satisfies ErrorCode,
-    });
   });
 }

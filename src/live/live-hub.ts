@@ -15,7 +15,8 @@ export class LiveHub {
     set.add(listener);
     return () => {
       set.delete(listener);
-      if (set.size === 0) this.listeners.delete(projectId);
+      // Only this set: a second call must not drop a set made since for new subscribers.
+      if (set.size === 0 && this.listeners.get(projectId) === set) this.listeners.delete(projectId);
     };
   }
 

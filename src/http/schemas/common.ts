@@ -17,7 +17,26 @@ export const Name = Type.String({
   description: NAME_RULE,
 });
 
-export const NameParams = Type.Object({ name: Type.String({ description: 'Pipeline or connection name' }) });
+/** What no name can hold: control characters (PostgreSQL text cannot even hold NUL). */
+const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001F\\u007F-\\u009F]*$';
+
+/** A connection named in a body: it is looked up (unknown: 422); only what no name holds is refused. */
+export const ConnectionReference = Type.String({
+  pattern: NO_CONTROL_CHARACTERS,
+  description: 'the name of an existing connection, without control characters',
+});
+
+/**
+ * A name in a path. Only what can never be in a name is refused here (with 400): control
+ * characters, which the store cannot even look up (NUL). Any other name that names nothing,
+ * valid or not, is a 404 from the lookup.
+ */
+export const NameParams = Type.Object({
+  name: Type.String({
+    pattern: NO_CONTROL_CHARACTERS,
+    description: 'a pipeline or connection name, without control characters',
+  }),
+});
 
 export const Timestamp = Type.String({ description: 'ISO 8601 UTC timestamp' });
 

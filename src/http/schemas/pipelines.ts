@@ -1,11 +1,11 @@
 import { Type } from 'typebox';
 import { DEFAULT_SNAPSHOT_OPTIONS, SNAPSHOT_LIMITS } from '../../pipelines/snapshot-options.js';
 import { TABLE_NAME_PATTERN, TABLE_NAME_RULE } from '../../pipelines/table-name.js';
-import { Name, Timestamp } from './common.js';
+import { ConnectionReference, Name, Timestamp } from './common.js';
 
 const Source = Type.Object(
   {
-    connection: Type.String({ description: 'Name of an existing connection' }),
+    connection: ConnectionReference,
     tables: Type.Array(Type.String({ pattern: TABLE_NAME_PATTERN, description: TABLE_NAME_RULE }), {
       minItems: 1,
       maxItems: 1000,
@@ -17,7 +17,7 @@ const Source = Type.Object(
 
 const Sink = Type.Object(
   {
-    connection: Type.String({ description: 'Name of an existing connection' }),
+    connection: ConnectionReference,
     properties: Type.Optional(
       Type.Record(Type.String(), Type.String(), { description: 'Sink-specific properties (string values)' }),
     ),
