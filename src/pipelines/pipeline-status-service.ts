@@ -7,7 +7,7 @@ import type { Supervisor } from '../runtime/supervisor.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { runsStore } from '../store/runs-store.js';
 import { snapshotPartitionsStore } from '../store/snapshot-partitions-store.js';
-import { toPipelineView } from './pipeline-view.js';
+import { currentOf, toPipelineView } from './pipeline-view.js';
 import { requirePipeline } from './require-pipeline.js';
 
 /** The running side of pipelines: state changes, metrics, snapshot progress and run history. */
@@ -31,12 +31,13 @@ export class PipelineStatusService {
     const row = await requirePipeline(this.pool, ctx, name);
     const live = this.supervisor.stats(row.id);
     const unsaved = this.supervisor.statsOf(row.id)?.unsaved() ?? { events: 0, sinkErrors: 0 };
+    const current = currentOf(row, live);
     return {
       name: row.name,
-      state: row.state,
+      state: current.state,
       events_per_second: live.eventsPerSecond,
       replication_lag_seconds: live.replicationLagMs / 1000,
-      last_checkpoint_at: this.supervisor.statsOf(row.id)?.lastCheckpointAt ?? row.last_checkpoint_at,
+      last_checkpoint_at: current.lastCheckpointAt,
       events_total: row.events_total + unsaved.events,
       sink_errors_total: row.sink_errors_total + unsaved.sinkErrors,
     };

@@ -1,3 +1,4 @@
+import type { PipelineState } from '../../machines/pipeline.js';
 import type { PipelineRow } from '../store/pipelines-store.js';
 import { resolveSnapshotOptions, type SnapshotOptions } from './snapshot-options.js';
 
@@ -12,17 +13,30 @@ export interface PipelineLiveStats {
   replicationLagMs: number;
   /** Something a person should look at, e.g. the slot keeping too much WAL. */
   warning: string | null;
+  /**
+   * State, error and last checkpoint as the actor running here knows them, ahead of the stored
+   * ones (written a moment later); absent when the pipeline does not run in this process.
+   */
+  current?: { state: PipelineState; error: string | null; lastCheckpointAt: string | null };
 }
 
 export const IDLE_STATS: PipelineLiveStats = { eventsPerSecond: 0, replicationLagMs: 0, warning: null };
 
+/** State, error and last checkpoint: the running actor's when there is one here, else the stored ones. */
+export const currentOf = (row: PipelineRow, stats: PipelineLiveStats) =>
+  stats.current ?? {
+    state: row.state as PipelineState,
+    error: row.error,
+    lastCheckpointAt: row.last_checkpoint_at,
+  };
+
 /** The list element of GET /v1/pipelines. */
 export const toPipelineSummary = (row: PipelineRow, stats: PipelineLiveStats) => ({
   name: row.name,
-  state: row.state,
+  state: currentOf(row, stats).state,
   events_per_second: stats.eventsPerSecond,
   replication_lag_ms: stats.replicationLagMs,
-  last_checkpoint_at: row.last_checkpoint_at,
+  last_checkpoint_at: currentOf(row, stats).lastCheckpointAt,
 });
 
 /** The full pipeline object: definition, state, live figures and timestamps. */
@@ -34,13 +48,13 @@ export const toPipelineView = (row: PipelineRow, stats: PipelineLiveStats) => ({
   sink: { connection: row.sink_connection, properties: row.sink_properties },
   snapshot: snapshotJson(resolveSnapshotOptions(row.snapshot_options)),
   schema_policy: row.schema_policy,
-  state: row.state,
+  state: currentOf(row, stats).state,
   desired_state: row.desired_state,
-  error: row.error,
+  error: currentOf(row, stats).error,
   warning: stats.warning,
   events_per_second: stats.eventsPerSecond,
   replication_lag_ms: stats.replicationLagMs,
-  last_checkpoint_at: row.last_checkpoint_at,
+  last_checkpoint_at: currentOf(row, stats).lastCheckpointAt,
   generation: row.generation,
   created_at: row.created_at,
   updated_at: row.updated_at,

@@ -63,11 +63,16 @@ export class PipelineStats {
     this.onBatch?.(events, seconds);
     this.eventsTotal += events;
     this.pendingSave.events += events;
-    this.lastCheckpointLsn = checkpointLsn;
-    this.lastCheckpointAt = new Date(now).toISOString();
-    this.pendingSave.checkpoint = true;
+    this.recordCheckpoint(checkpointLsn, now);
     this.applied.push({ at: now, events });
     this.trim(now);
+  }
+
+  /** The sink holds everything up to `lsn` durably: after a batch, or when a snapshot completed. */
+  recordCheckpoint(lsn: string, now = Date.now()): void {
+    this.lastCheckpointLsn = lsn;
+    this.lastCheckpointAt = new Date(now).toISOString();
+    this.pendingSave.checkpoint = true;
   }
 
   recordSinkError(): void {

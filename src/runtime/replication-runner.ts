@@ -162,6 +162,8 @@ export class ReplicationRunner {
           signal,
           logger: log,
         });
+        // Everything up to the slot's start position is in the sink now: that is a checkpoint.
+        if (!signal.aborted) stats.recordCheckpoint(startLsn);
       }
       await created?.release();
       created = undefined;

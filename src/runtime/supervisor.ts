@@ -114,9 +114,14 @@ export class Supervisor implements PipelineLifecycle {
     }));
   }
 
-  /** Live figures of a pipeline this process runs; idle for others. */
+  /** Live figures, state and last checkpoint of a pipeline this process runs; idle for others. */
   stats(pipelineId: string): PipelineLiveStats {
-    return this.handles.get(pipelineId)?.stats.live() ?? IDLE_STATS;
+    const handle = this.handles.get(pipelineId);
+    if (!handle) return IDLE_STATS;
+    return {
+      ...handle.stats.live(),
+      current: { state: handle.state, error: handle.error, lastCheckpointAt: handle.stats.lastCheckpointAt },
+    };
   }
 
   statsOf(pipelineId: string): PipelineStats | undefined {
@@ -387,7 +392,7 @@ export class Supervisor implements PipelineLifecycle {
       id: row.id,
       name: row.name,
       projectId: row.project_id,
-      stats: new PipelineStats(),
+      stats: Object.assign(new PipelineStats(), { lastCheckpointAt: row.last_checkpoint_at }),
       loop: Promise.resolve(),
       runId: null,
       state: 'stopped',
