@@ -6,7 +6,7 @@ import { assign, fromCallback, fromPromise, setup } from 'xstate';
  * - `prepare`: checks the source and sink and creates what the pipeline owns (publication, target
  *   tables); rejects with a PrepareFailure, retried with backoff when `retryable`.
  * - `replicate`: runs the data plane (snapshot, then streaming) until stopped, reporting only
- *   coarse facts back: PHASE, FAILED, SCHEMA_CHANGE.
+ *   coarse facts back: PHASE, PROGRESS, FAILED, SCHEMA_CHANGE.
  * - `drain`: waits until the data plane has flushed and let go of its connections.
  */
 
@@ -36,6 +36,8 @@ export type PipelineEvent =
   | { type: 'APPROVE' }
   | { type: 'REJECT' }
   | { type: 'PHASE'; phase: Phase }
+  /** The sink durably took something since the data plane (re)started: failures so far are over. */
+  | { type: 'PROGRESS' }
   | { type: 'FAILED'; message: string; retryable: boolean }
   | { type: 'SCHEMA_CHANGE' }
   /** The definition changed: restart the data plane with it (hot reload). */
@@ -45,7 +47,7 @@ export interface PipelineContext {
   pipelineId: string;
   /** The last failure, shown to the user; cleared by a successful (re)start. */
   error: string | null;
-  /** Consecutive transient failures; reset when the data plane reports a phase again. */
+  /** Consecutive transient failures; reset when the data plane makes durable progress again. */
   retries: number;
   resumeAs: NonNullable<PipelineInput['resumeAs']>;
 }
@@ -172,14 +174,15 @@ export const pipelineMachine = setup({
             streaming: {},
           },
           on: {
+            // A phase reached is no proof of health: a batch refused each time is reached again each time.
             PHASE: [
-              {
-                guard: ({ event }) => event.phase === 'streaming',
-                target: '.streaming',
-                actions: assign({ retries: 0, error: null }),
-              },
-              { target: '.snapshot', actions: assign({ retries: 0, error: null }) },
+              { guard: ({ event }) => event.phase === 'streaming', target: '.streaming' },
+              { target: '.snapshot' },
             ],
+            PROGRESS: {
+              guard: ({ context }) => context.retries > 0 || context.error !== null,
+              actions: assign({ retries: 0, error: null }),
+            },
             FAILED: [
               {
                 guard: 'canRetry',

@@ -1,10 +1,14 @@
+import { healsByRetrying, sqlstateOf } from '../core/sqlstate.js';
 import { AppError } from '../errors/app-error.js';
+import { RefusedChangeError } from '../sinks/refused-change.js';
 import { FencedError } from '../sinks/types.js';
 import { SlotMissingError, SourceNotReadyError, TableNotReplicableError } from '../source/postgres/errors.js';
 
 /**
  * Whether a failure of the data plane may heal by itself (a dropped connection, a restarting
- * server) and is worth retrying, or needs a person (a lost slot, a bad definition, a wrong role).
+ * server, a deadlock) and is worth retrying, or needs a person (a lost slot, a bad definition, a
+ * wrong role, a change the sink refuses). Errors of unknown kind are retried, a bounded number of
+ * times (see MAX_RETRIES): they fail the pipeline if they keep coming back.
  */
 export function isRetryable(error: unknown): boolean {
   if (
@@ -12,14 +16,13 @@ export function isRetryable(error: unknown): boolean {
     error instanceof SourceNotReadyError ||
     error instanceof TableNotReplicableError ||
     error instanceof FencedError ||
+    error instanceof RefusedChangeError ||
     error instanceof AppError
   ) {
     return false;
   }
-  const code = (error as { code?: unknown })?.code;
-  // Authentication and authorisation failures do not heal by retrying quickly.
-  if (code === '28P01' || code === '28000' || code === '42501' || code === '3D000') return false;
-  return true;
+  const sqlstate = sqlstateOf(error);
+  return sqlstate === undefined || healsByRetrying(sqlstate);
 }
 
 export const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -53,6 +53,8 @@ export class PipelineStats {
   warning: string | null = null;
   /** Told of every durable batch: its size in events and how long the sink took. */
   onBatch?: (events: number, seconds: number) => void;
+  /** Told when the sink durably took something (a batch, a snapshot partition). */
+  onProgress?: () => void;
   private applied: { at: number; events: number }[] = [];
   private pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };
 
@@ -73,6 +75,12 @@ export class PipelineStats {
     this.lastCheckpointLsn = lsn;
     this.lastCheckpointAt = new Date(now).toISOString();
     this.pendingSave.checkpoint = true;
+    this.madeProgress();
+  }
+
+  /** The sink durably took something: what a failing pipeline needs to count as healthy again. */
+  madeProgress(): void {
+    this.onProgress?.();
   }
 
   recordSinkError(): void {

@@ -415,6 +415,12 @@ export class Supervisor implements PipelineLifecycle {
           const report = (event: PipelineEvent) => {
             if (!controller.signal.aborted) sendBack(event);
           };
+          let progressed = false;
+          handle.stats.onProgress = () => {
+            if (progressed) return;
+            progressed = true;
+            report({ type: 'PROGRESS' });
+          };
           handle.loop = handle.loop
             .then(() => {
               if (controller.signal.aborted) return;

@@ -205,6 +205,8 @@ describe('pipeline machine', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(actor.getSnapshot().matches({ running: 'replicating' })).toBe(true);
     h.report({ type: 'PHASE', phase: 'streaming' });
+    expect(actor.getSnapshot().context).toMatchObject({ retries: 1, error: 'connection reset' });
+    h.report({ type: 'PROGRESS' });
     expect(actor.getSnapshot().context).toMatchObject({ retries: 0, error: null });
     for (let i = 0; i < MAX_RETRIES; i++) {
       h.report({ type: 'FAILED', message: `attempt ${i}`, retryable: true });
@@ -213,6 +215,20 @@ describe('pipeline machine', () => {
     h.report({ type: 'FAILED', message: 'still down', retryable: true });
     expect(apiState(actor.getSnapshot().value)).toBe('failed');
     expect(actor.getSnapshot().context.error).toBe('still down');
+  });
+
+  it('fails a batch refused at every retry: reaching a phase again does not reset the count', async () => {
+    const { actor, h } = await actorIn('running');
+    for (let i = 0; i < MAX_RETRIES; i++) {
+      h.report({ type: 'PHASE', phase: 'streaming' });
+      h.report({ type: 'FAILED', message: 'deadlock detected', retryable: true });
+      expect(apiState(actor.getSnapshot().value)).toBe('running');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    h.report({ type: 'PHASE', phase: 'streaming' });
+    h.report({ type: 'FAILED', message: 'deadlock detected', retryable: true });
+    expect(apiState(actor.getSnapshot().value)).toBe('failed');
+    expect(actor.getSnapshot().context.error).toBe('deadlock detected');
   });
 
   it.each(['APPROVE', 'REJECT'] as const)(

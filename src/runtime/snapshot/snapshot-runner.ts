@@ -106,6 +106,7 @@ export async function runSnapshot(options: SnapshotRunOptions): Promise<void> {
         const rows = await copyPartition(client, item, options.sink, stats);
         const table = stats.tables.get(item.job.name);
         if (table) table.partitionsDone++;
+        stats.madeProgress();
         await progress.partitionDone(
           item.job.name,
           item.partition.partitionId,

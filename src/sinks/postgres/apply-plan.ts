@@ -20,6 +20,8 @@ export interface TargetTable {
 export interface Statement {
   text: string;
   values: ColumnValue[][];
+  /** The source table its rows are changes of, and where each key column is among `values`. */
+  rows?: { table: TableRef; keys: { name: string; at: number }[] };
 }
 
 /** Rows of one set-based statement, deduplicated by the key they address. */
@@ -150,9 +152,20 @@ function transpose(rows: ColumnValue[][], width: number): ColumnValue[][] {
 function statementsOf(group: Group, maxRows: number): Statement[] {
   if (group.kind === 'truncate') return [{ text: truncateSql(group.targets), values: [] }];
   const { table, columns } = group;
+  const keysAt = (at: (i: number, name: string) => number) => ({
+    table: { schema: table.source.schema, table: table.source.table },
+    keys: table.keys.map((k, i) => ({ name: k.name, at: at(i, k.name) })),
+  });
+  // Updates carry the key after the columns; deletes carry only the key; upserts carry it among the columns.
+  const rowsOf =
+    group.kind === 'move' || group.kind === 'update'
+      ? keysAt((i) => columns.length + i)
+      : group.kind === 'delete'
+        ? keysAt((i) => i)
+        : keysAt((_, name) => columns.findIndex((c) => c.name === name));
   if (group.kind === 'move') {
     const text = updateSql(table.target, columns, table.keys);
-    return [{ text, values: transpose([group.row], columns.length + table.keys.length) }];
+    return [{ text, values: transpose([group.row], columns.length + table.keys.length), rows: rowsOf }];
   }
   const text =
     group.kind === 'delete'
@@ -168,7 +181,7 @@ function statementsOf(group: Group, maxRows: number): Statement[] {
   const rows = [...group.rows.values()];
   const statements: Statement[] = [];
   for (let i = 0; i < rows.length; i += maxRows) {
-    statements.push({ text, values: transpose(rows.slice(i, i + maxRows), width) });
+    statements.push({ text, values: transpose(rows.slice(i, i + maxRows), width), rows: rowsOf });
   }
   return statements;
 }

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
 import type { SchemaChangeItem } from '../../core/schema-diff.js';
+import { healsByRetrying, sqlstateOf } from '../../core/sqlstate.js';
 import {
   type ChangeBatch,
   FencedError,
@@ -11,9 +12,10 @@ import {
   type SinkContext,
   type SnapshotPartition,
 } from '../types.js';
-import { planBatch, type TargetTable } from './apply-plan.js';
+import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
 import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
 import { BOOKKEEPING_SCHEMA, copyFromSql, quoteIdent, truncateSql } from './ddl.js';
+import { refusedChange } from './refused-row.js';
 import { schemaChangeSql } from './schema-change.js';
 import { ensureBookkeeping, prepareTarget } from './target-tables.js';
 
@@ -169,13 +171,36 @@ class PostgresSink implements Sink {
 
   async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
     const statements = planBatch(batch.changes, (ref) => this.tableOf(ref));
+    let at = -1;
+    try {
+      return await this.writeBatch(batch, statements, (i) => {
+        at = i;
+      });
+    } catch (error) {
+      const sqlstate = sqlstateOf(error);
+      if (at < 0 || sqlstate === undefined || healsByRetrying(sqlstate)) throw error;
+      const client = await this.pool.connect();
+      try {
+        throw await refusedChange(client, statements, at, error as Error);
+      } finally {
+        client.release(true);
+      }
+    }
+  }
+
+  /** Applies the statements and the checkpoint in one transaction, telling which statement runs. */
+  private writeBatch(batch: ChangeBatch, statements: Statement[], running: (index: number) => void) {
     const id = this.ctx.pipelineId;
     return this.transaction(async (client) => {
       // Locking the checkpoint row first makes an older worker wait for, then see, the newer epoch.
       const stored = await client.query<{ epoch: string }>(SQL.lockEpoch, [id]);
       const storedEpoch = Number(stored.rows[0]?.epoch ?? Number.NEGATIVE_INFINITY);
       if (storedEpoch > batch.epoch) throw new FencedError(storedEpoch, batch.epoch);
-      for (const statement of statements) await client.query(statement.text, statement.values);
+      for (const [i, statement] of statements.entries()) {
+        running(i);
+        await client.query(statement.text, statement.values);
+      }
+      running(-1);
       const saved = await client.query<{ lsn: string }>(SQL.storeCheckpoint, [
         id,
         batch.commitLsn,

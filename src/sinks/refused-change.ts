@@ -1,0 +1,27 @@
+import type { TableRef } from '../core/change.js';
+
+/**
+ * A sink refused a change for good (a constraint, a value its column cannot hold, a privilege):
+ * retrying the batch cannot help. Names the table and the key of the change it refused, when the
+ * sink could tell, and keeps the sink's own error as the cause.
+ */
+export class RefusedChangeError extends Error {
+  constructor(
+    readonly table: TableRef | undefined,
+    readonly key: Record<string, string | null> | undefined,
+    readonly sinkError: string,
+    options?: ErrorOptions,
+  ) {
+    super(
+      `the sink refused ${table ? `the change of ${table.schema}.${table.table}` : 'a change'}` +
+        `${key ? ` with key ${describeKey(key)}` : ''}: ${sinkError}`,
+      options,
+    );
+    this.name = 'RefusedChangeError';
+  }
+}
+
+const describeKey = (key: Record<string, string | null>) =>
+  `(${Object.keys(key).join(', ')})=(${Object.values(key)
+    .map((v) => (v === null ? 'NULL' : v.length > 200 ? `${v.slice(0, 200)}…` : v))
+    .join(', ')})`;
