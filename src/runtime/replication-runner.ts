@@ -89,9 +89,11 @@ export class ReplicationRunner {
       await this.refuseOwnSource(source, resolved);
       await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
       await ensurePublication(source, publicationName(pipelineId), resolved.tables);
+      // The shapes the sink has: a change of the source still under review is not the sink's yet.
+      const shapes = await this.knownShapes(pipelineId, schemas, await this.syncTables(resolved));
       const sink = this.createSink(resolved);
       try {
-        await sink.open(schemas);
+        await sink.open([...shapes.known.values()]);
       } finally {
         await sink.close();
       }
@@ -295,11 +297,11 @@ export class ReplicationRunner {
     pipelineId: string,
     proposed: TableSchema,
     statements: readonly string[],
-  ): Promise<void> {
+  ): Promise<{ skipped: string[] }> {
     const resolved = await this.resolve(pipelineId);
     const sink = this.createSink(resolved);
     try {
-      await sink.applySchemaChange(proposed, statements);
+      return await sink.applySchemaChange(proposed, statements);
     } finally {
       await sink.close();
     }

@@ -49,11 +49,12 @@ export class SchemaDecisions {
       );
     }
     const { current, proposed, ddl, changes } = pending.proposal;
+    let skipped: string[] = [];
     if (decision === 'approve') {
       const shape = sinkShapeOf(current, proposed);
-      await this.runner.applySchemaChange(row.id, shape, ddl).catch((error: unknown) => {
+      ({ skipped } = await this.runner.applySchemaChange(row.id, shape, ddl).catch((error: unknown) => {
         throw new AppError('SCHEMA_CHANGE_FAILED', `the sink refused the change: ${messageOf(error)}`);
-      });
+      }));
       await schemaStore.setKnown(this.pool, row.id, pending.table_name, shape);
       // Rows already in the sink whose values for a new column cannot be known are copied again.
       if (needsBackfill(changes))
@@ -64,6 +65,6 @@ export class SchemaDecisions {
     const status = decision === 'approve' ? 'approved' : 'rejected';
     await schemaStore.decide(this.pool, pending.id, status, ctx.actor);
     await this.supervisor.relayDecision(row.id, decision);
-    return { ...pending, status, decided_by: ctx.actor };
+    return { ...pending, status, decided_by: ctx.actor, skipped };
   }
 }

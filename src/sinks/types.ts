@@ -57,8 +57,11 @@ export interface Sink {
   ): Promise<number>;
   /** The statements that would bring a table's target from `current` to `proposed` (shown for review). */
   planSchemaChange(current: TableSchema, changes: readonly SchemaChangeItem[]): string[];
-  /** Runs an approved plan in one transaction; the table is written with `proposed` from then on. */
-  applySchemaChange(proposed: TableSchema, statements: readonly string[]): Promise<void>;
+  /**
+   * Runs an approved plan in one transaction; the table is written with `proposed` from then on.
+   * A statement whose change the sink already has (made by hand) is skipped and returned.
+   */
+  applySchemaChange(proposed: TableSchema, statements: readonly string[]): Promise<{ skipped: string[] }>;
   /** Applies whole transactions and stores `batch.commitLsn` as the checkpoint, atomically. */
   applyBatch(batch: ChangeBatch): Promise<Checkpoint>;
   /** Releases connections; safe to call twice. */

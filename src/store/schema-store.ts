@@ -49,7 +49,11 @@ export const schemaStore = {
     )`SELECT id, table_name, status, proposal, created_at, decided_at, decided_by
       FROM schema_proposals WHERE pipeline_id = ${pipelineId} AND status = 'pending'`),
 
-  /** Stores a pending proposal, replacing an older pending one (the newer shape supersedes it). */
+  /**
+   * Stores a pending proposal, replacing an older pending one (the newer shape supersedes it). The
+   * same change proposed again (the stream announces it again after a restart) keeps the pending
+   * proposal and its id, so a review under way is not made stale.
+   */
   propose: async (
     db: CommonQueryMethods,
     pipelineId: string,
@@ -57,6 +61,10 @@ export const schemaStore = {
     table: string,
     p: SchemaProposal,
   ) => {
+    const same = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`SELECT id FROM schema_proposals
+      WHERE pipeline_id = ${pipelineId} AND status = 'pending' AND table_name = ${table}
+        AND proposal = ${sql.jsonb(p as never)}`);
+    if (same) return same;
     await db.query(
       sql.unsafe`DELETE FROM schema_proposals WHERE pipeline_id = ${pipelineId} AND status = 'pending'`,
     );

@@ -72,7 +72,10 @@ export const schemaReviewRoutes: FastifyPluginAsyncTypebox<{ decisions: SchemaDe
           decision,
           request.body?.proposal_id,
         );
-        return view({ ...decided, decided_at: new Date().toISOString() });
+        return {
+          ...view({ ...decided, decided_at: new Date().toISOString() }),
+          skipped_ddl: decided.skipped,
+        };
       },
     );
   }

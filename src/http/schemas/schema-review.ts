@@ -31,6 +31,12 @@ export const SchemaProposalView = Type.Object({
     ),
   ),
   ddl: Type.Array(Type.String(), { description: 'The statements the sink runs on approval, in order' }),
+  skipped_ddl: Type.Optional(
+    Type.Array(Type.String(), {
+      description:
+        'On approve: statements not run because the sink already had their change (made by hand); empty when all ran',
+    }),
+  ),
 });
 
 export const DecisionBody = Type.Union([

@@ -96,14 +96,22 @@ class PostgresSink implements Sink {
     return schemaChangeSql(targetTableOf(this.config, current), changes);
   }
 
-  async applySchemaChange(proposed: TableSchema, statements: readonly string[]): Promise<void> {
+  async applySchemaChange(
+    proposed: TableSchema,
+    statements: readonly string[],
+  ): Promise<{ skipped: string[] }> {
     const target = targetTableOf(this.config, proposed);
+    const skipped: string[] = [];
     const table = await this.transaction(async (client) => {
-      for (const statement of statements) await client.query(statement);
+      for (const statement of statements) {
+        if (!(await runUnlessDone(client, statement))) skipped.push(statement);
+      }
+      // Whatever was skipped, the table must now have the proposed shape.
       const written = await prepareTarget(client, proposed, target, false);
       return { source: written, target, keys: proposed.keyColumns.map((name) => columnOf(written, name)) };
     });
     this.tables.set(refKey(table.source), table);
+    return { skipped };
   }
 
   async readCheckpoint(): Promise<Checkpoint | null> {
@@ -255,6 +263,23 @@ class PostgresSink implements Sink {
       // A connection that could not roll back is in an unknown state: drop it rather than reuse it.
       client.release(broken);
     }
+  }
+}
+
+// A column that exists already, or is gone already: someone made the change by hand.
+const ALREADY_DONE = new Set(['42701', '42703', '42P07', '42704']);
+
+/** Runs a DDL statement under a savepoint; false when the sink already was as it asks. */
+async function runUnlessDone(client: pg.ClientBase, statement: string): Promise<boolean> {
+  await client.query('SAVEPOINT ddl');
+  try {
+    await client.query(statement);
+    await client.query('RELEASE SAVEPOINT ddl');
+    return true;
+  } catch (error) {
+    if (!ALREADY_DONE.has(sqlstateOf(error) ?? '')) throw error;
+    await client.query('ROLLBACK TO SAVEPOINT ddl');
+    return false;
   }
 }
 
