@@ -3,9 +3,13 @@ import { loadConfig, parseCommandLine } from './config/load.js';
 import { ConfigError, envName, OPTIONS } from './config/options.js';
 import { createLogger } from './log/logger.js';
 import { startService } from './server.js';
+import { DataDirInUseError } from './store/embedded-postgres.js';
 import { locateMetadataStore } from './store/metadata-store.js';
 import { migrate } from './store/migrate.js';
 import { VERSION } from './version.js';
+
+// Distinct from 1 (any other failure) so that a supervisor can tell "already running" apart.
+const EXIT_DATA_DIR_IN_USE = 3;
 
 const USAGE = `Usage: replicator [serve|migrate|version] [flags]
 
@@ -16,6 +20,9 @@ const USAGE = `Usage: replicator [serve|migrate|version] [flags]
 Flags (each also an environment variable, and a key of the YAML file given with --config):
   --config FILE   YAML config file (REPLICATOR_CONFIG)
 ${OPTIONS.map((o) => `  --${o.flag.padEnd(22)} ${o.description}${o.default ? ` (default ${o.default})` : ''}; ${envName(o.key)}`).join('\n')}
+
+Exit status: 0 done, 1 failed, 2 invalid configuration, ${EXIT_DATA_DIR_IN_USE} the data directory's embedded
+PostgreSQL is run by another live process (serve and migrate refuse to touch it).
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -63,6 +70,10 @@ main(process.argv.slice(2)).then(
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
       process.exit(2);
+    }
+    if (error instanceof DataDirInUseError) {
+      process.stderr.write(`replicator: ${error.message}\n`);
+      process.exit(EXIT_DATA_DIR_IN_USE);
     }
     process.stderr.write(`replicator: ${(error as Error).message}\n`);
     process.exit(1);

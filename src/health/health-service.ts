@@ -17,28 +17,36 @@ export class HealthService {
   // Last known counts, reported while the store cannot be asked.
   private workers = 0;
   private pipelinesRunning = 0;
+  // Refreshes can overlap (a request during a background one): only the latest started one counts.
+  private refreshesStarted = 0;
+  private latestApplied = 0;
+  private readonly timer: NodeJS.Timeout;
+  private backgroundBusy = false;
 
   constructor(
     private readonly pool: DatabasePool,
     /** A worker silent for longer is not counted. */
     private readonly liveWithinMs = DEFAULT_LEASE_TTL_MS,
-  ) {}
+  ) {
+    // Read in the background too, so that an outage before the first health request still has
+    // counts to report. The pool's end (the service's shutdown) ends the refreshing.
+    this.refreshInBackground();
+    this.timer = setInterval(() => {
+      if (this.pool.state().state === 'ACTIVE') this.refreshInBackground();
+      else clearInterval(this.timer);
+    }, liveWithinMs / 3);
+    this.timer.unref();
+  }
 
   async report() {
-    const store: Check = { name: 'store', status: 'ok', erroring_since: null, message: null };
-    try {
-      await this.pool.transaction(async (db) => {
-        await db.query(sql.unsafe`SET LOCAL statement_timeout = 2000`);
-        this.workers = await workersStore.countLive(db, this.liveWithinMs);
-        this.pipelinesRunning = await pipelinesStore.countInState(db, 'running');
-      });
-      this.storeFailingSince = null;
-    } catch (error) {
-      this.storeFailingSince ??= new Date().toISOString();
-      store.status = 'failing';
-      store.erroring_since = this.storeFailingSince;
-      store.message = `metadata store unreachable: ${(error as Error).message.split('\n')[0]}`;
-    }
+    const error = await this.refresh();
+    const store: Check = {
+      name: 'store',
+      status: error ? 'failing' : 'ok',
+      // A newer refresh may have succeeded meanwhile and cleared the time; this answer still failed.
+      erroring_since: error ? (this.storeFailingSince ?? new Date().toISOString()) : null,
+      message: error ? `metadata store unreachable: ${error.message.split('\n')[0]}` : null,
+    };
     return {
       status: store.status === 'ok' ? 'ok' : 'unavailable',
       version: VERSION,
@@ -46,5 +54,42 @@ export class HealthService {
       pipelines_running: this.pipelinesRunning,
       checks: [store],
     };
+  }
+
+  // A connect can outlast the period while the store is down: one background attempt at a time.
+  private refreshInBackground(): void {
+    if (this.backgroundBusy) return;
+    this.backgroundBusy = true;
+    void this.refresh().then(() => {
+      this.backgroundBusy = false;
+    });
+  }
+
+  /** Reads the counts; on failure keeps the last ones and returns the error. */
+  private async refresh(): Promise<Error | null> {
+    const seq = ++this.refreshesStarted;
+    const isLatest = () => {
+      if (seq < this.latestApplied) return false;
+      this.latestApplied = seq;
+      return true;
+    };
+    try {
+      const [workers, running] = await this.pool.transaction(async (db) => {
+        await db.query(sql.unsafe`SET LOCAL statement_timeout = 2000`);
+        return [
+          await workersStore.countLive(db, this.liveWithinMs),
+          await pipelinesStore.countInState(db, 'running'),
+        ];
+      });
+      if (isLatest()) {
+        this.workers = workers;
+        this.pipelinesRunning = running;
+        this.storeFailingSince = null;
+      }
+      return null;
+    } catch (error) {
+      if (isLatest()) this.storeFailingSince ??= new Date().toISOString();
+      return error as Error;
+    }
   }
 }

@@ -3,8 +3,11 @@ import { ConnectionError } from 'slonik';
 import { AppError } from '../errors/app-error.js';
 import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 
-// Keywords that mean "right shape, unacceptable value": 422. Everything else in a schema is shape: 400.
+// Keywords that mean "right shape, unacceptable value": 422. Everything else in a schema is shape: 400
+// (not JSON, a wrong JSON type, a missing or unknown field or query parameter).
 const VALUE_KEYWORDS = new Set([
+  'enum',
+  'const',
   'pattern',
   'minLength',
   'maxLength',
@@ -50,9 +53,30 @@ function describeIssue(context: string | undefined, issue: AjvIssue): string {
   }
 }
 
+/**
+ * A value outside a closed set (an enum, or a union of constants, which ajv reports as one `const`
+ * issue per branch and an `anyOf`) as one issue that lists what is allowed.
+ */
+function closedSetIssue(issues: AjvIssue[]): AjvIssue | undefined {
+  const first = issues[0];
+  if (!first) return undefined;
+  if (first.keyword === 'enum') {
+    const allowed = (first.params.allowedValues as unknown[]) ?? [];
+    return { ...first, message: `must be one of ${allowed.join(', ')}` };
+  }
+  if (first.keyword !== 'const') return undefined;
+  const branches = issues.filter((i) => i.keyword === 'const' && i.instancePath === first.instancePath);
+  const allowed = branches.map((i) => i.params.allowedValue);
+  return {
+    ...first,
+    message: allowed.length > 1 ? `must be one of ${allowed.join(', ')}` : `must be ${allowed[0]}`,
+  };
+}
+
 function fromFastifyError(error: FastifyError): { code: ErrorCode; message: string } {
   if (error.validation && error.validation.length > 0) {
-    const issue = error.validation[0] as unknown as AjvIssue;
+    const issues = error.validation as unknown as AjvIssue[];
+    const issue = closedSetIssue(issues) ?? (issues[0] as AjvIssue);
     // A path that cannot name anything is malformed; a name that could is looked up (404).
     const isValue = VALUE_KEYWORDS.has(issue.keyword) && error.validationContext !== 'params';
     const code = isValue ? 'VALIDATION_FAILED' : 'BAD_REQUEST';

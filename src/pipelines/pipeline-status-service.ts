@@ -91,6 +91,7 @@ export class PipelineStatusService {
     return {
       runs: page.map((r) => ({
         id: r.id,
+        project_id: r.project_id,
         started_at: r.started_at,
         ended_at: r.ended_at,
         duration_ms: r.duration_ms,

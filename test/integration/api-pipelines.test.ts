@@ -226,4 +226,25 @@ describe.each(inject('pgClusters'))('pipelines API on $label', (cluster) => {
     );
     expect(res.body.paths['/v1/pipelines'].post.responses['422']).toBeDefined();
   });
+
+  it('says what is allowed when a value is outside its set, with 422 like every value problem', async () => {
+    await service.request('POST', '/v1/pipelines', { ...definition, name: 'values' });
+    const state = await service.request('PUT', '/v1/pipelines/values/state', { state: 'go' });
+    expect(state).toMatchObject({
+      status: 422,
+      body: { code: 'VALIDATION_FAILED', error: 'state: must be one of start, stop, pause, resume' },
+    });
+    const policy = await service.request('POST', '/v1/pipelines', {
+      ...definition,
+      name: 'values2',
+      schema_policy: 'sometimes',
+    });
+    expect(policy).toMatchObject({
+      status: 422,
+      body: { code: 'VALIDATION_FAILED', error: 'schema_policy: must be one of review, auto, ignore' },
+    });
+    // A wrong JSON type is a shape problem: 400.
+    const typed = await service.request('PUT', '/v1/pipelines/values/state', { state: 1 });
+    expect(typed.status).toBe(400);
+  });
 });

@@ -168,6 +168,9 @@ describe.each(inject('pgClusters'))('replication end to end on $label', (cluster
     expect(runs.runs[1]).toMatchObject({ outcome: 'stopped' });
     expect(runs.runs[1].events_total).toBeGreaterThan(0);
     expect(runs.runs[1].duration_ms).toBeGreaterThan(0);
+    const { project_id } = (await service.request('GET', '/v1/pipelines/e2e')).body;
+    expect(project_id).toMatch(/^[0-9a-f-]{36}$/);
+    for (const run of runs.runs) expect(run.project_id).toBe(project_id);
   });
 
   it('deletes a running pipeline, dropping its slot and publication', async () => {

@@ -85,7 +85,9 @@ describe('service lifecycle', () => {
     const storeUrl = await createDatabase(adminUrl, 'lifecycle_unavailable');
     const service = await startTestService(testConfig(storeUrl));
     try {
-      expect((await service.request('GET', '/v1/health')).status).toBe(200);
+      const healthy = await service.request('GET', '/v1/health');
+      expect(healthy.status).toBe(200);
+      expect(healthy.body.workers).toBe(1);
       await query(
         adminUrl,
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'lifecycle_unavailable'",
@@ -100,12 +102,34 @@ describe('service lifecycle', () => {
       expect(health.body.status).toBe('unavailable');
       expect(health.body.checks[0]).toMatchObject({ name: 'store', status: 'failing' });
       expect(health.body.checks[0].erroring_since).toMatch(/Z$/);
+      // The last known counts, not zeros.
+      expect(health.body).toMatchObject({ workers: 1, pipelines_running: 0 });
       const list = await service.request('GET', '/v1/pipelines');
       expect(list.status).toBeGreaterThanOrEqual(500);
       expect(list.body.code).toMatch(/^(UNAVAILABLE|INTERNAL)$/);
       expect(JSON.stringify(list.body)).not.toMatch(/postgres:\/\//);
     } finally {
       await query(adminUrl, 'ALTER DATABASE lifecycle_unavailable ALLOW_CONNECTIONS true');
+      await service.stop();
+    }
+  });
+
+  it('reports the last known counts while the store is down, though health was not asked before', async () => {
+    const storeUrl = await createDatabase(adminUrl, 'lifecycle_last_known');
+    const service = await startTestService(testConfig(storeUrl));
+    try {
+      // Longer than a refresh period (a third of the lease TTL of 3 s), so the counts are known.
+      await new Promise((r) => setTimeout(r, 1_500));
+      await query(adminUrl, 'ALTER DATABASE lifecycle_last_known ALLOW_CONNECTIONS false');
+      await query(
+        adminUrl,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'lifecycle_last_known'",
+      );
+      const health = await service.request('GET', '/v1/health');
+      expect(health.status).toBe(503);
+      expect(health.body).toMatchObject({ status: 'unavailable', workers: 1, pipelines_running: 0 });
+    } finally {
+      await query(adminUrl, 'ALTER DATABASE lifecycle_last_known ALLOW_CONNECTIONS true');
       await service.stop();
     }
   });

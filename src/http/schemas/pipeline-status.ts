@@ -93,6 +93,7 @@ export const RunHistory = Type.Object({
   runs: Type.Array(
     Type.Object({
       id: Type.String(),
+      project_id: Type.String({ description: "The pipeline's project" }),
       started_at: Timestamp,
       ended_at: Type.Union([Timestamp, Type.Null()]),
       duration_ms: Type.Integer({ description: 'Until ended_at, or until now for the current run' }),
