@@ -3,7 +3,7 @@ import { loadConfig, parseCommandLine } from './config/load.js';
 import { ConfigError, envName, OPTIONS } from './config/options.js';
 import { createLogger } from './log/logger.js';
 import { startService } from './server.js';
-import { DataDirInUseError } from './store/embedded-postgres.js';
+import { DataDirInUseError } from './store/data-dir-lock.js';
 import { locateMetadataStore } from './store/metadata-store.js';
 import { migrate } from './store/migrate.js';
 import { VERSION } from './version.js';
