@@ -30,10 +30,23 @@ export interface ColumnSchema {
 }
 
 export interface TableSchema extends TableRef {
-  /** Columns in source ordinal order (dropped columns excluded). */
+  /** Columns in source ordinal order (dropped and generated columns excluded). */
   columns: ColumnSchema[];
   /** Key column names in key order; never empty for a replicated table. */
   keyColumns: string[];
+  /**
+   * Stored generated columns of the source table. Their values are not replicated (pgoutput does
+   * not send them): a sink that can computes them itself from the same expression.
+   */
+  generated?: GeneratedColumn[];
+}
+
+/** A `GENERATED ALWAYS AS (expression) STORED` column. */
+export interface GeneratedColumn {
+  name: string;
+  typeName: string;
+  /** The expression as the source prints it (pg_get_expr). */
+  expression: string;
 }
 
 export type ChangeOp = 'insert' | 'update' | 'delete' | 'truncate';

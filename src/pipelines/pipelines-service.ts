@@ -1,6 +1,7 @@
 import { type CommonQueryMethods, type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
 import { findConnectionType } from '../connections/connection-types.js';
 import type { RequestContext } from '../context.js';
+import type { TableRef } from '../core/change.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
 import { findSinkKind } from '../sinks/registry.js';
 import { connectionsStore } from '../store/connections-store.js';
@@ -8,6 +9,7 @@ import { type PipelineDefinitionWrite, pipelinesStore } from '../store/pipelines
 import { IDLE_STATS, type PipelineLiveStats, toPipelineSummary, toPipelineView } from './pipeline-view.js';
 import { requirePipeline } from './require-pipeline.js';
 import type { SnapshotOptionsJson } from './snapshot-options.js';
+import { parseTableName } from './table-name.js';
 
 /** A pipeline definition as the API receives it (shape already checked by the route schema). */
 export interface PipelineDefinitionInput {
@@ -92,8 +94,8 @@ export class PipelinesService {
 
   // Runs outside any store transaction: it talks to the source over the network.
   private async checkSource(ctx: RequestContext, d: PipelineDefinitionWrite): Promise<void> {
-    const source = await connectionsStore.find(this.pool, ctx.projectId, d.sourceConnection);
-    if (!source) return; // refused with a clearer message by checkConnections
+    // What the store alone can tell comes first, and is checked again under lock when written.
+    await checkConnections(this.pool, ctx, d);
     await this.lifecycle.checkDefinition(ctx.projectId, d);
   }
 
@@ -134,6 +136,13 @@ async function checkConnections(tx: CommonQueryMethods, ctx: RequestContext, d: 
     if (!findConnectionType(row.type)?.roles.includes(side.role)) {
       throw validationFailed(side.field, `a ${row.type} connection cannot be a pipeline ${side.role}`);
     }
-    if (side.role === 'sink') findSinkKind(row.type)?.parseProperties(d.sinkProperties);
+    if (side.role === 'sink') {
+      const kind = findSinkKind(row.type);
+      kind?.parseProperties(d.sinkProperties);
+      kind?.checkTables?.(
+        d.sinkProperties,
+        d.sourceTables.map((t) => parseTableName(t) as TableRef),
+      );
+    }
   }
 }

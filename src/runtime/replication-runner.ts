@@ -265,6 +265,12 @@ export class ReplicationRunner {
   async checkDefinition(projectId: string, d: DefinitionToCheck): Promise<void> {
     const connection = d.sourceConnection;
     const resolved = await this.resolveConnection(projectId, connection, 'source.connection');
+    const sink = await this.resolveConnection(projectId, d.sinkConnection, 'sink.connection');
+    const kind = findSinkKind(sink.type);
+    if (!kind) throw validationFailed('sink.connection', `a ${sink.type} connection cannot be a sink`);
+    const tables = d.sourceTables.map((t) => parseTableName(t) as TableRef);
+    kind.parseProperties(d.sinkProperties);
+    kind.checkTables?.(d.sinkProperties, tables);
     let source: pg.Client;
     try {
       source = await this.connectSource(resolved.pg, PREFLIGHT_CONNECT_TIMEOUT_MS);
@@ -274,15 +280,14 @@ export class ReplicationRunner {
     }
     try {
       await checkSourceReady(source);
-      const tables = d.sourceTables.map((t) => parseTableName(t) as TableRef);
-      await readTableSchemas(source, tables);
-      const sink = await this.resolveConnection(projectId, d.sinkConnection, 'sink.connection');
+      const schemas = await readTableSchemas(source, tables);
       await refuseOwnSourceAsSink(
         source,
         tables,
         { type: sink.type, connection: sink.pg, properties: d.sinkProperties },
         PREFLIGHT_CONNECT_TIMEOUT_MS,
       );
+      await kind.preflight?.(sink.pg, d.sinkProperties, schemas, PREFLIGHT_CONNECT_TIMEOUT_MS);
     } catch (error) {
       if (error instanceof SourceNotReadyError) throw validationFailed('source.connection', error.message);
       if (error instanceof TableNotReplicableError) throw validationFailed('source.tables', error.message);

@@ -1,6 +1,8 @@
-import type { TableRef } from '../core/change.js';
-import { parsePostgresSinkProperties, targetTableOf } from './postgres/config.js';
+import type pg from 'pg';
+import type { TableRef, TableSchema } from '../core/change.js';
+import { checkPostgresSinkTables, parsePostgresSinkProperties, targetTableOf } from './postgres/config.js';
 import { createPostgresSink } from './postgres/postgres-sink.js';
+import { preflightPostgresSink } from './postgres/preflight.js';
 import type { Sink, SinkContext } from './types.js';
 
 /** How the runtime's batcher cuts the change stream for a sink; every sink's parsed properties carry them. */
@@ -31,6 +33,15 @@ export interface SinkKind<P extends SinkProperties = SinkProperties> {
    * database can be refused before it overwrites a source table. Absent for other sinks.
    */
   targetTables?(props: Record<string, string>, tables: readonly TableRef[]): TableRef[];
+  /** Refuses (422) properties that cannot run with these source tables. */
+  checkTables?(props: Record<string, string>, tables: readonly TableRef[]): void;
+  /** Refuses (422) tables the sink could not take, asking the sink itself; an unreachable sink passes. */
+  preflight?(
+    connection: pg.ClientConfig,
+    props: Record<string, string>,
+    tables: readonly TableSchema[],
+    connectTimeoutMs: number,
+  ): Promise<void>;
 }
 
 const KINDS: readonly SinkKind[] = [
@@ -42,6 +53,8 @@ const KINDS: readonly SinkKind[] = [
       const config = parsePostgresSinkProperties(props);
       return tables.map((t) => targetTableOf(config, t));
     },
+    checkTables: (props, tables) => checkPostgresSinkTables(parsePostgresSinkProperties(props), tables),
+    preflight: preflightPostgresSink,
   },
 ];
 

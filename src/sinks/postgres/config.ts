@@ -134,6 +134,32 @@ export function parsePostgresSinkProperties(props: Record<string, string>): Post
   };
 }
 
+/**
+ * Refuses (422) a mapping that cannot run with these source tables: a `table.<schema>.<table>`
+ * property naming a table the pipeline does not replicate, or two source tables written to one
+ * target.
+ */
+export function checkPostgresSinkTables(config: PostgresSinkConfig, tables: readonly TableRef[]): void {
+  const sources = new Set(tables.map(tableKey));
+  for (const mapped of config.tableMap.keys()) {
+    if (!sources.has(mapped)) {
+      throw validationFailed(`sink.properties.table.${mapped}`, `'${mapped}' is not one of source.tables`);
+    }
+  }
+  const writers = new Map<string, string>();
+  for (const source of tables) {
+    const target = tableKey(targetTableOf(config, source));
+    const other = writers.get(target);
+    if (other) {
+      throw validationFailed(
+        'sink.properties',
+        `${other} and ${tableKey(source)} would both be written to ${target}; map one elsewhere with table.${tableKey(source)}`,
+      );
+    }
+    writers.set(target, tableKey(source));
+  }
+}
+
 /** The target table of a source table: explicit mapping first, then `target_schema`, then the source's own names. */
 export function targetTableOf(config: PostgresSinkConfig, source: TableRef): TableRef {
   const mapped = config.tableMap.get(tableKey(source));

@@ -39,8 +39,12 @@ export function createTableSql(target: TableRef, source: TableSchema): string {
   const columns = source.columns.map(
     (c) => `${quoteIdent(c.name)} ${typeSql(c.typeName)}${c.nullable && !c.isKey ? '' : ' NOT NULL'}`,
   );
+  // The sink computes generated columns itself, as the source does: their values are not streamed.
+  const generated = (source.generated ?? []).map(
+    (g) => `${quoteIdent(g.name)} ${typeSql(g.typeName)} GENERATED ALWAYS AS (${g.expression}) STORED`,
+  );
   const key = `PRIMARY KEY (${source.keyColumns.map(quoteIdent).join(', ')})`;
-  return `CREATE TABLE IF NOT EXISTS ${qualifiedName(target)} (\n  ${[...columns, key].join(',\n  ')}\n)`;
+  return `CREATE TABLE IF NOT EXISTS ${qualifiedName(target)} (\n  ${[...columns, ...generated, key].join(',\n  ')}\n)`;
 }
 
 /** The bookkeeping tables by name, each with its idempotent DDL (the schema is `BOOKKEEPING_SCHEMA`). */

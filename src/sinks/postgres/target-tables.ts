@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { TableRef, TableSchema } from '../../core/change.js';
+import { validationFailed } from '../../errors/app-error.js';
 import { tableKey } from './config.js';
 import {
   BOOKKEEPING_SCHEMA,
@@ -60,9 +61,11 @@ async function createTarget(client: pg.ClientBase, source: TableSchema, target: 
     [[...new Set(source.columns.map((c) => c.typeName))]],
   );
   if (rows[0]?.missing) {
-    throw new Error(
-      `cannot create ${tableKey(target)}: the types ${JSON.stringify(rows[0].missing)} of ${tableKey(source)} ` +
-        'do not exist in the sink database; create them, or create the target table yourself',
+    // Waiting cannot create a type: a person must, so this is not retried.
+    throw validationFailed(
+      'source.tables',
+      `cannot create ${tableKey(target)}: the types ${rows[0].missing.join(', ')} of ${tableKey(source)} ` +
+        'do not exist in the sink database; create them there, or create the target table yourself',
     );
   }
   if (!(await exists(client, 'to_regnamespace', quoteIdent(target.schema)))) {
@@ -83,10 +86,12 @@ export async function prepareTarget(
   target: TableRef,
   createTables: boolean,
 ): Promise<TableSchema> {
+  // None of these heals by waiting: the sink's tables need a person, so they are not retried.
   const name = qualifiedName(target);
   if (!(await exists(client, 'to_regclass', name))) {
     if (!createTables) {
-      throw new Error(
+      throw validationFailed(
+        'sink.connection',
         `target table ${tableKey(target)} of ${tableKey(source)} does not exist and create_tables is false`,
       );
     }
@@ -94,17 +99,22 @@ export async function prepareTarget(
   }
   const row = (await client.query<TargetRow>(FIND_TARGET, [name, source.keyColumns])).rows[0];
   if (!row || (row.kind !== 'r' && row.kind !== 'p')) {
-    throw new Error(`target ${tableKey(target)} of ${tableKey(source)} is not a table`);
+    throw validationFailed(
+      'sink.connection',
+      `target ${tableKey(target)} of ${tableKey(source)} is not a table`,
+    );
   }
   const types = new Map(Object.entries(row.types ?? {}));
   const missing = source.columns.map((c) => c.name).filter((c) => !types.has(c));
   if (missing.length > 0) {
-    throw new Error(
+    throw validationFailed(
+      'sink.connection',
       `target table ${tableKey(target)} lacks the columns ${JSON.stringify(missing)} of ${tableKey(source)}`,
     );
   }
   if (!row.has_key) {
-    throw new Error(
+    throw validationFailed(
+      'sink.connection',
       `target table ${tableKey(target)} has no primary key or unique index on exactly the key columns ` +
         `${JSON.stringify(source.keyColumns)} of ${tableKey(source)}`,
     );

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { ColumnSchema, TableRef, TableSchema } from '../../core/change.js';
+import type { ColumnSchema, GeneratedColumn, TableRef, TableSchema } from '../../core/change.js';
 import { SourceNotReadyError, TableNotReplicableError, type TableProblem } from './errors.js';
 
 /** Oldest server whose catalogs (`pg_index.indnkeyatts`) and pgoutput we support. */
@@ -192,6 +192,11 @@ export async function readTableSchemas(client: pg.ClientBase, tables: TableRef[]
       ORDER BY a.attrelid, a.attnum`,
     [rows.map((r) => r.relid)],
   );
+  const generatedByRel = await generatedColumns(
+    client,
+    version,
+    rows.map((r) => r.relid as string),
+  );
   const columnsByRel = new Map<string, typeof columnRows>();
   for (const c of columnRows) {
     const list = columnsByRel.get(c.relid) ?? [];
@@ -213,6 +218,37 @@ export async function readTableSchemas(client: pg.ClientBase, tables: TableRef[]
       nullable: c.nullable,
       isKey: keys.has(c.name),
     }));
-    return { schema: ref.schema, table: ref.table, columns, keyColumns: [...keyColumns] };
+    const generated = generatedByRel.get(row.relid as string);
+    return {
+      schema: ref.schema,
+      table: ref.table,
+      columns,
+      keyColumns: [...keyColumns],
+      ...(generated ? { generated } : {}),
+    };
   });
+}
+
+/** Stored generated columns (PostgreSQL 12 and later) of the given relations, with their expressions. */
+async function generatedColumns(
+  client: pg.ClientBase,
+  version: number,
+  relids: readonly string[],
+): Promise<Map<string, GeneratedColumn[]>> {
+  const byRel = new Map<string, GeneratedColumn[]>();
+  if (version < 120000 || relids.length === 0) return byRel;
+  const { rows } = await client.query<{ relid: string; name: string; type_name: string; expression: string }>(
+    `SELECT a.attrelid::int8::text AS relid, a.attname::text AS name,
+            format_type(a.atttypid, a.atttypmod) AS type_name, pg_get_expr(d.adbin, d.adrelid) AS expression
+       FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+      WHERE a.attrelid = ANY($1::oid[]) AND a.attgenerated = 's' AND NOT a.attisdropped
+      ORDER BY a.attrelid, a.attnum`,
+    [relids],
+  );
+  for (const r of rows) {
+    const list = byRel.get(r.relid) ?? [];
+    list.push({ name: r.name, typeName: r.type_name, expression: r.expression });
+    byRel.set(r.relid, list);
+  }
+  return byRel;
 }
