@@ -56,11 +56,19 @@ export class SchemaDecisions {
         throw new AppError('SCHEMA_CHANGE_FAILED', `the sink refused the change: ${messageOf(error)}`);
       }));
       await schemaStore.setKnown(this.pool, row.id, pending.table_name, shape);
+      // Changes decided against before stay out of the sink: the source shape is still not followed whole.
+      if (pending.proposal.source)
+        await schemaStore.setSourceOnly(this.pool, row.id, pending.table_name, pending.proposal.source);
       // Rows already in the sink whose values for a new column cannot be known are copied again.
       if (needsBackfill(changes))
         await pipelineTablesStore.markBackfill(this.pool, row.id, [pending.table_name]);
     } else {
-      await schemaStore.setSourceOnly(this.pool, row.id, pending.table_name, proposed);
+      await schemaStore.setSourceOnly(
+        this.pool,
+        row.id,
+        pending.table_name,
+        pending.proposal.source ?? proposed,
+      );
     }
     const status = decision === 'approve' ? 'approved' : 'rejected';
     await schemaStore.decide(this.pool, pending.id, status, ctx.actor);

@@ -7,6 +7,7 @@ import type { Sink } from '../sinks/types.js';
 import type { RelationInfo } from '../source/postgres/pgoutput-decoder.js';
 import { schemaFromRelation } from '../source/postgres/relation-schema.js';
 import { type SchemaProposal, schemaStore } from '../store/schema-store.js';
+import { splitDecided, withoutKept } from './kept-decisions.js';
 
 export type SchemaPolicy = 'review' | 'auto' | 'ignore';
 
@@ -85,10 +86,20 @@ export class SchemaGuard {
     if (ignored && shapeOf(ignored) === shapeOf(proposed)) return 'continue';
     // A NOT NULL added at the source is not mirrored: a more lenient sink column accepts every row.
     const structural = diffSchemas(current, proposed).filter((c) => c.kind !== 'set_not_null');
-    const changes = await this.withExistingValues(relation.relationId, structural);
+    // Changes rejected (or ignored) before stay decided while the source leaves those columns alone.
+    const decided = ignored ? diffSchemas(current, ignored) : [];
+    const { open, kept } = splitDecided(structural, decided);
+    if (open.length === 0 && kept.length > 0) {
+      sourceOnly.set(key, proposed);
+      await schemaStore.setSourceOnly(this.deps.pool, this.deps.pipelineId, key, proposed);
+      logger.info({ table: key, kept }, 'schema change already decided on; the sink keeps its columns');
+      return 'continue';
+    }
+    const changes = await this.withExistingValues(relation.relationId, open);
     const proposal: SchemaProposal = {
       current,
-      proposed,
+      proposed: kept.length > 0 ? withoutKept(proposed, current, kept) : proposed,
+      ...(kept.length > 0 ? { source: proposed } : {}),
       changes,
       ddl: sink.planSchemaChange(current, changes),
     };
@@ -100,7 +111,17 @@ export class SchemaGuard {
     }
     await flushCommitted();
     if (policy === 'auto' && changes.every(isCompatible)) {
-      await this.apply(key, current, sinkShapeOf(current, proposed), changes, 'schema change applied');
+      await this.apply(
+        key,
+        current,
+        sinkShapeOf(current, proposal.proposed),
+        changes,
+        'schema change applied',
+      );
+      if (proposal.source) {
+        sourceOnly.set(key, proposal.source);
+        await schemaStore.setSourceOnly(this.deps.pool, this.deps.pipelineId, key, proposal.source);
+      }
       return 'continue';
     }
     await schemaStore.propose(this.deps.pool, this.deps.pipelineId, this.deps.projectId, key, proposal);

@@ -6,7 +6,10 @@ import type { SchemaChangeItem } from '../core/schema-diff.js';
 /** A proposed change of one table's shape, as stored and shown. */
 export interface SchemaProposal {
   current: TableSchema;
+  /** The shape the sink gets if approved. */
   proposed: TableSchema;
+  /** The source's whole shape, when the sink keeps changes decided against earlier out of `proposed`. */
+  source?: TableSchema;
   changes: SchemaChangeItem[];
   ddl: string[];
 }
