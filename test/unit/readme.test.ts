@@ -1,9 +1,41 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { PIPELINE_ACTIONS, PIPELINE_STATES } from '../../machines/pipeline.js';
+import { isActionAllowed, stateAfter } from '../../machines/pipeline-transitions.js';
+import { ERROR_CODES } from '../../src/errors/codes.js';
 import { propertiesMarkdown } from '../../src/sinks/postgres/config.js';
+
+const readme = readFileSync('README.md', 'utf8');
 
 describe('README', () => {
   it('documents the sink properties the code accepts', () => {
-    expect(readFileSync('README.md', 'utf8')).toContain(propertiesMarkdown());
+    expect(readme).toContain(propertiesMarkdown());
+  });
+
+  it('shows exactly the transitions the state machine enforces', () => {
+    const table = readme.slice(readme.indexOf('| from | action | to |')).split('\n\n')[0] as string;
+    const rows = table
+      .split('\n')
+      .slice(2)
+      .map((line) => /^\| `(\w+)` \| (\w+) \| `(\w+)`/.exec(line)?.slice(1) ?? []);
+    const documented = new Set(rows.map(([from, action]) => `${from}/${action}`));
+    for (const state of PIPELINE_STATES) {
+      for (const action of PIPELINE_ACTIONS) {
+        expect(isActionAllowed(state, action), `${state} + ${action}`).toBe(
+          documented.has(`${state}/${action}`),
+        );
+      }
+    }
+    for (const [from, action, to] of rows) {
+      expect(stateAfter(from as never, action as never), `${from} + ${action}`).toBe(to);
+    }
+  });
+
+  it('lists every error code with its status', () => {
+    for (const [code, status] of Object.entries(ERROR_CODES)) {
+      const row = readme.split('\n').find((line) => line.startsWith('|') && line.includes(`\`${code}\``));
+      expect(row, code).toBeDefined();
+      expect(row, code).toContain(String(status));
+    }
   });
 });
