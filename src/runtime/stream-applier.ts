@@ -49,8 +49,11 @@ const valueBytes = (change: ChangeEvent) => {
 
 /**
  * Applies the change stream to the sink in batches of whole transactions, each batch with its
- * checkpoint in one sink transaction, and acknowledges to the source only what is durable. A
- * transaction larger than a batch is applied in pieces under the previous checkpoint: a crash
+ * checkpoint in one sink transaction, and acknowledges to the source only what is durable. The
+ * sink writes one batch while the next gathers: a batch is written as soon as the sink is free
+ * and a transaction has committed, so a light stream is written a transaction at a time (its lag
+ * is one sink commit) while under load each batch holds what arrived during the previous write.
+ * A transaction larger than a batch is applied in pieces under the previous checkpoint: a crash
  * in between replays it whole, and the sink's idempotent writes converge.
  */
 export async function applyStream(options: StreamApplierOptions): Promise<ApplyOutcome> {
@@ -63,6 +66,10 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
   let committedLsn: string | null = null;
   let txOpen = false;
   let batchStartedAt = 0;
+  // The sink write under way, if any, and a position past it to acknowledge once it is durable.
+  let writing: Promise<void> | null = null;
+  let writeFailed: { error: unknown } | null = null;
+  let ackAfterWrite: string | null = null;
 
   const apply = async (changes: ChangeEvent[], checkpointLsn: string) => {
     const started = performance.now();
@@ -76,32 +83,79 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     options.onApplied?.(changes.length, checkpointLsn);
   };
 
-  /** Applies the committed transactions; with `partial`, also the open transaction's changes so far. */
+  const resetBatchFigures = () => {
+    batchBytes = batch.reduce((sum, c) => sum + valueBytes(c), 0);
+    if (batch.length === 0 && !writing) stats.oldestPendingCommitMs = null;
+    if (batch.length === 0) batchStartedAt = 0;
+  };
+
+  /** Takes the committed transactions out of the batch, for one sink write. */
+  const takeCommitted = (): [ChangeEvent[], string] | null => {
+    if (committedCount === 0 || committedLsn === null) return null;
+    const taken: [ChangeEvent[], string] = [batch.slice(0, committedCount), committedLsn];
+    batch = batch.slice(committedCount);
+    committedCount = 0;
+    committedLsn = null;
+    resetBatchFigures();
+    return taken;
+  };
+
+  const acknowledge = async (lsn: string) => {
+    if (compareLsn(lsn, durableLsn) <= 0) return;
+    durableLsn = lsn;
+    await options.ack(lsn);
+  };
+
+  /** Waits for the write under way; its failure is the applier's. */
+  const settle = async () => {
+    if (writing) await writing;
+    if (writeFailed) throw writeFailed.error;
+  };
+
+  /** Starts writing the committed transactions, unless the sink is busy or the batch still gathers. */
+  const startWrite = () => {
+    if (writing || writeFailed || committedCount === 0) return;
+    const full = batch.length >= limits.maxEvents || batchBytes >= limits.maxBytes;
+    if (!full && limits.maxWaitMs > 0 && Date.now() < batchStartedAt + limits.maxWaitMs) return;
+    const taken = takeCommitted();
+    if (!taken) return;
+    const [changes, lsn] = taken;
+    writing = (async () => {
+      await apply(changes, lsn);
+      await acknowledge(lsn);
+      if (ackAfterWrite && batch.length === 0) await acknowledge(ackAfterWrite);
+      ackAfterWrite = null;
+    })()
+      .catch((error: unknown) => {
+        writeFailed = { error };
+      })
+      .finally(() => {
+        writing = null;
+        if (batch.length === 0) stats.oldestPendingCommitMs = null;
+        wakeAll();
+      });
+  };
+
+  /** Makes everything committed durable now; with `partial`, also the open transaction's changes so far. */
   const flush = async (partial: boolean) => {
-    if (committedCount > 0 && committedLsn !== null) {
-      const changes = batch.slice(0, committedCount);
-      await apply(changes, committedLsn);
-      durableLsn = committedLsn;
-      await options.ack(durableLsn);
-      batch = batch.slice(committedCount);
-      committedCount = 0;
-      committedLsn = null;
+    await settle();
+    const taken = takeCommitted();
+    if (taken) {
+      await apply(...taken);
+      await acknowledge(taken[1]);
     }
     if (partial && batch.length > 0) {
       await apply(batch, durableLsn);
       batch = [];
     }
-    batchBytes = batch.reduce((sum, c) => sum + valueBytes(c), 0);
-    if (batch.length === 0) {
-      stats.oldestPendingCommitMs = null;
-      batchStartedAt = 0;
-    }
+    resetBatchFigures();
   };
 
   const { backfill } = options;
   /** Lets the backfill start or finish, between two batches. */
   const backfillTurn = async () => {
     if (!backfill?.needsTurn) return;
+    await settle();
     // Changes of a table that just started a backfill, still waiting in the batch, come from
     // transactions its snapshot will see: the copy carries them, so they are dropped here.
     const committed = batch.slice(0, committedCount).filter((c) => !backfill.claims(c));
@@ -113,12 +167,12 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
 
   let pending: Promise<IteratorResult<StreamItem>> | null = null;
   // One wake-up list for everything that may interrupt the wait for the next item: the abort, a
-  // backfill with work, and the batch's deadline. Each is armed once (the deadline once per
-  // batch), not once per item, which at hundreds of thousands of items a second would cost.
+  // backfill with work, the end of a sink write, and a gathering batch's deadline. Each is armed
+  // once, not once per item, which at hundreds of thousands of items a second would cost.
   const listeners = new Set<() => void>();
-  const wakeAll = () => {
+  function wakeAll() {
     for (const listener of [...listeners]) listener();
-  };
+  }
   const wake: WakeSource = (listener) => {
     listeners.add(listener);
     return () => listeners.delete(listener);
@@ -126,29 +180,30 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
   const offAbort = onAbort(signal)(wakeAll);
   const offBackfill = backfill?.onWake(wakeAll);
   let deadline: NodeJS.Timeout | undefined;
-  let deadlinePassed = false;
   const disarm = () => {
     clearTimeout(deadline);
     deadline = undefined;
-    deadlinePassed = false;
   };
   try {
     while (!signal.aborted) {
       await backfillTurn();
-      if (deadlinePassed) {
-        disarm();
-        await flush(false);
-        continue;
-      }
-      if (committedCount > 0 && !deadline) {
-        const waitMs = Math.max(0, batchStartedAt + limits.maxWaitMs - Date.now());
-        deadline = setTimeout(() => {
-          deadlinePassed = true;
-          wakeAll();
-        }, waitMs);
+      if (writeFailed) throw (writeFailed as { error: unknown }).error;
+      startWrite();
+      // A batch that gathers (batch_max_wait_ms) is written at its deadline even if nothing else comes.
+      if (committedCount > 0 && !writing && !deadline && limits.maxWaitMs > 0) {
+        deadline = setTimeout(
+          () => {
+            deadline = undefined;
+            wakeAll();
+          },
+          Math.max(0, batchStartedAt + limits.maxWaitMs - Date.now()),
+        );
         deadline.unref();
-      } else if (committedCount === 0 && deadline) {
-        disarm();
+      }
+      // Backpressure: a full batch waits for the write under way rather than growing without end.
+      if (writing && (batch.length >= limits.maxEvents * 2 || batchBytes >= limits.maxBytes * 2)) {
+        await settle();
+        continue;
       }
       pending ??= iterator.next();
       const outcome = await nextOrWake(pending, null, [wake]);
@@ -172,30 +227,35 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
             batch.push(change);
             batchBytes += valueBytes(change);
           }
-          if (batch.length >= limits.maxEvents * 2 || batchBytes >= limits.maxBytes * 2) await flush(true);
+          // One transaction larger than a batch is written in pieces.
+          if (batch.length - committedCount >= limits.maxEvents * 2 || batchBytes >= limits.maxBytes * 2) {
+            await flush(true);
+          }
           break;
         }
         case 'commit':
           txOpen = false;
-          committedCount = batch.length;
-          committedLsn = item.commitLsn;
-          if (batchStartedAt === 0) batchStartedAt = Date.now();
-          if (batch.length >= limits.maxEvents || batchBytes >= limits.maxBytes) await flush(false);
-          // A transaction with no change for us still moves the position once nothing else is pending.
-          if (batch.length === 0) {
-            await options.ack(item.commitLsn);
-            durableLsn = item.commitLsn;
-            committedLsn = null;
+          if (batch.length > committedCount) {
+            committedCount = batch.length;
+            committedLsn = item.commitLsn;
+            if (batchStartedAt === 0) batchStartedAt = Date.now();
+          } else if (committedCount > 0) {
+            // A transaction with no change for us: its position rides with the batch before it.
+            committedLsn = item.commitLsn;
+          } else if (writing) {
+            ackAfterWrite = item.commitLsn;
+          } else {
+            // Nothing pending: the position moves at once.
+            await acknowledge(item.commitLsn);
             stats.oldestPendingCommitMs = null;
           }
           break;
         case 'idle':
           // Nothing open and nothing pending: the source is idle, so its position can advance (heartbeat).
-          if (!txOpen && batch.length === 0 && compareLsn(item.walEnd, durableLsn) > 0) {
-            await options.ack(item.walEnd);
-            durableLsn = item.walEnd;
+          if (!txOpen && batch.length === 0) {
+            if (writing) ackAfterWrite = item.walEnd;
+            else await acknowledge(item.walEnd);
           }
-          if (!txOpen && committedCount > 0) await flush(false);
           break;
         case 'relation': {
           const verdict = await options.schema?.onRelation(item.relation, () => flush(false));
@@ -210,13 +270,13 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
       }
     }
     // A stop applies what has fully arrived; an open transaction is replayed on the next start.
-    if (!txOpen) await flush(false);
-    else if (committedCount > 0) await flush(false);
+    await flush(false);
     return 'stopped';
   } finally {
     disarm();
     offAbort();
     offBackfill?.();
+    await (writing as Promise<void> | null)?.catch(() => undefined);
     stats.oldestPendingCommitMs = null;
   }
 }

@@ -23,7 +23,7 @@ describe('postgres sink properties', () => {
     expect(config).toEqual({
       targetSchema: undefined,
       tableMap: new Map(),
-      batch: { maxEvents: 10_000, maxBytes: 16 * 1024 * 1024, maxWaitMs: 200 },
+      batch: { maxEvents: 10_000, maxBytes: 16 * 1024 * 1024, maxWaitMs: 0 },
       createTables: true,
     });
   });

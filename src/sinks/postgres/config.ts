@@ -45,8 +45,9 @@ export const POSTGRES_SINK_PROPERTIES: readonly PropertyDoc[] = [
   },
   {
     key: 'batch_max_wait_ms',
-    default: '200',
-    description: 'Longest wait, in milliseconds, for a batch to fill before it is applied (0..60000).',
+    default: '0',
+    description:
+      'How long, in milliseconds, a batch may gather before it is applied (0..60000). 0 applies it as soon as the sink is free: the next batch gathers while one is written.',
   },
   {
     key: 'create_tables',
@@ -128,7 +129,7 @@ export function parsePostgresSinkProperties(props: Record<string, string>): Post
     batch: {
       maxEvents: integer('batch_max_events', props.batch_max_events, 10_000, 1, 1_000_000),
       maxBytes: integer('batch_max_bytes', props.batch_max_bytes, 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
-      maxWaitMs: integer('batch_max_wait_ms', props.batch_max_wait_ms, 200, 0, 60_000),
+      maxWaitMs: integer('batch_max_wait_ms', props.batch_max_wait_ms, 0, 0, 60_000),
     },
     createTables: boolean('create_tables', props.create_tables, true),
   };
