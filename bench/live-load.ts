@@ -1,3 +1,7 @@
+import { execFile } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import {
   availableBinDirs,
@@ -25,6 +29,8 @@ const SECONDS = Number(process.env.LIVE_SECONDS ?? '20');
 const CLIENTS = Number(process.env.LIVE_CLIENTS ?? '8');
 const FSYNC = process.env.LIVE_FSYNC === 'on';
 
+const run = promisify(execFile);
+
 const SOURCE_DDL = (t: string) =>
   `CREATE TABLE ${t} (id bigint PRIMARY KEY, v text, created_at timestamptz NOT NULL DEFAULT clock_timestamp())`;
 const SEEN = 'seen_at timestamptz DEFAULT clock_timestamp()';
@@ -38,33 +44,18 @@ interface Result {
   lagMs: { p50: number; p95: number; p99: number; max: number };
 }
 
-/** Inserts single-row transactions at `rate` per second for `seconds`, spread over the clients. */
+/** Inserts single-row transactions at `rate` per second for `seconds`, from a process of its own. */
 async function drive(url: string, table: string, rate: number, seconds: number): Promise<number> {
-  const clients = await Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      return c;
-    }),
-  );
-  const started = performance.now();
-  const total = Math.round(rate * seconds);
-  let next = 0;
-  await Promise.all(
-    clients.map(async (client) => {
-      for (;;) {
-        const i = next++;
-        if (i >= total) return;
-        const due = started + (i * 1000) / rate;
-        const wait = due - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        await client.query(`INSERT INTO ${table} (id, v) VALUES ($1, 'x')`, [i]);
-      }
-    }),
-  );
-  const elapsed = (performance.now() - started) / 1000;
-  await Promise.all(clients.map((c) => c.end()));
-  return total / elapsed;
+  const { stdout } = await run(process.execPath, [
+    ...process.execArgv,
+    join(dirname(fileURLToPath(import.meta.url)), 'live-load-driver.ts'),
+    url,
+    table,
+    String(rate),
+    String(seconds),
+    String(CLIENTS),
+  ]);
+  return JSON.parse(stdout.trim().split('\n').at(-1) as string).offered;
 }
 
 async function measure(
