@@ -125,9 +125,12 @@ export const pipelinesStore = {
     id: string,
     p: { checkpointLsn: string | null; checkpointAt: string | null; events: number; sinkErrors: number },
   ) =>
+    // The checkpoint only moves forward: a worker that lost its lease may still report an older one.
     db.query(sql.unsafe`UPDATE pipelines SET
-        last_checkpoint_lsn = coalesce(${p.checkpointLsn}, last_checkpoint_lsn),
-        last_checkpoint_at = coalesce(${p.checkpointAt}::timestamptz, last_checkpoint_at),
+        last_checkpoint_lsn = CASE WHEN last_checkpoint_lsn IS NULL
+            OR ${p.checkpointLsn}::pg_lsn > last_checkpoint_lsn::pg_lsn
+          THEN coalesce(${p.checkpointLsn}, last_checkpoint_lsn) ELSE last_checkpoint_lsn END,
+        last_checkpoint_at = greatest(${p.checkpointAt}::timestamptz, last_checkpoint_at),
         events_total = events_total + ${p.events}, sink_errors_total = sink_errors_total + ${p.sinkErrors}
       WHERE id = ${id}`),
 

@@ -58,7 +58,14 @@ class PostgresSink implements Sink {
     private readonly config: PostgresSinkConfig,
   ) {
     // A few connections so snapshot partitions can be written in parallel; batches use one at a time.
-    this.pool = new pg.Pool({ ...ctx.connection, max: 4, application_name: 'replicator-sink' });
+    this.pool = new pg.Pool({
+      ...ctx.connection,
+      max: 4,
+      application_name: 'replicator-sink',
+      // A writer frozen inside a transaction (a paused VM, a cut network) holds the checkpoint row's
+      // lock; the server ends it, so that the worker that took the pipeline over is not blocked for ever.
+      options: `-c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_LIMIT_MS}`,
+    });
     // An idle connection dropped by the server surfaces again on its next use; do not crash here.
     this.pool.on('error', () => {});
   }
@@ -265,6 +272,9 @@ class PostgresSink implements Sink {
     }
   }
 }
+
+/** How long a sink session may sit idle inside a transaction before the server ends it. */
+export const IDLE_IN_TRANSACTION_LIMIT_MS = 30_000;
 
 // A column that exists already, or is gone already: someone made the change by hand.
 const ALREADY_DONE = new Set(['42701', '42703', '42P07', '42704']);
