@@ -11,6 +11,7 @@ import {
 } from '../test/support/pg-cluster.js';
 import { sqlOn, waitFor } from '../test/support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../test/support/service.js';
+import { writeSection } from './benchmarks-section.js';
 import { call } from './service-api.js';
 
 /**
@@ -177,14 +178,37 @@ async function main(): Promise<void> {
     await service.stop();
     await Promise.all([source.stop(), sink.stop()]);
   }
-  console.log(
-    `\nLive load, source synchronous_commit=on, fsync=${FSYNC ? 'on' : 'off'}, ${CLIENTS} clients, ${SECONDS} s per rate\n`,
-  );
-  console.log(
+  const markdown = liveLoadMarkdown(results, await versionOf(binDir));
+  console.log(`\n${markdown}`);
+  writeSection('BENCHMARKS.md', 'live-load', markdown);
+}
+
+async function versionOf(binDir: string): Promise<string> {
+  const { stdout } = await run(join(binDir, 'postgres'), ['--version']);
+  return stdout.trim();
+}
+
+function liveLoadMarkdown(results: Result[], postgres: string): string {
+  return [
+    '## Live load',
+    '',
+    'Single-row transactions at a fixed rate from several clients (a process of their own), with the',
+    "source at PostgreSQL's default `synchronous_commit = on`; ours (the pipeline, through the REST",
+    'API, default sink properties) and the native subscription one after the other, each on fresh',
+    "tables. End-to-end lag is the sink's `clock_timestamp()` default minus the source's, per row;",
+    '"caught up after load" is how long after the last insert the sink had every row.',
+    '',
+    `- Date: ${new Date().toISOString()}; ${postgres}; Node.js ${process.version}`,
+    `- ${CLIENTS} clients, ${SECONDS} s per rate, source fsync=${FSYNC ? 'on' : 'off'} (\`LIVE_FSYNC=on\` for the full defaults)`,
+    '',
+    '```sh',
+    'npm run bench:live   # LIVE_RATES=1000,2000,5000 LIVE_SECONDS=20 LIVE_CLIENTS=8',
+    '```',
+    '',
     '| rate/s | system | offered/s | sustained/s | caught up after load (s) | lag p50 ms | p95 | p99 | max |',
-  );
-  console.log('|---|---|---|---|---|---|---|---|---|');
-  for (const r of results) console.log(row(r));
+    '|---|---|---|---|---|---|---|---|---|',
+    ...results.map(row),
+  ].join('\n');
 }
 
 main().catch((error) => {

@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { sqlOn } from '../test/support/replication-fixture.js';
 import type { DrainResult } from './backlog.js';
+import { sectionOf } from './benchmarks-section.js';
 import type { DecodeResults } from './decode.js';
 import { decodeMarkdown } from './decode-report.js';
 import { median, rate, secs, table } from './report-format.js';
@@ -207,5 +208,7 @@ ${decodeMarkdown(report.decode, report.runs)}`;
 }
 
 export function writeBenchmarksMd(path: string, report: Report): void {
-  writeFileSync(path, benchmarksMarkdown(report));
+  // The live-load section is written by its own run (npm run bench:live): it is kept.
+  const live = existsSync(path) ? sectionOf(readFileSync(path, 'utf8'), 'live-load') : '';
+  writeFileSync(path, `${benchmarksMarkdown(report).trimEnd()}${live ? `\n\n${live}\n` : '\n'}`);
 }
