@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { connectIfReachable } from '../connections/connect-if-reachable.js';
 import { type TableRef, tableKey } from '../core/change.js';
 import { validationFailed } from '../errors/app-error.js';
 import { findSinkKind } from '../sinks/registry.js';
@@ -41,17 +42,8 @@ export async function refuseOwnSourceAsSink(
   const overlap = tables.filter((t) => targets.has(tableKey(t)));
   if (overlap.length === 0) return;
 
-  const client = new pg.Client({
-    ...sink.connection,
-    application_name: 'replicator',
-    connectionTimeoutMillis: connectTimeoutMs,
-  });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-  } catch {
-    return;
-  }
+  const client = await connectIfReachable(sink.connection, connectTimeoutMs);
+  if (!client) return;
   try {
     const [sourceId, sinkId] = await Promise.all([databaseIdentity(source), databaseIdentity(client)]);
     if (sourceId === undefined || sourceId !== sinkId) return;

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
-  createSourceAndSink,
-  replicationDatabases,
+  type replicationDatabases,
+  replicationService,
   sqlOn,
   waitConverged,
   waitFor,
 } from '../support/replication-fixture.js';
-import { startTestService, type TestService, testConfig } from '../support/service.js';
+import type { TestService } from '../support/service.js';
 
 const [cluster] = inject('pgClusters');
 
@@ -16,17 +16,15 @@ describe('definitions that cannot run are refused when written', () => {
   const create = (name: string, body: object) => service.request('POST', '/v1/pipelines', { name, ...body });
 
   beforeAll(async () => {
-    dbs = await replicationDatabases(cluster?.adminUrl as string, 'definitions');
-    await sqlOn(
-      dbs.source,
+    ({ dbs, service } = await replicationService(
+      cluster?.adminUrl as string,
+      'definitions',
       `CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE b (id int PRIMARY KEY);
        CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
        CREATE TABLE moods (id int PRIMARY KEY, m mood); INSERT INTO moods VALUES (1, 'ok');
        CREATE TABLE gen (id int PRIMARY KEY, a int, doubled int GENERATED ALWAYS AS (a * 2) STORED);
        INSERT INTO gen (id, a) VALUES (1, 10), (2, 20)`,
-    );
-    service = await startTestService(testConfig(dbs.store));
-    await createSourceAndSink(service.request, dbs);
+    ));
     await service.request('POST', '/v1/connections', {
       name: 'down',
       type: 'postgres',

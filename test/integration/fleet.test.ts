@@ -41,22 +41,7 @@ describe('a fleet of three instances on one metadata database', () => {
       );
     }
     for (let i = 0; i < 3; i++) {
-      const port = await freePort();
-      const server = await startCliServer(
-        [
-          '--database-url',
-          dbs.store,
-          '--data-dir',
-          join(dir, `i${i}`),
-          '--auth-master-key-file',
-          keyFile,
-          '--lease-ttl',
-          '3s',
-          '--log-level',
-          'warn',
-        ],
-        port,
-      );
+      const { port, server } = await startFleetInstance(dbs.store, join(dir, `i${i}`), keyFile);
       instances.push({ base: `http://127.0.0.1:${port}`, child: server.child });
     }
     await api(0, 'POST', '/v1/connections', { name: 'src', type: 'postgres', dsn: dbs.source });
@@ -173,22 +158,7 @@ describe('fencing: an owner frozen past its lease and woken with a batch in hand
         'INSERT INTO fenced SELECT g, 0 FROM generate_series(1, 200) g',
     );
     for (let i = 0; i < 2; i++) {
-      const port = await freePort();
-      const server = await startCliServer(
-        [
-          '--database-url',
-          dbs.store,
-          '--data-dir',
-          join(dir, `n${i}`),
-          '--auth-master-key-file',
-          keyFile,
-          '--lease-ttl',
-          '3s',
-          '--log-level',
-          'warn',
-        ],
-        port,
-      );
+      const { port, server } = await startFleetInstance(dbs.store, join(dir, `n${i}`), keyFile);
       nodes.push({ base: `http://127.0.0.1:${port}`, child: server.child, output: server.output });
     }
   });
@@ -566,4 +536,25 @@ function startWriter(source: string, first: number) {
       return issued;
     },
   };
+}
+
+/** One service process of a fleet on the metadata database `store`, with a short lease. */
+async function startFleetInstance(store: string, dataDir: string, keyFile: string) {
+  const port = await freePort();
+  const server = await startCliServer(
+    [
+      '--database-url',
+      store,
+      '--data-dir',
+      dataDir,
+      '--auth-master-key-file',
+      keyFile,
+      '--lease-ttl',
+      '3s',
+      '--log-level',
+      'warn',
+    ],
+    port,
+  );
+  return { port, server };
 }

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import WebSocket from 'ws';
-import { createSourceAndSink, replicationDatabases, sqlOn, waitFor } from '../support/replication-fixture.js';
+import {
+  type replicationDatabases,
+  replicationService,
+  sqlOn,
+  waitFor,
+} from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
 const cluster = inject('pgClusters')[0];
@@ -10,14 +15,12 @@ describe('the snapshot is a phase of running, and its end is a checkpoint', () =
   let dbs: Awaited<ReturnType<typeof replicationDatabases>>;
 
   beforeAll(async () => {
-    dbs = await replicationDatabases(cluster?.adminUrl as string, 'phases');
-    await sqlOn(
-      dbs.source,
+    ({ dbs, service } = await replicationService(
+      cluster?.adminUrl as string,
+      'phases',
       `CREATE TABLE big (id int PRIMARY KEY, pad text);
        INSERT INTO big SELECT g, repeat('x', 100) FROM generate_series(1, 200000) g`,
-    );
-    service = await startTestService(testConfig(dbs.store));
-    await createSourceAndSink(service.request, dbs);
+    ));
     await service.request('POST', '/v1/pipelines', {
       name: 'phases',
       source: { connection: 'src', tables: ['public.big'] },

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
-  createSourceAndSink,
-  replicationDatabases,
+  type replicationDatabases,
+  replicationService,
   sqlOn,
   waitConverged,
   waitFor,
 } from '../support/replication-fixture.js';
-import { startTestService, type TestService, testConfig } from '../support/service.js';
+import type { TestService } from '../support/service.js';
 
 const cluster = inject('pgClusters')[0];
 
@@ -16,13 +16,11 @@ describe('a change the sink refuses', () => {
   const pipeline = async () => (await service.request('GET', '/v1/pipelines/refused')).body;
 
   beforeAll(async () => {
-    dbs = await replicationDatabases(cluster?.adminUrl as string, 'refused');
-    await sqlOn(
-      dbs.source,
+    ({ dbs, service } = await replicationService(
+      cluster?.adminUrl as string,
+      'refused',
       'CREATE TABLE items (id int PRIMARY KEY, v text); INSERT INTO items SELECT g, $$ok$$ FROM generate_series(1, 50) g',
-    );
-    service = await startTestService(testConfig(dbs.store));
-    await createSourceAndSink(service.request, dbs);
+    ));
     await service.request('POST', '/v1/pipelines', {
       name: 'refused',
       source: { connection: 'src', tables: ['public.items'] },

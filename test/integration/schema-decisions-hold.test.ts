@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createSourceAndSink, replicationDatabases, sqlOn, waitFor } from '../support/replication-fixture.js';
-import { startTestService, type TestService, testConfig } from '../support/service.js';
+import {
+  type replicationDatabases,
+  replicationService,
+  sqlOn,
+  waitFor,
+} from '../support/replication-fixture.js';
+import type { TestService } from '../support/service.js';
 
 const [cluster] = inject('pgClusters');
 
@@ -24,13 +29,11 @@ describe('a schema decision holds until the source changes that column again', (
     ).map((r) => r.c);
 
   beforeAll(async () => {
-    dbs = await replicationDatabases(cluster?.adminUrl as string, 'decisions_hold');
-    await sqlOn(
-      dbs.source,
+    ({ dbs, service } = await replicationService(
+      cluster?.adminUrl as string,
+      'decisions_hold',
       'CREATE TABLE held (id int PRIMARY KEY, a text); INSERT INTO held VALUES (1, $$x$$)',
-    );
-    service = await startTestService(testConfig(dbs.store));
-    await createSourceAndSink(service.request, dbs);
+    ));
     await service.request('POST', '/v1/pipelines', {
       name: 'held',
       source: { connection: 'src', tables: ['public.held'] },

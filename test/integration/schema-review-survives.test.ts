@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
-  createSourceAndSink,
-  replicationDatabases,
+  type replicationDatabases,
+  replicationService,
   sqlOn,
   waitConverged,
   waitFor,
@@ -19,13 +19,11 @@ describe('a schema review survives a stop, a start and a restart of the service'
   const proposed = async () => (await service.request('GET', '/v1/pipelines/kept/schema/proposed')).body;
 
   beforeAll(async () => {
-    dbs = await replicationDatabases(cluster?.adminUrl as string, 'review_kept');
-    await sqlOn(
-      dbs.source,
+    ({ dbs, service } = await replicationService(
+      cluster?.adminUrl as string,
+      'review_kept',
       'CREATE TABLE kept (id int PRIMARY KEY, a text); INSERT INTO kept VALUES (1, $$one$$)',
-    );
-    service = await startTestService(testConfig(dbs.store));
-    await createSourceAndSink(service.request, dbs);
+    ));
     await service.request('POST', '/v1/pipelines', {
       name: 'kept',
       source: { connection: 'src', tables: ['public.kept'] },

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { createDatabase } from './pg-cluster.js';
+import { startTestService, testConfig } from './service.js';
 
 /** Runs one statement (or several, without parameters) on a database and returns its rows. */
 export async function sqlOn<T extends pg.QueryResultRow = any>(
@@ -82,4 +83,16 @@ export async function createSourceAndSink(
     const res = await request('POST', '/v1/connections', { name, type: 'postgres', dsn });
     if (res.status !== 201) throw new Error(`creating connection ${name} answered ${res.status}`);
   }
+}
+
+/**
+ * A fresh store, source and sink on one cluster, the source prepared with `sourceSql`, a service
+ * on the store, and its connections `src` and `dst`: the start of most replication test files.
+ */
+export async function replicationService(adminUrl: string, prefix: string, sourceSql: string) {
+  const dbs = await replicationDatabases(adminUrl, prefix);
+  await sqlOn(dbs.source, sourceSql);
+  const service = await startTestService(testConfig(dbs.store));
+  await createSourceAndSink(service.request, dbs);
+  return { dbs, service };
 }

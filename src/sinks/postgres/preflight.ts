@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { connectIfReachable } from '../../connections/connect-if-reachable.js';
 import { type TableSchema, tableKey } from '../../core/change.js';
 import { validationFailed } from '../../errors/app-error.js';
 import { parsePostgresSinkProperties, targetTableOf } from './config.js';
@@ -18,17 +19,8 @@ export async function preflightPostgresSink(
 ): Promise<void> {
   const config = parsePostgresSinkProperties(props);
   if (!config.createTables) return;
-  const client = new pg.Client({
-    ...connection,
-    application_name: 'replicator',
-    connectionTimeoutMillis: connectTimeoutMs,
-  });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-  } catch {
-    return;
-  }
+  const client = await connectIfReachable(connection, connectTimeoutMs);
+  if (!client) return;
   try {
     for (const table of tables) {
       const target = targetTableOf(config, table);

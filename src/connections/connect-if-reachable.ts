@@ -1,0 +1,24 @@
+import pg from 'pg';
+
+/**
+ * A connection for a check made before a definition is stored or started, or undefined when the
+ * server cannot be reached now: such a check judges only what it can see, and is made again at
+ * every start. The caller ends the client.
+ */
+export async function connectIfReachable(
+  settings: pg.ClientConfig,
+  connectTimeoutMs: number,
+): Promise<pg.Client | undefined> {
+  const client = new pg.Client({
+    ...settings,
+    application_name: 'replicator',
+    connectionTimeoutMillis: connectTimeoutMs,
+  });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return client;
+  } catch {
+    return undefined;
+  }
+}
