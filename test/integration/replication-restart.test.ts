@@ -16,7 +16,11 @@ describe('replication across hard kills of the service', () => {
   let base: string;
   const dataDir = mkdtempSync(join(tmpdir(), 'replicator-restart-'));
   const serve = () =>
-    startCliServer(['--database-url', dbs.store, '--data-dir', dataDir, '--log-level', 'warn'], port);
+    // A short lease: a killed instance's pipelines are taken back by the next one sooner.
+    startCliServer(
+      ['--database-url', dbs.store, '--data-dir', dataDir, '--lease-ttl', '3s', '--log-level', 'warn'],
+      port,
+    );
   const api = (method: string, path: string, body?: unknown) => jsonRequest(base, method, path, body);
   let server: Awaited<ReturnType<typeof serve>> | undefined;
 
