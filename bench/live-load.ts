@@ -21,7 +21,7 @@ import { call } from './service-api.js';
  * a default column at the sink. Prints the rate each kept up with and the end-to-end lag.
  *
  * `npm run bench:live`; LIVE_RATES (default 1000,2000,5000), LIVE_SECONDS (default 20),
- * LIVE_CLIENTS (default 8), LIVE_FSYNC (default off: fsync costs what the disk costs, which says
+ * LIVE_CLIENTS (default 8), LIVE_SYSTEMS (default native,ours), LIVE_FSYNC (default off: fsync costs what the disk costs, which says
  * nothing of either system; `on` for the full defaults).
  */
 
@@ -29,6 +29,8 @@ const RATES = (process.env.LIVE_RATES ?? '1000,2000,5000').split(',').map(Number
 const SECONDS = Number(process.env.LIVE_SECONDS ?? '20');
 const CLIENTS = Number(process.env.LIVE_CLIENTS ?? '8');
 const FSYNC = process.env.LIVE_FSYNC === 'on';
+// LIVE_SYSTEMS=ours runs ours alone (e.g. under a profiler).
+const SYSTEMS = (process.env.LIVE_SYSTEMS ?? 'native,ours').split(',');
 
 const run = promisify(execFile);
 
@@ -169,10 +171,14 @@ async function main(): Promise<void> {
   const results: Result[] = [];
   try {
     for (const rate of RATES) {
-      results.push(await nativeRun(source, sink, rate));
-      console.log(row(results.at(-1) as Result));
-      results.push(await oursRun(service, source, sink, rate));
-      console.log(row(results.at(-1) as Result));
+      if (SYSTEMS.includes('native')) {
+        results.push(await nativeRun(source, sink, rate));
+        console.log(row(results.at(-1) as Result));
+      }
+      if (SYSTEMS.includes('ours')) {
+        results.push(await oursRun(service, source, sink, rate));
+        console.log(row(results.at(-1) as Result));
+      }
     }
   } finally {
     await service.stop();
@@ -180,7 +186,9 @@ async function main(): Promise<void> {
   }
   const markdown = liveLoadMarkdown(results, await versionOf(binDir));
   console.log(`\n${markdown}`);
-  writeSection('BENCHMARKS.md', 'live-load', markdown);
+  // Only a side-by-side run is a result to keep.
+  if (SYSTEMS.includes('native') && SYSTEMS.includes('ours'))
+    writeSection('BENCHMARKS.md', 'live-load', markdown);
 }
 
 async function versionOf(binDir: string): Promise<string> {
