@@ -181,7 +181,7 @@ export class Supervisor implements PipelineLifecycle {
       await leasesStore.requestAction(this.pool, row.id, action);
       return state;
     }
-    const target = this.adopt(row, epoch, state === 'failed' || state === 'paused' ? state : 'stopped');
+    const target = await this.adopt(row, epoch, state === 'failed' || state === 'paused' ? state : 'stopped');
     target.actor.send(ACTION_EVENTS[action]);
     return target.state;
   }
@@ -295,12 +295,17 @@ export class Supervisor implements PipelineLifecycle {
    * Takes on a pipeline whose lease this worker just won (`epoch`), its actor starting in
    * `resumeAs`. Runs left open by a worker that died are closed as interrupted.
    */
-  adopt(row: PipelineRow, epoch: number, resumeAs: 'stopped' | 'running' | 'paused' | 'failed'): Handle {
+  async adopt(
+    row: PipelineRow,
+    epoch: number,
+    resumeAs: 'stopped' | 'running' | 'paused' | 'failed',
+  ): Promise<Handle> {
     // A pipeline that already has an actor here keeps it: two would run two data planes on one slot.
     const existing = this.handles.get(row.id);
     if (existing) return existing;
-    void runsStore.closeAbandoned(this.pool, row.id).catch(() => undefined);
-    return this.spawn(row, epoch, resumeAs);
+    // Closed before the actor opens a run of its own, which this must not close too.
+    await runsStore.closeAbandoned(this.pool, row.id).catch(() => undefined);
+    return this.handles.get(row.id) ?? this.spawn(row, epoch, resumeAs);
   }
 
   /**
@@ -323,7 +328,11 @@ export class Supervisor implements PipelineLifecycle {
         return false;
       }
       this.logger.info({ pipeline: row.name, epoch }, 'took on the pipeline');
-      this.adopt(row, epoch, row.state === 'failed' ? 'failed' : (row.desired_state as 'running' | 'paused'));
+      await this.adopt(
+        row,
+        epoch,
+        row.state === 'failed' ? 'failed' : (row.desired_state as 'running' | 'paused'),
+      );
       return true;
     });
   }
