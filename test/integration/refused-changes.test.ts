@@ -3,6 +3,7 @@ import {
   type replicationDatabases,
   replicationService,
   sqlOn,
+  startConvergedPipeline,
   waitConverged,
   waitFor,
 } from '../support/replication-fixture.js';
@@ -21,13 +22,7 @@ describe('a change the sink refuses', () => {
       'refused',
       'CREATE TABLE items (id int PRIMARY KEY, v text); INSERT INTO items SELECT g, $$ok$$ FROM generate_series(1, 50) g',
     ));
-    await service.request('POST', '/v1/pipelines', {
-      name: 'refused',
-      source: { connection: 'src', tables: ['public.items'] },
-      sink: { connection: 'dst' },
-    });
-    await service.request('PUT', '/v1/pipelines/refused/state', { state: 'start' });
-    await waitConverged(dbs.source, dbs.sink, 'items');
+    await startConvergedPipeline(service, dbs, 'refused', ['public.items']);
   });
   afterAll(() => service?.stop());
 

@@ -3,6 +3,7 @@ import {
   type replicationDatabases,
   replicationService,
   sqlOn,
+  startConvergedPipeline,
   waitFor,
 } from '../support/replication-fixture.js';
 import type { TestService } from '../support/service.js';
@@ -34,17 +35,7 @@ describe('a schema decision holds until the source changes that column again', (
       'decisions_hold',
       'CREATE TABLE held (id int PRIMARY KEY, a text); INSERT INTO held VALUES (1, $$x$$)',
     ));
-    await service.request('POST', '/v1/pipelines', {
-      name: 'held',
-      source: { connection: 'src', tables: ['public.held'] },
-      sink: { connection: 'dst' },
-      schema_policy: 'review',
-    });
-    await service.request('PUT', '/v1/pipelines/held/state', { state: 'start' });
-    await waitFor(
-      async () => (await sqlOn(dbs.sink, 'SELECT 1 FROM held').catch(() => [])).length === 1,
-      'the first row',
-    );
+    await startConvergedPipeline(service, dbs, 'held', ['public.held'], { schema_policy: 'review' });
   });
   afterAll(() => service?.stop());
 

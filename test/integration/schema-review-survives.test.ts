@@ -3,6 +3,7 @@ import {
   type replicationDatabases,
   replicationService,
   sqlOn,
+  startConvergedPipeline,
   waitConverged,
   waitFor,
 } from '../support/replication-fixture.js';
@@ -24,14 +25,7 @@ describe('a schema review survives a stop, a start and a restart of the service'
       'review_kept',
       'CREATE TABLE kept (id int PRIMARY KEY, a text); INSERT INTO kept VALUES (1, $$one$$)',
     ));
-    await service.request('POST', '/v1/pipelines', {
-      name: 'kept',
-      source: { connection: 'src', tables: ['public.kept'] },
-      sink: { connection: 'dst' },
-      schema_policy: 'review',
-    });
-    await service.request('PUT', '/v1/pipelines/kept/state', { state: 'start' });
-    await waitConverged(dbs.source, dbs.sink, 'kept');
+    await startConvergedPipeline(service, dbs, 'kept', ['public.kept'], { schema_policy: 'review' });
   });
   afterAll(() => service?.stop());
 

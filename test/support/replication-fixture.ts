@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { createDatabase } from './pg-cluster.js';
-import { startTestService, testConfig } from './service.js';
+import { startTestService, type TestService, testConfig } from './service.js';
 
 /** Runs one statement (or several, without parameters) on a database and returns its rows. */
 export async function sqlOn<T extends pg.QueryResultRow = any>(
@@ -95,4 +95,23 @@ export async function replicationService(adminUrl: string, prefix: string, sourc
   const service = await startTestService(testConfig(dbs.store));
   await createSourceAndSink(service.request, dbs);
   return { dbs, service };
+}
+
+/** Creates pipeline `name` from `src` to `dst` over `tables`, starts it, and waits for the sink to hold every row. */
+export async function startConvergedPipeline(
+  service: TestService,
+  dbs: { source: string; sink: string },
+  name: string,
+  tables: string[],
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  const created = await service.request('POST', '/v1/pipelines', {
+    name,
+    source: { connection: 'src', tables },
+    sink: { connection: 'dst' },
+    ...extra,
+  });
+  if (created.status !== 201) throw new Error(`creating pipeline ${name} answered ${created.status}`);
+  await service.request('PUT', `/v1/pipelines/${name}/state`, { state: 'start' });
+  for (const table of tables) await waitConverged(dbs.source, dbs.sink, table);
 }
