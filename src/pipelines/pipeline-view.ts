@@ -31,31 +31,37 @@ export const currentOf = (row: PipelineRow, stats: PipelineLiveStats) =>
   };
 
 /** The list element of GET /v1/pipelines. */
-export const toPipelineSummary = (row: PipelineRow, stats: PipelineLiveStats) => ({
-  name: row.name,
-  state: currentOf(row, stats).state,
-  events_per_second: stats.eventsPerSecond,
-  replication_lag_ms: stats.replicationLagMs,
-  last_checkpoint_at: currentOf(row, stats).lastCheckpointAt,
-});
+export const toPipelineSummary = (row: PipelineRow, stats: PipelineLiveStats) => {
+  const current = currentOf(row, stats);
+  return {
+    name: row.name,
+    state: current.state,
+    events_per_second: stats.eventsPerSecond,
+    replication_lag_ms: stats.replicationLagMs,
+    last_checkpoint_at: current.lastCheckpointAt,
+  };
+};
 
 /** The full pipeline object: definition, state, live figures and timestamps. */
-export const toPipelineView = (row: PipelineRow, stats: PipelineLiveStats) => ({
-  id: row.id,
-  project_id: row.project_id,
-  name: row.name,
-  source: { connection: row.source_connection, tables: row.source_tables },
-  sink: { connection: row.sink_connection, properties: row.sink_properties },
-  snapshot: snapshotJson(resolveSnapshotOptions(row.snapshot_options)),
-  schema_policy: row.schema_policy,
-  state: currentOf(row, stats).state,
-  desired_state: row.desired_state,
-  error: currentOf(row, stats).error,
-  warning: stats.warning,
-  events_per_second: stats.eventsPerSecond,
-  replication_lag_ms: stats.replicationLagMs,
-  last_checkpoint_at: currentOf(row, stats).lastCheckpointAt,
-  generation: row.generation,
-  created_at: row.created_at,
-  updated_at: row.updated_at,
-});
+export const toPipelineView = (row: PipelineRow, stats: PipelineLiveStats) => {
+  const current = currentOf(row, stats);
+  return {
+    id: row.id,
+    project_id: row.project_id,
+    name: row.name,
+    source: { connection: row.source_connection, tables: row.source_tables },
+    sink: { connection: row.sink_connection, properties: row.sink_properties },
+    snapshot: snapshotJson(resolveSnapshotOptions(row.snapshot_options)),
+    schema_policy: row.schema_policy,
+    state: current.state,
+    desired_state: row.desired_state,
+    error: current.error,
+    warning: stats.warning,
+    events_per_second: stats.eventsPerSecond,
+    replication_lag_ms: stats.replicationLagMs,
+    last_checkpoint_at: current.lastCheckpointAt,
+    generation: row.generation,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+};

@@ -158,15 +158,8 @@ export class Supervisor implements PipelineLifecycle {
         sinkProperties: row.sink_properties,
       });
     }
-    const stored = handle ? state : (row.state as PipelineState);
     if (
-      !(await pipelinesStore.transition(
-        this.pool,
-        row.id,
-        stored,
-        stateAfter(state, action),
-        DESIRED[action],
-      ))
+      !(await pipelinesStore.transition(this.pool, row.id, state, stateAfter(state, action), DESIRED[action]))
     ) {
       const now = (await pipelinesStore.findById(this.pool, row.id))?.state as PipelineState | undefined;
       throw invalidTransition(name, now ?? state, action, 'another request changed it first');
