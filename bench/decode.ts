@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { pgClientConfigOfDsn } from '../src/connections/pg-client-config.js';
 import { startChangeStream } from '../src/source/postgres/change-stream.js';
-import { compareLsn } from '../src/source/postgres/lsn.js';
+import { compareLsn, parseLsn } from '../src/source/postgres/lsn.js';
 import { ensurePublication } from '../src/source/postgres/slot.js';
 import { createDatabase } from '../test/support/pg-cluster.js';
 import { sqlOn } from '../test/support/replication-fixture.js';
@@ -139,22 +139,25 @@ async function decodeOurs(url: string, slot: string, endLsn: string) {
   let firstChange: number | undefined;
   let done: { seconds: number; cpu: NodeJS.CpuUsage } | undefined;
   try {
-    for await (const item of stream.items) {
-      let reached = false;
-      if (item.kind === 'change') {
-        events++;
-        firstChange ??= performance.now();
-      } else if (item.kind === 'commit') {
-        commits++;
-        if (commits % ACK_EVERY === 0) await stream.ack(item.commitLsn);
-        reached = compareLsn(item.commitLsn, endLsn) >= 0;
-      } else if (item.kind === 'idle') {
-        reached = compareLsn(item.walEnd, endLsn) >= 0;
-      }
-      if (reached) {
-        await stream.ack(item.kind === 'idle' ? item.walEnd : endLsn);
-        done = { seconds: (performance.now() - started) / 1000, cpu: process.cpuUsage(cpuBefore) };
-        break;
+    const end = parseLsn(endLsn);
+    for (let items = await stream.next(); items !== null && !done; items = await stream.next()) {
+      for (const item of items) {
+        let reached = false;
+        if (item.kind === 'change') {
+          events++;
+          firstChange ??= performance.now();
+        } else if (item.kind === 'commit') {
+          commits++;
+          if (commits % ACK_EVERY === 0) stream.ack(item.endLsn);
+          reached = item.endLsn >= end;
+        } else if (item.kind === 'idle') {
+          reached = item.walEnd >= end;
+        }
+        if (reached) {
+          stream.ack(item.kind === 'idle' ? item.walEnd : end);
+          done = { seconds: (performance.now() - started) / 1000, cpu: process.cpuUsage(cpuBefore) };
+          break;
+        }
       }
     }
   } finally {

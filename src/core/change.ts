@@ -65,9 +65,7 @@ export interface ChangeEvent {
   unchangedToast?: string[];
   /** For truncate: every table truncated together, `table` being the first. */
   tables?: TableRef[];
-  /** LSN of this change's WAL record. */
-  lsn: string;
-  /** LSN of the end of the commit record of its transaction: the checkpoint position once durable. */
+  /** LSN of its transaction's commit record: the same for every change of a transaction. */
   commitLsn: string;
   xid: number;
   /** ISO 8601 commit time of the transaction at the source. */

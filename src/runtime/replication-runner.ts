@@ -12,7 +12,7 @@ import type { Sink } from '../sinks/types.js';
 import { checkSourceReady, readTableSchemas } from '../source/postgres/catalog.js';
 import { SOURCE_SESSION_OPTIONS, startChangeStream } from '../source/postgres/change-stream.js';
 import { SlotMissingError, SourceNotReadyError, TableNotReplicableError } from '../source/postgres/errors.js';
-import { ZERO_LSN } from '../source/postgres/lsn.js';
+import { parseLsn, ZERO_LSN } from '../source/postgres/lsn.js';
 import {
   createSlotWithSnapshot,
   dropSlotAndPublication,
@@ -224,12 +224,12 @@ export class ReplicationRunner {
       });
       try {
         const outcome = await applyStream({
-          items: stream.items,
+          next: () => stream.next(),
           ack: (lsn) => stream.ack(lsn),
           sink,
           limits: this.batchLimits(resolved),
           epoch: control.epoch ?? 1,
-          startLsn,
+          startLsn: parseLsn(startLsn),
           tables: new Set(resolved.tables.map(tableKey)),
           stats,
           signal: streaming.signal,

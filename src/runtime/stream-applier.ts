@@ -3,20 +3,21 @@ import type { Logger } from '../log/logger.js';
 import type { BatchLimits } from '../sinks/registry.js';
 import type { Sink } from '../sinks/types.js';
 import type { StreamItem } from '../source/postgres/change-stream.js';
-import { compareLsn } from '../source/postgres/lsn.js';
+import { formatLsn } from '../source/postgres/lsn.js';
 import type { BackfillCoordinator } from './backfill/backfill-coordinator.js';
 import { nextOrWake, onAbort, type WakeSource } from './next-or-wake.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import type { SchemaGuard } from './schema-guard.js';
 
 export interface StreamApplierOptions {
-  items: AsyncIterable<StreamItem>;
-  ack(lsn: string): Promise<void>;
+  /** Every item that arrived since the last call, in order; null when the stream ended. */
+  next(): Promise<StreamItem[] | null>;
+  ack(lsn: bigint): void;
   sink: Sink;
   limits: BatchLimits;
   epoch: number;
   /** The durable position the stream starts after (the sink's checkpoint or the slot's start). */
-  startLsn: string;
+  startLsn: bigint;
   /** `schema.table` of the tables to apply; changes of others (just removed) are skipped. */
   tables: ReadonlySet<string>;
   stats: PipelineStats;
@@ -58,21 +59,21 @@ const valueBytes = (change: ChangeEvent) => {
  */
 export async function applyStream(options: StreamApplierOptions): Promise<ApplyOutcome> {
   const { sink, stats, limits, signal } = options;
-  const iterator = options.items[Symbol.asyncIterator]();
   let durableLsn = options.startLsn;
   let batch: ChangeEvent[] = [];
   let batchBytes = 0;
   let committedCount = 0; // changes of `batch` whose transaction has committed
-  let committedLsn: string | null = null;
+  let committedLsn: bigint | null = null;
   let txOpen = false;
   let batchStartedAt = 0;
   // The sink write under way, if any, and a position past it to acknowledge once it is durable.
   let writing: Promise<void> | null = null;
   let writeFailed: { error: unknown } | null = null;
-  let ackAfterWrite: string | null = null;
+  let ackAfterWrite: bigint | null = null;
 
-  const apply = async (changes: ChangeEvent[], checkpointLsn: string) => {
+  const apply = async (changes: ChangeEvent[], position: bigint) => {
     const started = performance.now();
+    const checkpointLsn = formatLsn(position);
     try {
       await sink.applyBatch({ changes, commitLsn: checkpointLsn, epoch: options.epoch });
     } catch (error) {
@@ -90,9 +91,9 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
   };
 
   /** Takes the committed transactions out of the batch, for one sink write. */
-  const takeCommitted = (): [ChangeEvent[], string] | null => {
+  const takeCommitted = (): [ChangeEvent[], bigint] | null => {
     if (committedCount === 0 || committedLsn === null) return null;
-    const taken: [ChangeEvent[], string] = [batch.slice(0, committedCount), committedLsn];
+    const taken: [ChangeEvent[], bigint] = [batch.slice(0, committedCount), committedLsn];
     batch = batch.slice(committedCount);
     committedCount = 0;
     committedLsn = null;
@@ -100,10 +101,10 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     return taken;
   };
 
-  const acknowledge = async (lsn: string) => {
-    if (compareLsn(lsn, durableLsn) <= 0) return;
+  const acknowledge = (lsn: bigint) => {
+    if (lsn <= durableLsn) return;
     durableLsn = lsn;
-    await options.ack(lsn);
+    options.ack(lsn);
   };
 
   /** Waits for the write under way; its failure is the applier's. */
@@ -122,8 +123,8 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     const [changes, lsn] = taken;
     writing = (async () => {
       await apply(changes, lsn);
-      await acknowledge(lsn);
-      if (ackAfterWrite && batch.length === 0) await acknowledge(ackAfterWrite);
+      acknowledge(lsn);
+      if (ackAfterWrite !== null && batch.length === 0) acknowledge(ackAfterWrite);
       ackAfterWrite = null;
     })()
       .catch((error: unknown) => {
@@ -142,7 +143,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     const taken = takeCommitted();
     if (taken) {
       await apply(...taken);
-      await acknowledge(taken[1]);
+      acknowledge(taken[1]);
     }
     if (partial && batch.length > 0) {
       await apply(batch, durableLsn);
@@ -165,10 +166,10 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     await backfill.turn((changes) => apply(changes, durableLsn));
   };
 
-  let pending: Promise<IteratorResult<StreamItem>> | null = null;
-  // One wake-up list for everything that may interrupt the wait for the next item: the abort, a
+  let pending: Promise<StreamItem[] | null> | null = null;
+  // One wake-up list for everything that may interrupt the wait for the next items: the abort, a
   // backfill with work, the end of a sink write, and a gathering batch's deadline. Each is armed
-  // once, not once per item, which at hundreds of thousands of items a second would cost.
+  // once, not once per wait.
   const listeners = new Set<() => void>();
   function wakeAll() {
     for (const listener of [...listeners]) listener();
@@ -184,6 +185,67 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     clearTimeout(deadline);
     deadline = undefined;
   };
+  const overfull = () => batch.length >= limits.maxEvents * 2 || batchBytes >= limits.maxBytes * 2;
+
+  /** Takes in one item; 'hold' when a schema review stops the stream before it. */
+  const take = async (item: StreamItem): Promise<'hold' | undefined> => {
+    switch (item.kind) {
+      case 'begin':
+        txOpen = true;
+        if (stats.oldestPendingCommitMs === null) stats.oldestPendingCommitMs = item.commitTimeMs;
+        return;
+      case 'change': {
+        for (const split of perTable(item.change)) {
+          const change = options.schema ? options.schema.project(split) : split;
+          if (!options.tables.has(tableKey(change.table))) continue;
+          if (backfill && backfill.route(change) !== 'apply') continue;
+          if (batch.length === 0) batchStartedAt = Date.now();
+          batch.push(change);
+          batchBytes += valueBytes(change);
+        }
+        // One transaction larger than a batch is written in pieces.
+        if (batch.length - committedCount >= limits.maxEvents * 2 || batchBytes >= limits.maxBytes * 2) {
+          await flush(true);
+        }
+        return;
+      }
+      case 'commit':
+        txOpen = false;
+        if (batch.length > committedCount) {
+          committedCount = batch.length;
+          committedLsn = item.endLsn;
+          if (batchStartedAt === 0) batchStartedAt = Date.now();
+        } else if (committedCount > 0) {
+          // A transaction with no change for us: its position rides with the batch before it.
+          committedLsn = item.endLsn;
+        } else if (writing) {
+          ackAfterWrite = item.endLsn;
+        } else {
+          // Nothing pending: the position moves at once.
+          acknowledge(item.endLsn);
+          stats.oldestPendingCommitMs = null;
+        }
+        // A full batch starts its write without waiting for the rest of what arrived.
+        if (batch.length >= limits.maxEvents || batchBytes >= limits.maxBytes) startWrite();
+        return;
+      case 'idle':
+        // Nothing open and nothing pending: the source is idle, so its position can advance (heartbeat).
+        if (!txOpen && batch.length === 0) {
+          if (writing) ackAfterWrite = item.walEnd;
+          else acknowledge(item.walEnd);
+        }
+        return;
+      case 'relation': {
+        const verdict = await options.schema?.onRelation(item.relation, () => flush(false));
+        if (verdict !== 'hold') return;
+        // Nothing of the transaction that brings the new shape is applied: it replays after the review.
+        batch = batch.slice(0, committedCount);
+        await flush(false);
+        return 'hold';
+      }
+    }
+  };
+
   try {
     while (!signal.aborted) {
       await backfillTurn();
@@ -201,72 +263,20 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         deadline.unref();
       }
       // Backpressure: a full batch waits for the write under way rather than growing without end.
-      if (writing && (batch.length >= limits.maxEvents * 2 || batchBytes >= limits.maxBytes * 2)) {
+      if (writing && overfull()) {
         await settle();
         continue;
       }
-      pending ??= iterator.next();
+      pending ??= options.next();
       const outcome = await nextOrWake(pending, null, [wake]);
       if (outcome.kind !== 'next') continue;
-      const next = outcome.value;
+      const items = outcome.value;
       pending = null;
-      if (next.done) break;
-      const item = next.value;
-      switch (item.kind) {
-        case 'begin':
-          txOpen = true;
-          if (stats.oldestPendingCommitMs === null) stats.oldestPendingCommitMs = Date.parse(item.commitTime);
-          break;
-        case 'change': {
-          for (const split of perTable(item.change)) {
-            const change = options.schema ? options.schema.project(split) : split;
-            const { table } = change;
-            if (!options.tables.has(tableKey(table))) continue;
-            if (backfill && backfill.route(change) !== 'apply') continue;
-            if (batch.length === 0) batchStartedAt = Date.now();
-            batch.push(change);
-            batchBytes += valueBytes(change);
-          }
-          // One transaction larger than a batch is written in pieces.
-          if (batch.length - committedCount >= limits.maxEvents * 2 || batchBytes >= limits.maxBytes * 2) {
-            await flush(true);
-          }
-          break;
-        }
-        case 'commit':
-          txOpen = false;
-          if (batch.length > committedCount) {
-            committedCount = batch.length;
-            committedLsn = item.commitLsn;
-            if (batchStartedAt === 0) batchStartedAt = Date.now();
-          } else if (committedCount > 0) {
-            // A transaction with no change for us: its position rides with the batch before it.
-            committedLsn = item.commitLsn;
-          } else if (writing) {
-            ackAfterWrite = item.commitLsn;
-          } else {
-            // Nothing pending: the position moves at once.
-            await acknowledge(item.commitLsn);
-            stats.oldestPendingCommitMs = null;
-          }
-          break;
-        case 'idle':
-          // Nothing open and nothing pending: the source is idle, so its position can advance (heartbeat).
-          if (!txOpen && batch.length === 0) {
-            if (writing) ackAfterWrite = item.walEnd;
-            else await acknowledge(item.walEnd);
-          }
-          break;
-        case 'relation': {
-          const verdict = await options.schema?.onRelation(item.relation, () => flush(false));
-          if (verdict === 'hold') {
-            // Nothing of the transaction that brings the new shape is applied: it replays after the review.
-            batch = batch.slice(0, committedCount);
-            await flush(false);
-            return 'held-for-schema';
-          }
-          break;
-        }
+      if (items === null) break;
+      for (const item of items) {
+        if ((await take(item)) === 'hold') return 'held-for-schema';
+        if (writing && overfull()) await settle();
+        if (writeFailed) throw (writeFailed as { error: unknown }).error;
       }
     }
     // A stop applies what has fully arrived; an open transaction is replayed on the next start.

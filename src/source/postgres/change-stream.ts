@@ -1,27 +1,32 @@
 import type { ChangeEvent } from '../../core/change.js';
-import { BoundedQueue } from './bounded-queue.js';
-import { type CommitInfo, RelationCache, toChangeEvent } from './change-mapper.js';
+import { decodeChange, RelationCache, type TransactionInfo } from './change-mapper.js';
 import { PgoutputProtocolError } from './errors.js';
-import { formatLsn, parseLsn } from './lsn.js';
-import type { PgoutputMessage, RelationInfo } from './pgoutput-decoder.js';
-import type { DecodeFailure } from './pgoutput-plugin.js';
+import { formatLsn } from './lsn.js';
+import {
+  pgTimestampToIso,
+  pgTimestampToUnixMs,
+  Reader,
+  type RelationInfo,
+  readRelation,
+} from './pgoutput-decoder.js';
 import {
   ReplicationConnection,
   type ReplicationConnectionOptions,
   type ReplicationInput,
 } from './replication-connection.js';
-import { SpoolDirectory, TransactionSpool } from './transaction-spool.js';
+import { SpoolDirectory, StreamSpool } from './stream-spool.js';
 
 export { SOURCE_SESSION_OPTIONS } from './replication-connection.js';
 
 /** What the change stream yields, in commit order; a transaction's items are never interleaved with another's. */
 export type StreamItem =
-  | { kind: 'begin'; xid: number; commitLsn: string; commitTime: string }
+  | { kind: 'begin'; xid: number; commitTimeMs: number }
   | { kind: 'relation'; relation: RelationInfo }
   | { kind: 'change'; change: ChangeEvent }
-  | { kind: 'commit'; xid: number; commitLsn: string; commitTime: string }
+  /** `endLsn`: the end of the commit record, the position to acknowledge once the transaction is durable. */
+  | { kind: 'commit'; xid: number; endLsn: bigint }
   /** No transaction is open and the server has sent everything up to `walEnd`: safe to ack it when nothing is in flight. */
-  | { kind: 'idle'; walEnd: string };
+  | { kind: 'idle'; walEnd: bigint };
 
 /** Pino-compatible logger subset. */
 export interface SourceLogger {
@@ -33,11 +38,11 @@ export interface ChangeStreamOptions extends ReplicationConnectionOptions {
   /** Stream transactions committed after this LSN; `0/0` for the slot's confirmed position. */
   startLsn: string;
   logger?: SourceLogger;
-  /** Where transaction spool files go; the OS temp directory by default. */
+  /** Where spool files of streamed transactions go; the OS temp directory by default. */
   spoolDir?: string;
-  /** Bytes of a non-streamed transaction held in memory before it spills to a spool file. Default 8 MiB. */
+  /** Bytes of a streamed transaction held in memory before it spills to a spool file. Default 8 MiB. */
   memoryLimitBytes?: number;
-  /** Stream items queued ahead of the consumer. Default 1000. */
+  /** Items decoded ahead of the consumer before the socket is paused. Default 20 000. */
   queueCapacity?: number;
 }
 
@@ -46,9 +51,9 @@ export interface ChangeStreamStats {
   streamedTransactions: number;
   abortedStreamedTransactions: number;
   abortedSubtransactions: number;
-  /** Non-streamed transactions too big for memory, spooled to disk. */
+  /** Streamed transactions too big for memory, spooled to disk. */
   spilledTransactions: number;
-  /** Received messages not processed yet, now and at most. */
+  /** Received messages held while a streamed transaction replays, now and at most. */
   bufferedMessages: number;
   maxBufferedMessages: number;
   /** Items waiting for the consumer. */
@@ -56,49 +61,77 @@ export interface ChangeStreamStats {
 }
 
 export interface ChangeStream {
-  /** The items; iteration rejects with SlotMissingError, SourceConnectionError or PgoutputProtocolError. */
-  items: AsyncIterable<StreamItem>;
+  /**
+   * Every item that arrived since the last call, in order (waits while there is none); null once
+   * closed. Rejects with SlotMissingError, SourceConnectionError or PgoutputProtocolError, after
+   * the items that came before the failure.
+   */
+  next(): Promise<StreamItem[] | null>;
   /** Reports `lsn` (a commit end LSN, or an idle walEnd) as durably applied: the slot may advance to it. */
-  ack(lsn: string): Promise<void>;
+  ack(lsn: bigint): void;
   /** Stops replication, ends the items and deletes the spool files. */
   close(): Promise<void>;
   stats(): ChangeStreamStats;
 }
 
-// Received messages beyond which the socket is paused, and below which it resumes.
-const HIGH_WATER = 1000;
-const LOW_WATER = 200;
+const TAG = {
+  begin: 0x42, // B
+  commit: 0x43, // C
+  relation: 0x52, // R
+  insert: 0x49, // I
+  update: 0x55, // U
+  delete: 0x44, // D
+  truncate: 0x54, // T
+  streamStart: 0x53, // S
+  streamStop: 0x45, // E
+  streamCommit: 0x63, // c
+  streamAbort: 0x41, // A
+  type: 0x59, // Y
+  origin: 0x4f, // O
+  message: 0x4d, // M
+} as const;
 
 /**
- * Starts streaming the slot's changes. Transactions are yielded whole, in commit order, once
- * their commit arrived; big ones (streamed by the server, or beyond `memoryLimitBytes`) wait in
- * spool files rather than memory. Nothing is acknowledged unless ack() is called.
+ * Starts streaming the slot's changes. Each received message is decoded synchronously, straight
+ * into change events, and the consumer takes all decoded items at once. A transaction that was
+ * not streamed is committed by the time the server sends it (logical decoding replays it at its
+ * commit), so its changes are handed over as they arrive; a streamed (in-progress) transaction
+ * waits in a spool until its Stream Commit and is then replayed. Nothing is acknowledged unless
+ * ack() is called.
  */
 export function startChangeStream(options: ChangeStreamOptions): ChangeStream {
   const runner = new ChangeStreamRunner(options);
   runner.start();
   return {
-    items: runner.output,
-    ack: async (lsn) => runner.ack(lsn),
+    next: () => runner.next(),
+    ack: (lsn) => runner.ack(lsn),
     close: () => runner.close(),
     stats: () => runner.stats(),
   };
 }
 
 class ChangeStreamRunner {
-  readonly output: BoundedQueue<StreamItem>;
   private readonly connection: ReplicationConnection;
   private readonly relations = new RelationCache();
   private readonly directory: SpoolDirectory;
-  private readonly streamed = new Map<number, TransactionSpool>();
-  private readonly input: ReplicationInput[] = [];
-  private wake: (() => void) | undefined;
-  private txn: { xid: number; spool: TransactionSpool } | undefined;
-  private streamXid: number | undefined;
-  private paused = false;
+  private readonly streamed = new Map<number, StreamSpool>();
+  private readonly highWater: number;
+  private ready: StreamItem[] = [];
+  private consumer:
+    | { resolve: (items: StreamItem[] | null) => void; reject: (e: unknown) => void }
+    | undefined;
+  private handoverQueued = false;
+  private consumed: (() => void) | undefined;
+  private failure: { error: unknown } | undefined;
   private closed = false;
+  // Inputs that arrive while a streamed transaction replays, handled after it.
+  private held: ReplicationInput[] = [];
+  private replaying = false;
+  private paused = false;
+  private txn: TransactionInfo | undefined;
+  private streamXid: number | undefined;
   private lastIdle = 0n;
-  private processing: Promise<void> = Promise.resolve();
+  private shutdownDone: Promise<void> | undefined;
   private readonly counters = {
     transactions: 0,
     streamedTransactions: 0,
@@ -109,207 +142,297 @@ class ChangeStreamRunner {
   };
 
   constructor(private readonly options: ChangeStreamOptions) {
-    this.output = new BoundedQueue(options.queueCapacity ?? 1000);
+    this.highWater = options.queueCapacity ?? 20_000;
     this.directory = new SpoolDirectory(options.spoolDir);
-    this.connection = new ReplicationConnection(options, (input) => this.enqueue(input));
+    this.connection = new ReplicationConnection(options, (input) => this.onInput(input));
   }
 
   start(): void {
-    this.processing = this.process();
     this.connection.open();
   }
 
-  ack(lsn: string): void {
+  next(): Promise<StreamItem[] | null> {
+    if (this.ready.length > 0) return Promise.resolve(this.take());
+    if (this.failure) return Promise.reject(this.failure.error);
+    if (this.closed) return Promise.resolve(null);
+    return new Promise((resolve, reject) => {
+      this.consumer = { resolve, reject };
+    });
+  }
+
+  ack(lsn: bigint): void {
     this.connection.ack(lsn);
   }
 
   stats(): ChangeStreamStats {
-    return { ...this.counters, bufferedMessages: this.input.length, queuedItems: this.output.length };
+    return { ...this.counters, bufferedMessages: this.held.length, queuedItems: this.ready.length };
   }
 
   async close(): Promise<void> {
-    this.output.end({ discard: true });
     this.closed = true;
-    this.wake?.();
-    await this.processing;
+    this.ready = [];
+    this.consumer?.resolve(null);
+    this.consumer = undefined;
+    this.consumed?.();
+    await this.shutdown();
   }
 
-  private enqueue(input: ReplicationInput): void {
-    if (this.closed) return;
-    this.input.push(input);
-    this.counters.maxBufferedMessages = Math.max(this.counters.maxBufferedMessages, this.input.length);
-    if (this.input.length >= HIGH_WATER && !this.paused) {
-      this.paused = true;
-      this.connection.pause();
-    }
-    this.wake?.();
+  private take(): StreamItem[] {
+    const items = this.ready;
+    this.ready = [];
+    this.consumed?.();
+    this.consumed = undefined;
+    this.updateFlow();
+    return items;
   }
 
-  private async nextInput(): Promise<ReplicationInput | undefined> {
-    while (this.input.length === 0 && !this.closed) {
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-      });
-      this.wake = undefined;
+  private push(item: StreamItem): void {
+    this.ready.push(item);
+    // Handed over once the received chunk is decoded whole, not item by item.
+    if (this.consumer && !this.handoverQueued) {
+      this.handoverQueued = true;
+      queueMicrotask(() => this.handover());
     }
-    if (this.closed) return undefined;
-    const input = this.input.shift();
-    if (this.paused && this.input.length <= LOW_WATER) {
-      this.paused = false;
-      this.connection.resume();
-    }
-    return input;
+    if (this.ready.length === this.highWater) this.updateFlow();
   }
 
-  /** The one consumer of received messages: decodes, spools and replays them in order. */
-  private async process(): Promise<void> {
+  private handover(): void {
+    this.handoverQueued = false;
+    const consumer = this.consumer;
+    if (!consumer || this.ready.length === 0) return;
+    this.consumer = undefined;
+    consumer.resolve(this.take());
+  }
+
+  /** Pauses the socket while a replay runs or the consumer lags, and resumes it after. */
+  private updateFlow(): void {
+    const pause = this.replaying || this.ready.length >= this.highWater || this.held.length >= this.highWater;
+    if (pause && !this.paused) this.connection.pause();
+    else if (!pause && this.paused) this.connection.resume();
+    this.paused = pause;
+  }
+
+  private fail(error: unknown): void {
+    if (this.failure || this.closed) return;
+    this.failure = { error };
+    const consumer = this.consumer;
+    this.consumer = undefined;
+    if (consumer) {
+      if (this.ready.length > 0) consumer.resolve(this.take());
+      else consumer.reject(error);
+    }
+    this.consumed?.();
+    void this.shutdown();
+  }
+
+  private shutdown(): Promise<void> {
+    this.shutdownDone ??= (async () => {
+      await this.connection.close();
+      for (const spool of this.streamed.values()) spool.dispose();
+      this.streamed.clear();
+      this.txn = undefined;
+      this.directory.remove();
+    })();
+    return this.shutdownDone;
+  }
+
+  private onInput(input: ReplicationInput): void {
+    if (this.closed || this.failure) return;
+    if (this.replaying || this.held.length > 0) {
+      // A payload is only valid during the call: a held one is copied.
+      this.held.push(
+        input.kind === 'message' ? { kind: 'message', payload: Buffer.from(input.payload) } : input,
+      );
+      this.counters.maxBufferedMessages = Math.max(this.counters.maxBufferedMessages, this.held.length);
+      this.updateFlow();
+      return;
+    }
+    this.handle(input);
+  }
+
+  private handle(input: ReplicationInput): void {
     try {
-      for (;;) {
-        const input = await this.nextInput();
-        if (!input) return;
-        if (input.kind === 'error') throw input.error;
-        if (input.kind === 'keepalive') await this.onKeepalive(input.walEnd);
-        else await this.onMessage(input.lsn, input.message);
-      }
+      if (input.kind === 'error') throw input.error;
+      if (input.kind === 'keepalive') this.onKeepalive(input.walEnd);
+      else this.onMessage(input.payload);
     } catch (error) {
-      this.output.fail(error);
-    } finally {
-      await this.shutdown();
+      this.fail(error);
     }
   }
 
-  private async shutdown(): Promise<void> {
-    this.closed = true;
-    await this.connection.close();
-    const spools = [...this.streamed.values(), ...(this.txn ? [this.txn.spool] : [])];
-    this.streamed.clear();
-    this.txn = undefined;
-    await Promise.all(spools.map((s) => s.dispose()));
-    await this.directory.remove();
-  }
-
-  private async emit(item: StreamItem): Promise<boolean> {
-    return this.output.push(item);
-  }
-
-  private async onKeepalive(walEnd: string): Promise<void> {
+  private onKeepalive(walEnd: bigint): void {
     // Inside a transaction (or a stream block) the server may not have sent all of it yet. A
     // streamed transaction still pending does not matter: its commit record lies beyond walEnd,
     // so acking walEnd cannot make the server skip it.
     if (this.txn || this.streamXid !== undefined) return;
-    const value = parseLsn(walEnd);
-    if (value <= this.lastIdle) return;
-    this.lastIdle = value;
-    await this.emit({ kind: 'idle', walEnd: formatLsn(value) });
+    if (walEnd <= this.lastIdle) return;
+    this.lastIdle = walEnd;
+    this.push({ kind: 'idle', walEnd });
   }
 
-  private async onMessage(lsn: string, m: PgoutputMessage | DecodeFailure): Promise<void> {
-    switch (m.tag) {
-      case 'decode-error':
-        throw m.error;
-      case 'begin': {
-        if (this.txn || this.streamXid !== undefined) {
+  private onMessage(payload: Buffer): void {
+    const tag = payload[0];
+    const r = new Reader(payload, 1);
+    switch (tag) {
+      case TAG.begin: {
+        if (this.txn || this.streamXid !== undefined)
           throw new PgoutputProtocolError('Begin inside a transaction');
-        }
-        const memoryLimit = this.options.memoryLimitBytes ?? 8 << 20;
-        this.txn = { xid: m.xid, spool: new TransactionSpool(this.directory, `xid-${m.xid}`, memoryLimit) };
+        const commitLsn = formatLsn(r.lsnValue());
+        const micros = r.micros();
+        const xid = r.uint32();
+        this.txn = { xid, commitLsn, commitTime: pgTimestampToIso(micros) };
+        this.push({ kind: 'begin', xid, commitTimeMs: pgTimestampToUnixMs(micros) });
         return;
       }
-      case 'commit': {
+      case TAG.commit: {
         const txn = this.txn;
         if (!txn) throw new PgoutputProtocolError('Commit without Begin');
+        r.uint8(); // flags
+        r.lsnValue(); // the commit record's LSN, given at Begin
+        const endLsn = r.lsnValue();
         this.txn = undefined;
-        if (txn.spool.spilled) this.counters.spilledTransactions++;
-        await this.replay(txn.spool, { xid: txn.xid, commitLsn: m.endLsn, commitTime: m.commitTime });
+        this.counters.transactions++;
+        this.push({ kind: 'commit', xid: txn.xid, endLsn });
         return;
       }
-      case 'stream-start': {
+      case TAG.relation:
+      case TAG.insert:
+      case TAG.update:
+      case TAG.delete:
+      case TAG.truncate: {
+        if (this.streamXid !== undefined) {
+          (this.streamed.get(this.streamXid) as StreamSpool).append(payload);
+        } else if (tag === TAG.relation) {
+          this.onRelation(r);
+        } else if (this.txn) {
+          this.push({ kind: 'change', change: decodeChange(r, dataTag(tag), this.relations, this.txn) });
+        } else {
+          throw new PgoutputProtocolError(`${String.fromCharCode(tag)} message outside a transaction`);
+        }
+        return;
+      }
+      case TAG.streamStart: {
         if (this.txn || this.streamXid !== undefined) {
           throw new PgoutputProtocolError('Stream Start inside a transaction');
         }
-        this.streamXid = m.xid;
-        if (this.streamed.has(m.xid)) return;
+        const xid = r.uint32();
+        const firstSegment = r.uint8() === 1;
+        this.streamXid = xid;
+        if (this.streamed.has(xid)) return;
         // A later segment of an unknown transaction means its first changes were never seen.
-        if (!m.firstSegment) throw new PgoutputProtocolError(`Stream Start of unknown transaction ${m.xid}`);
-        this.streamed.set(m.xid, new TransactionSpool(this.directory, `stream-${m.xid}`, 0));
-        this.options.logger?.debug({ xid: m.xid }, 'spooling a streamed in-progress transaction');
+        if (!firstSegment) throw new PgoutputProtocolError(`Stream Start of unknown transaction ${xid}`);
+        this.streamed.set(xid, this.newSpool(xid));
+        this.options.logger?.debug({ xid }, 'spooling a streamed in-progress transaction');
         return;
       }
-      case 'stream-stop':
+      case TAG.streamStop:
         this.streamXid = undefined;
         return;
-      case 'stream-commit': {
-        let spool = this.streamed.get(m.xid);
+      case TAG.streamCommit: {
+        const xid = r.uint32();
+        r.uint8(); // flags
+        const commitLsn = formatLsn(r.lsnValue());
+        const endLsn = r.lsnValue();
+        const micros = r.micros();
+        let spool = this.streamed.get(xid);
         if (!spool) {
-          this.options.logger?.warn({ xid: m.xid }, 'Stream Commit of a transaction that streamed no change');
-          spool = new TransactionSpool(this.directory, `stream-${m.xid}`, 0);
+          this.options.logger?.warn({ xid }, 'Stream Commit of a transaction that streamed no change');
+          spool = this.newSpool(xid);
         }
-        this.streamed.delete(m.xid);
+        this.streamed.delete(xid);
         this.counters.streamedTransactions++;
-        await this.replay(spool, { xid: m.xid, commitLsn: m.endLsn, commitTime: m.commitTime });
+        if (spool.spilled) this.counters.spilledTransactions++;
+        const txn = { xid, commitLsn, commitTime: pgTimestampToIso(micros) };
+        void this.replay(spool, txn, endLsn, pgTimestampToUnixMs(micros));
         return;
       }
-      case 'stream-abort': {
-        const spool = this.streamed.get(m.xid);
-        if (m.subxid === m.xid) {
-          this.streamed.delete(m.xid);
+      case TAG.streamAbort: {
+        const xid = r.uint32();
+        const subxid = r.uint32();
+        const spool = this.streamed.get(xid);
+        if (subxid === xid) {
+          this.streamed.delete(xid);
           this.counters.abortedStreamedTransactions++;
-          await spool?.dispose();
+          spool?.dispose();
         } else {
           this.counters.abortedSubtransactions++;
-          spool?.abortSubtransaction(m.subxid);
+          spool?.abortSubtransaction(subxid);
         }
         return;
       }
-      case 'relation':
-      case 'insert':
-      case 'update':
-      case 'delete':
-      case 'truncate': {
-        if (this.streamXid !== undefined) {
-          const spool = this.streamed.get(this.streamXid) as TransactionSpool;
-          await spool.append({ lsn, xid: m.xid ?? this.streamXid, message: m });
-        } else if (this.txn) {
-          await this.txn.spool.append({ lsn, xid: this.txn.xid, message: m });
-        } else if (m.tag === 'relation') {
-          this.relations.set(m);
-          await this.emit({ kind: 'relation', relation: relationInfo(m) });
-        } else {
-          throw new PgoutputProtocolError(`${m.tag} outside a transaction`);
-        }
+      case TAG.type:
+      case TAG.origin:
+      case TAG.message:
+        // Nothing a sink applies.
         return;
-      }
       default:
-        // Origin, Type and logical decoding messages carry nothing a sink applies.
-        return;
+        throw new PgoutputProtocolError(
+          `unknown pgoutput message type '${String.fromCharCode(tag ?? 0)}' (0x${(tag ?? 0).toString(16)})`,
+        );
     }
   }
 
-  /** Yields a committed transaction from its spool, then deletes the spool. */
-  private async replay(spool: TransactionSpool, commit: CommitInfo): Promise<void> {
+  private onRelation(r: Reader): void {
+    const relation = readRelation(r);
+    this.relations.set(relation);
+    this.push({ kind: 'relation', relation });
+  }
+
+  private newSpool(xid: number): StreamSpool {
+    return new StreamSpool(this.directory, `stream-${xid}`, this.options.memoryLimitBytes ?? 8 << 20);
+  }
+
+  /**
+   * Hands over a streamed transaction from its spool, waiting for the consumer whenever a queue's
+   * worth is ready; what arrives meanwhile is held and handled after it.
+   */
+  private async replay(spool: StreamSpool, txn: TransactionInfo, endLsn: bigint, commitTimeMs: number) {
+    this.replaying = true;
+    this.updateFlow();
     try {
-      if (!(await this.emit({ kind: 'begin', ...commit }))) return;
-      for await (const { lsn, message } of spool.replay()) {
-        const item: StreamItem =
-          message.tag === 'relation'
-            ? { kind: 'relation', relation: relationInfo(message) }
-            : { kind: 'change', change: toChangeEvent(message, lsn, this.relations, commit) };
-        if (message.tag === 'relation') this.relations.set(message);
-        if (!(await this.emit(item))) return;
+      this.push({ kind: 'begin', xid: txn.xid, commitTimeMs });
+      for (const message of spool.messages()) {
+        // Spooled messages carry the (sub)transaction's xid after their tag.
+        const r = new Reader(message, 5);
+        const tag = message[0];
+        if (tag === TAG.relation) this.onRelation(r);
+        else this.push({ kind: 'change', change: decodeChange(r, dataTag(tag), this.relations, txn) });
+        if (this.ready.length >= this.highWater) {
+          await new Promise<void>((resolve) => {
+            this.consumed = resolve;
+          });
+          if (this.closed || this.failure) return;
+        }
       }
-      if (await this.emit({ kind: 'commit', ...commit })) this.counters.transactions++;
+      this.counters.transactions++;
+      this.push({ kind: 'commit', xid: txn.xid, endLsn });
+    } catch (error) {
+      this.fail(error);
+      return;
     } finally {
-      await spool.dispose();
+      spool.dispose();
     }
+    this.replaying = false;
+    while (!this.replaying && this.held.length > 0 && !this.failure && !this.closed) {
+      this.handle(this.held.shift() as ReplicationInput);
+    }
+    this.updateFlow();
   }
 }
 
-function relationInfo(m: RelationInfo): RelationInfo {
-  return {
-    relationId: m.relationId,
-    schema: m.schema,
-    table: m.table,
-    replicaIdentity: m.replicaIdentity,
-    columns: m.columns,
-  };
+function dataTag(tag: number | undefined): 'I' | 'U' | 'D' | 'T' {
+  switch (tag) {
+    case TAG.insert:
+      return 'I';
+    case TAG.update:
+      return 'U';
+    case TAG.delete:
+      return 'D';
+    case TAG.truncate:
+      return 'T';
+    default:
+      throw new PgoutputProtocolError(
+        `unexpected message '${String.fromCharCode(tag ?? 0)}' in a transaction`,
+      );
+  }
 }

@@ -78,6 +78,11 @@ const REPLICA_IDENTITIES: Record<string, ReplicaIdentity> = {
   i: 'index',
 };
 
+/** Converts microseconds since 2000-01-01 UTC to milliseconds since the Unix epoch. */
+export function pgTimestampToUnixMs(micros: bigint): number {
+  return Number((micros + PG_EPOCH_UNIX_MICROS) / 1000n);
+}
+
 /** Converts microseconds since 2000-01-01 UTC to ISO 8601 with microsecond precision. */
 export function pgTimestampToIso(micros: bigint): string {
   const unixMicros = micros + PG_EPOCH_UNIX_MICROS;
@@ -93,10 +98,16 @@ export function pgTimestampToIso(micros: bigint): string {
 }
 
 /** Sequential big-endian reader over one message. */
-class Reader {
-  private offset = 0;
+export class Reader {
+  constructor(
+    private readonly buf: Buffer,
+    public offset = 0,
+  ) {}
 
-  constructor(private readonly buf: Buffer) {}
+  /** Whether every byte was read. */
+  get atEnd(): boolean {
+    return this.offset >= this.buf.length;
+  }
 
   private need(n: number): void {
     if (this.offset + n > this.buf.length) {
@@ -133,17 +144,27 @@ class Reader {
   }
 
   lsn(): string {
+    return formatLsn(this.lsnValue());
+  }
+
+  /** An LSN as its 64-bit number. */
+  lsnValue(): bigint {
     this.need(8);
     const v = this.buf.readBigUInt64BE(this.offset);
     this.offset += 8;
-    return formatLsn(v);
+    return v;
   }
 
   timestamp(): string {
+    return pgTimestampToIso(this.micros());
+  }
+
+  /** A timestamp as microseconds since 2000-01-01 UTC. */
+  micros(): bigint {
     this.need(8);
     const v = this.buf.readBigInt64BE(this.offset);
     this.offset += 8;
-    return pgTimestampToIso(v);
+    return v;
   }
 
   string(): string {
@@ -191,6 +212,23 @@ class Reader {
   }
 }
 
+/** Reads the body of a Relation message (after its tag and, in a stream block, its xid). */
+export function readRelation(r: Reader): RelationInfo {
+  const relationId = r.uint32();
+  const schema = r.string();
+  const table = r.string();
+  const identity = String.fromCharCode(r.uint8());
+  const replicaIdentity = REPLICA_IDENTITIES[identity];
+  if (!replicaIdentity) throw new PgoutputProtocolError(`unknown replica identity '${identity}'`);
+  const count = r.int16();
+  const columns: RelationColumn[] = [];
+  for (let i = 0; i < count; i++) {
+    const flags = r.uint8();
+    columns.push({ isKey: (flags & 1) === 1, name: r.string(), typeOid: r.uint32(), typeMod: r.int32() });
+  }
+  return { relationId, schema, table, replicaIdentity, columns };
+}
+
 /**
  * Decodes pgoutput messages one at a time, tracking whether a stream block (between Stream Start
  * and Stream Stop) is open, as that changes the layout of data messages.
@@ -224,30 +262,8 @@ export class PgoutputDecoder {
         };
       case 'O':
         return { tag: 'origin', originLsn: r.lsn(), name: r.string() };
-      case 'R': {
-        const head = {
-          tag: 'relation' as const,
-          ...xid(),
-          relationId: r.uint32(),
-          schema: r.string(),
-          table: r.string(),
-        };
-        const identity = String.fromCharCode(r.uint8());
-        const replicaIdentity = REPLICA_IDENTITIES[identity];
-        if (!replicaIdentity) throw new PgoutputProtocolError(`unknown replica identity '${identity}'`);
-        const count = r.int16();
-        const columns: RelationColumn[] = [];
-        for (let i = 0; i < count; i++) {
-          const flags = r.uint8();
-          columns.push({
-            isKey: (flags & 1) === 1,
-            name: r.string(),
-            typeOid: r.uint32(),
-            typeMod: r.int32(),
-          });
-        }
-        return { ...head, replicaIdentity, columns };
-      }
+      case 'R':
+        return { tag: 'relation', ...xid(), ...readRelation(r) };
       case 'Y':
         return { tag: 'type', ...xid(), typeOid: r.uint32(), schema: r.string(), name: r.string() };
       case 'I': {

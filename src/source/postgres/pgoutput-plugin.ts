@@ -1,6 +1,5 @@
 import type pg from 'pg';
 import { AbstractPlugin } from 'pg-logical-replication/dist/output-plugins/abstract.plugin.js';
-import { PgoutputDecoder, type PgoutputMessage } from './pgoutput-decoder.js';
 
 /** Options of {@link PgoutputStreamingPlugin}. */
 export interface PgoutputStreamingOptions {
@@ -9,12 +8,6 @@ export interface PgoutputStreamingOptions {
   streaming?: boolean;
   /** Also receive logical decoding messages (`pg_logical_emit_message`). Default false. */
   messages?: boolean;
-}
-
-/** What {@link PgoutputStreamingPlugin.parse} returns for a message it could not decode. */
-export interface DecodeFailure {
-  tag: 'decode-error';
-  error: Error;
 }
 
 // Slot and publication names go into the command unquoted-safe only if they are plain identifiers.
@@ -51,12 +44,11 @@ export function startReplicationCommand(p: {
 
 /**
  * pgoutput output plugin for pg-logical-replication that speaks protocol version 2 with
- * `streaming 'on'` on PostgreSQL 14+ (version 1 before), and decodes every message type of both
- * versions with {@link PgoutputDecoder}. The library's own pgoutput plugin requests neither
- * streaming nor knows the stream messages.
+ * `streaming 'on'` on PostgreSQL 14+ (version 1 before). It hands each message over undecoded:
+ * the change stream decodes it synchronously, straight into change events (the library's own
+ * pgoutput plugin requests neither streaming nor knows the stream messages).
  */
 export class PgoutputStreamingPlugin extends AbstractPlugin<PgoutputStreamingOptions> {
-  private readonly decoder = new PgoutputDecoder();
   private replicationClient: pg.Client | undefined;
   private version: number | undefined;
 
@@ -111,15 +103,8 @@ export class PgoutputStreamingPlugin extends AbstractPlugin<PgoutputStreamingOpt
     return client.query(this.startCommand(slotName, lastLsn));
   }
 
-  /**
-   * Decodes one pgoutput payload. Never throws: it runs inside the connection's data handler,
-   * where an exception would escape into the socket's event loop.
-   */
-  parse(buffer: Buffer): PgoutputMessage | DecodeFailure {
-    try {
-      return this.decoder.decode(buffer);
-    } catch (error) {
-      return { tag: 'decode-error', error: error instanceof Error ? error : new Error(String(error)) };
-    }
+  /** The payload itself, a view into the connection's read buffer: decoded by the change stream. */
+  parse(buffer: Buffer): Buffer {
+    return buffer;
   }
 }

@@ -2,8 +2,7 @@ import pg from 'pg';
 import { LogicalReplicationService } from 'pg-logical-replication';
 import { SlotMissingError, SourceConnectionError, sqlState } from './errors.js';
 import { formatLsn, maxLsn, normalizeLsn, parseLsn } from './lsn.js';
-import type { PgoutputMessage } from './pgoutput-decoder.js';
-import { type DecodeFailure, PgoutputStreamingPlugin } from './pgoutput-plugin.js';
+import { PgoutputStreamingPlugin } from './pgoutput-plugin.js';
 import { slotStatus } from './slot.js';
 
 /**
@@ -13,10 +12,13 @@ import { slotStatus } from './slot.js';
 export const SOURCE_SESSION_OPTIONS =
   '-c DateStyle=ISO -c IntervalStyle=postgres -c extra_float_digits=3 -c TimeZone=UTC';
 
-/** What the connection delivers, in the order the server sent it; an error is always last. */
+/**
+ * What the connection delivers, in the order the server sent it; an error is always last. A
+ * message's payload is a view into the connection's read buffer: valid only during the call.
+ */
 export type ReplicationInput =
-  | { kind: 'message'; lsn: string; message: PgoutputMessage | DecodeFailure }
-  | { kind: 'keepalive'; walEnd: string }
+  | { kind: 'message'; payload: Buffer }
+  | { kind: 'keepalive'; walEnd: bigint }
   | { kind: 'error'; error: SlotMissingError | SourceConnectionError };
 
 export interface ReplicationConnectionOptions {
@@ -61,11 +63,11 @@ export class ReplicationConnection {
 
   /** Connects in the background; failures arrive as an `error` input. */
   open(): void {
-    this.service.on('data', (lsn: string, message: PgoutputMessage | DecodeFailure) => {
-      if (!this.closed) this.deliver({ kind: 'message', lsn, message });
+    this.service.on('data', (_lsn: string, payload: Buffer) => {
+      if (!this.closed) this.deliver({ kind: 'message', payload });
     });
     this.service.on('heartbeat', (walEnd: string, _time: number, shouldRespond: boolean) => {
-      if (!this.closed) this.deliver({ kind: 'keepalive', walEnd });
+      if (!this.closed) this.deliver({ kind: 'keepalive', walEnd: parseLsn(walEnd) });
       if (shouldRespond) this.sendStatus();
     });
     this.service.on('start', () => {
@@ -109,9 +111,8 @@ export class ReplicationConnection {
   }
 
   /** Records `lsn` as durably applied and reports it to the server as the flush position. */
-  ack(lsn: string): void {
-    const value = parseLsn(lsn);
-    if (value > this.lastAck) this.lastAck = value;
+  ack(lsn: bigint): void {
+    if (lsn > this.lastAck) this.lastAck = lsn;
     this.sendStatus();
   }
 

@@ -1,0 +1,168 @@
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** A directory of spool files, made on first use and removed as a whole. */
+export class SpoolDirectory {
+  private dir: string | undefined;
+  private counter = 0;
+
+  /** @param parent where to create the directory; the OS temp directory by default */
+  constructor(private readonly parent: string = tmpdir()) {}
+
+  /** A new file path inside the directory. */
+  newFile(label: string): string {
+    this.dir ??= mkdtempSync(join(this.parent, 'replicator-spool-'));
+    return join(this.dir, `${label}-${++this.counter}.bin`);
+  }
+
+  /** Removes the directory and every file in it. */
+  remove(): void {
+    const dir = this.dir;
+    this.dir = undefined;
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const BLOCK = 1 << 20;
+const FRAME_HEADER = 4;
+
+/**
+ * The raw pgoutput messages of one streamed (in-progress) transaction until its Stream Commit:
+ * length-prefixed frames in 1 MiB blocks, in memory up to `memoryLimitBytes`, then appended to a
+ * file. The bytes are kept as the server sent them and decoded once, on replay, so that spooling
+ * costs a copy. Local temporary files in large blocks: written and read synchronously, which
+ * costs less than a promise per block and keeps the replay a plain loop.
+ */
+export class StreamSpool {
+  private blocks: Buffer[] = [];
+  private block = Buffer.allocUnsafe(BLOCK);
+  private used = 0;
+  private memoryBytes = 0;
+  private file: { path: string; fd: number } | undefined;
+  private readonly aborted = new Set<number>();
+  private count = 0;
+
+  constructor(
+    private readonly directory: SpoolDirectory,
+    private readonly label: string,
+    private readonly memoryLimitBytes: number,
+  ) {}
+
+  /** Messages appended so far (aborted subtransactions included). */
+  get size(): number {
+    return this.count;
+  }
+
+  /** Whether the spool went to disk. */
+  get spilled(): boolean {
+    return this.file !== undefined;
+  }
+
+  /** Adds a copy of one message (a data or Relation message, with its xid prefix). */
+  append(message: Buffer): void {
+    this.count++;
+    const need = FRAME_HEADER + message.length;
+    if (this.used + need > this.block.length) this.sealBlock(need);
+    this.block.writeUInt32BE(message.length, this.used);
+    message.copy(this.block, this.used + FRAME_HEADER);
+    this.used += need;
+  }
+
+  /** Discards the changes of subtransaction `subxid` (on replay). */
+  abortSubtransaction(subxid: number): void {
+    this.aborted.add(subxid);
+  }
+
+  /**
+   * The messages in append order, without those of aborted subtransactions. Each is a view that
+   * is only valid until the next one is taken.
+   */
+  *messages(): Generator<Buffer> {
+    const keep = (message: Buffer) => !this.aborted.has(message.readUInt32BE(1));
+    if (!this.file) {
+      for (const block of [...this.blocks, this.block.subarray(0, this.used)]) {
+        for (const message of framesOf(block)) if (keep(message)) yield message;
+      }
+      return;
+    }
+    this.writeOut(this.block.subarray(0, this.used));
+    this.used = 0;
+    const fd = openSync(this.file.path, 'r');
+    try {
+      let buffer = Buffer.allocUnsafe(BLOCK);
+      let filled = 0;
+      for (;;) {
+        const read = readSync(fd, buffer, filled, buffer.length - filled, null);
+        filled += read;
+        let at = 0;
+        while (at + FRAME_HEADER <= filled) {
+          const length = buffer.readUInt32BE(at);
+          if (at + FRAME_HEADER + length > filled) break;
+          const message = buffer.subarray(at + FRAME_HEADER, at + FRAME_HEADER + length);
+          at += FRAME_HEADER + length;
+          if (keep(message)) yield message;
+        }
+        if (read === 0) {
+          if (at !== filled) throw new Error(`spool file ${this.file.path} ends inside a message`);
+          return;
+        }
+        // The partial frame moves to the front; a frame larger than the buffer gets a larger one.
+        const rest = filled - at;
+        const needed = rest >= FRAME_HEADER ? FRAME_HEADER + buffer.readUInt32BE(at) : BLOCK;
+        const next = needed > buffer.length ? Buffer.allocUnsafe(needed) : buffer;
+        buffer.copy(next, 0, at, filled);
+        buffer = next;
+        filled = rest;
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /** Frees the memory and deletes the file. Safe to call twice. */
+  dispose(): void {
+    this.blocks = [];
+    this.used = 0;
+    const file = this.file;
+    this.file = undefined;
+    if (file) {
+      closeSync(file.fd);
+      rmSync(file.path, { force: true });
+    }
+  }
+
+  /** Closes the current block (keeping or writing it) and starts one with room for `need` bytes. */
+  private sealBlock(need: number): void {
+    const sealed = this.block.subarray(0, this.used);
+    this.memoryBytes += sealed.length;
+    if (this.file || this.memoryBytes > this.memoryLimitBytes) {
+      if (!this.file) {
+        const path = this.directory.newFile(this.label);
+        this.file = { path, fd: openSync(path, 'w') };
+        for (const block of this.blocks) this.writeOut(block);
+        this.blocks = [];
+      }
+      this.writeOut(sealed);
+    } else {
+      this.blocks.push(sealed);
+    }
+    this.block = Buffer.allocUnsafe(Math.max(BLOCK, need));
+    this.used = 0;
+  }
+
+  private writeOut(bytes: Buffer): void {
+    const fd = (this.file as { fd: number }).fd;
+    let written = 0;
+    while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+  }
+}
+
+function* framesOf(block: Buffer): Generator<Buffer> {
+  let at = 0;
+  while (at < block.length) {
+    const length = block.readUInt32BE(at);
+    yield block.subarray(at + FRAME_HEADER, at + FRAME_HEADER + length);
+    at += FRAME_HEADER + length;
+  }
+}
