@@ -23,8 +23,11 @@ const BOOK = quoteIdent(BOOKKEEPING_SCHEMA);
 const UNDEFINED_TABLE = '42P01';
 
 const SQL = {
-  lockEpoch: `SELECT epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1 FOR UPDATE`,
-  // The WHERE makes the upsert a no-op when a newer epoch is stored, which the caller turns into a FencedError.
+  readEpoch: `SELECT epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1`,
+  // The fencing check and the checkpoint in one statement, run first in the batch's transaction:
+  // it takes the checkpoint row's lock (an older worker waits for a newer one's batch, then sees
+  // its epoch) and is a no-op when a newer epoch is stored, which the caller turns into a
+  // FencedError. The rows written after it commit with it or not at all.
   storeCheckpoint:
     `INSERT INTO ${BOOK}.checkpoints AS c (pipeline_id, lsn, epoch, updated_at) VALUES ($1, $2, $3, now()) ` +
     'ON CONFLICT (pipeline_id) DO UPDATE SET lsn = EXCLUDED.lsn, epoch = EXCLUDED.epoch, updated_at = now() ' +
@@ -41,7 +44,7 @@ const SQL = {
 };
 
 /** A sink writing into PostgreSQL tables, each call one transaction. */
-export function createPostgresSink(ctx: SinkContext): Sink {
+export function createPostgresSink(ctx: SinkContext<pg.ClientConfig>): Sink {
   return new PostgresSink(ctx, parsePostgresSinkProperties(ctx.properties));
 }
 
@@ -54,7 +57,7 @@ class PostgresSink implements Sink {
   private closed = false;
 
   constructor(
-    private readonly ctx: SinkContext,
+    private readonly ctx: SinkContext<pg.ClientConfig>,
     private readonly config: PostgresSinkConfig,
   ) {
     // A few connections so snapshot partitions can be written in parallel; batches use one at a time.
@@ -203,19 +206,10 @@ class PostgresSink implements Sink {
     }
   }
 
-  /** Applies the statements and the checkpoint in one transaction, telling which statement runs. */
+  /** Applies the checkpoint and the statements in one transaction, telling which statement runs. */
   private writeBatch(batch: ChangeBatch, statements: Statement[], running: (index: number) => void) {
     const id = this.ctx.pipelineId;
     return this.transaction(async (client) => {
-      // Locking the checkpoint row first makes an older worker wait for, then see, the newer epoch.
-      const stored = await client.query<{ epoch: string }>(SQL.lockEpoch, [id]);
-      const storedEpoch = Number(stored.rows[0]?.epoch ?? Number.NEGATIVE_INFINITY);
-      if (storedEpoch > batch.epoch) throw new FencedError(storedEpoch, batch.epoch);
-      for (const [i, statement] of statements.entries()) {
-        running(i);
-        await client.query(statement.text, statement.values);
-      }
-      running(-1);
       const saved = await client.query<{ lsn: string }>(SQL.storeCheckpoint, [
         id,
         batch.commitLsn,
@@ -223,10 +217,14 @@ class PostgresSink implements Sink {
       ]);
       const lsn = saved.rows[0]?.lsn;
       if (lsn === undefined) {
-        // Another worker stored its first checkpoint while this batch was being applied.
-        const again = await client.query<{ epoch: string }>(SQL.lockEpoch, [id]);
-        throw new FencedError(Number(again.rows[0]?.epoch), batch.epoch);
+        const stored = await client.query<{ epoch: string }>(SQL.readEpoch, [id]);
+        throw new FencedError(Number(stored.rows[0]?.epoch), batch.epoch);
       }
+      for (const [i, statement] of statements.entries()) {
+        running(i);
+        await client.query(statement.text, statement.values);
+      }
+      running(-1);
       return { lsn, epoch: batch.epoch };
     });
   }

@@ -1,0 +1,151 @@
+/**
+ * The sink contract: what every sink implements, and all the runtime knows of a sink. It is made
+ * for three shapes of sink alike:
+ *
+ * - a transactional SQL database (PostgreSQL, MySQL): a batch and its checkpoint are one
+ *   transaction, so a crash replays at most what was not committed, and idempotent writes
+ *   (upserts keyed by the primary key) make the replay converge;
+ * - a columnar warehouse (DuckDB's appender, bulk files): a batch is appended in bulk and the
+ *   checkpoint written in the same commit;
+ * - a broker (publish, then wait for the acks): the batch is published and the checkpoint stored
+ *   only once every message is acknowledged: at-least-once, with each message keyed by table,
+ *   primary key and commit position so that consumers can drop a redelivered one.
+ *
+ * Changes arrive decoded (`ChangeEvent`), in commit order, in batches of whole source
+ * transactions. Values travel in their canonical text form, lossless for every type, with the
+ * column's type alongside (`ColumnSchema`); `valueOf` in `core/values.ts` turns them into typed
+ * values (numbers, booleans, JSON, bytes, timestamps) for a sink that stores them natively, while a
+ * SQL sink hands the text to its server, which parses it faster than JavaScript could.
+ *
+ * Adding a sink is one folder under `src/sinks/` exporting its `SinkKind`, and one line in
+ * `src/sinks/registry.ts`.
+ */
+import type { Readable } from 'node:stream';
+import type { ChangeEvent, Checkpoint, TableRef, TableSchema } from './change.js';
+import type { SchemaChangeItem } from './schema-diff.js';
+
+/** Everything a sink instance needs to know about the pipeline it serves. */
+export interface SinkContext<Connection = unknown> {
+  /** The pipeline's id (UUID): the key of its checkpoint and snapshot markers in the sink. */
+  pipelineId: string;
+  /** Settings to connect to the sink, secrets included, as its connection type defines them. */
+  connection: Connection;
+  /** The validated sink properties. */
+  properties: Record<string, string>;
+}
+
+/** How the runtime cuts the change stream into batches for a sink; every sink's parsed properties carry them. */
+export interface BatchLimits {
+  /** Most change events in one batch. */
+  maxEvents: number;
+  /** Most bytes of change data in one batch. */
+  maxBytes: number;
+  /** Longest wait, in milliseconds, for a batch to fill before it is written anyway. */
+  maxWaitMs: number;
+}
+
+/** The parsed properties of any sink. */
+export interface SinkProperties {
+  batch: BatchLimits;
+}
+
+/** One kind of sink: how to validate its properties and how to make an instance. */
+export interface SinkKind<P extends SinkProperties = SinkProperties, Connection = unknown> {
+  /** The connection type it writes to. */
+  type: string;
+  /** Validates the `sink.properties` of a pipeline; throws a 422 AppError on `sink.properties.<key>`. */
+  parseProperties(props: Record<string, string>): P;
+  /** A new, unopened sink. */
+  create(ctx: SinkContext<Connection>): Sink;
+  /**
+   * The tables a SQL sink writes `tables` to, so that a sink on the source's own database can be
+   * refused before it overwrites a source table. Absent for sinks that write no tables.
+   */
+  targetTables?(props: Record<string, string>, tables: readonly TableRef[]): TableRef[];
+  /** Refuses (422) properties that cannot run with these source tables. */
+  checkTables?(props: Record<string, string>, tables: readonly TableRef[]): void;
+  /** Refuses (422) tables the sink could not take, asking the sink itself; an unreachable sink passes. */
+  preflight?(
+    connection: Connection,
+    props: Record<string, string>,
+    tables: readonly TableSchema[],
+    connectTimeoutMs: number,
+  ): Promise<void>;
+}
+
+/** A batch of whole source transactions, in commit order. */
+export interface ChangeBatch {
+  changes: ChangeEvent[];
+  /**
+   * Commit end position (LSN) of the last transaction in the batch: the checkpoint to store with
+   * it. A transaction too large for one batch comes in several, each under the checkpoint before
+   * it, so that a crash in between replays it whole.
+   */
+  commitLsn: string;
+  /** Fencing epoch of the writing worker; a sink whose stored epoch is higher refuses the batch. */
+  epoch: number;
+}
+
+/** Identifies one snapshot partition of one table. */
+export interface SnapshotPartition {
+  table: TableRef;
+  /** Stable id of the partition within its table, e.g. `0`, `1`, … */
+  partitionId: string;
+}
+
+/**
+ * The contract every sink implements. Positional and small: open, write, checkpoint, close. A
+ * transactional sink makes each call atomic; a broker may be at-least-once and say so.
+ */
+export interface Sink {
+  /** Connects and prepares: its bookkeeping (checkpoint, partition markers) and the target tables of `tables`. */
+  open(tables: TableSchema[]): Promise<void>;
+  /** The last durable checkpoint of this pipeline, or null when nothing was ever applied. */
+  readCheckpoint(): Promise<Checkpoint | null>;
+  /** Snapshot partitions already durably written (so a resumed snapshot skips them). */
+  snapshotPartitionsDone(): Promise<SnapshotPartition[]>;
+  /**
+   * Empties the target of a table before its snapshot starts from scratch, and forgets its
+   * partition markers (a fresh snapshot owns the target table's content).
+   */
+  resetTable(table: TableSchema): Promise<void>;
+  /**
+   * The bulk-load path: writes one snapshot partition, and marks it done atomically with the rows
+   * (or, for a broker, once they are acknowledged). The rows come as a COPY text-format stream of
+   * the source table's columns (in `table.columns` order): a sink that loads COPY takes it as it
+   * is, any other reads typed rows from it with `copyTextRows` (`core/copy-text.ts`) and loads
+   * them its own fastest way. Returns the number of rows written.
+   */
+  writeSnapshotPartition(
+    table: TableSchema,
+    partition: SnapshotPartition,
+    copyText: Readable,
+  ): Promise<number>;
+  /** The statements that would bring a table's target from `current` to `proposed` (shown for review). */
+  planSchemaChange(current: TableSchema, changes: readonly SchemaChangeItem[]): string[];
+  /**
+   * Runs an approved plan in one transaction; the table is written with `proposed` from then on.
+   * A statement whose change the sink already has (made by hand) is skipped and returned.
+   */
+  applySchemaChange(proposed: TableSchema, statements: readonly string[]): Promise<{ skipped: string[] }>;
+  /**
+   * Applies whole transactions and stores `batch.commitLsn` as the checkpoint: atomically for a
+   * transactional sink, after the acknowledgements for a broker. Resolves once both are durable;
+   * only then does the source acknowledge the position. Throws FencedError when a newer worker
+   * owns the pipeline.
+   */
+  applyBatch(batch: ChangeBatch): Promise<Checkpoint>;
+  /** Releases connections; safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** Thrown by a sink whose stored fencing epoch is newer than the writer's: another worker owns the pipeline. */
+export class FencedError extends Error {
+  constructor(
+    readonly storedEpoch: number,
+    readonly writerEpoch: number,
+  ) {
+    super(`pipeline is owned by a newer worker (epoch ${storedEpoch} > ${writerEpoch})`);
+    this.name = 'FencedError';
+  }
+}
