@@ -4,6 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pgClientConfigOfDsn } from '../../src/connections/pg-client-config.js';
 import type { ChangeEvent, ColumnSchema, Row, TableRef, TableSchema } from '../../src/core/change.js';
+import { MIN_ROWS_FOR_COPY } from '../../src/sinks/postgres/apply-plan.js';
 import { createPostgresSink } from '../../src/sinks/postgres/postgres-sink.js';
 import { type ChangeBatch, FencedError, type Sink } from '../../src/sinks/types.js';
 import { createDatabase } from '../support/pg-cluster.js';
@@ -118,7 +119,6 @@ const others = tableSchema('src', 'others', [
 
 let lsn = 0x1000;
 const meta = () => ({
-  lsn: `0/${(lsn++).toString(16).toUpperCase()}`,
   commitLsn: '0/1',
   xid: 1,
   commitTime: '',
@@ -455,6 +455,27 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
           { ...first, id: second.id as string },
         ]),
       );
+    });
+
+    it('writes a large batch of inserts by COPY, every type intact, and falls back to the upsert when a key is there (a replay)', async () => {
+      const sink = newSink({ target_schema: 'copied' });
+      await sink.open([typed]);
+      const target = { schema: 'copied', table: 'typed' };
+      // Enough rows for a COPY, each type's tricky values among them (tabs, newlines, backslashes, nulls).
+      const many = (from: number, count: number, tag: string) =>
+        Array.from({ length: count }, (_, i) => {
+          const model = trickyRows[i % trickyRows.length] as Row;
+          return { ...model, id: String(from + i), body: `${tag}\t${i}\n\\` };
+        });
+      const first = many(1, MIN_ROWS_FOR_COPY + 100, 'first');
+      await sink.applyBatch(batch(first.map((r) => ins(typed, r))));
+      expect(await readRows(target, typed)).toEqual(first);
+      // Half of these keys exist: the COPY is refused whole, and the upsert writes every row.
+      const replay = many(301, MIN_ROWS_FOR_COPY + 100, 'again');
+      await sink.applyBatch(batch(replay.map((r) => ins(typed, r))));
+      const expected = [...first.slice(0, 300), ...replay];
+      expect(await readRows(target, typed)).toEqual(expected);
+      expect(await sink.readCheckpoint()).toMatchObject({ epoch: 1 });
     });
 
     it('handles every ordering and replay trap', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ChangeEvent, ColumnSchema, Row, TableSchema } from '../../src/core/change.js';
-import { planBatch, type TargetTable } from '../../src/sinks/postgres/apply-plan.js';
+import { MIN_ROWS_FOR_COPY, planBatch, type TargetTable } from '../../src/sinks/postgres/apply-plan.js';
 
 const col = (name: string, isKey = false): ColumnSchema => ({
   name,
@@ -30,7 +30,7 @@ const lookup = (ref: { table: string }): TargetTable => {
   return table;
 };
 
-const base = { lsn: '0/1', commitLsn: '0/2', xid: 1, commitTime: '2024-01-01T00:00:00Z' };
+const base = { commitLsn: '0/2', xid: 1, commitTime: '2024-01-01T00:00:00Z' };
 const ins = (after: Row, table = items): ChangeEvent => ({ ...base, op: 'insert', table, after });
 const upd = (after: Row, extra: Partial<ChangeEvent> = {}): ChangeEvent => ({
   ...base,
@@ -49,6 +49,22 @@ const plan = (changes: ChangeEvent[], maxRows?: number) =>
   }));
 
 describe('planning a batch', () => {
+  it('offers a COPY for a group of inserts only, and only from MIN_ROWS_FOR_COPY rows on', () => {
+    const rows = (count: number, from = 1) =>
+      Array.from({ length: count }, (_, i) => ins({ id: String(from + i), name: 'n', body: 'b' }));
+    const [copied] = planBatch(rows(MIN_ROWS_FOR_COPY), lookup);
+    expect(copied?.copy?.text).toBe('COPY "r"."items" ("id", "name", "body") FROM STDIN');
+    expect(copied?.copy?.rows).toHaveLength(MIN_ROWS_FOR_COPY);
+    expect(copied?.copy?.rows[0]).toEqual(['1', 'n', 'b']);
+    expect(planBatch(rows(MIN_ROWS_FOR_COPY - 1), lookup)[0]?.copy).toBeUndefined();
+    // An update among them makes it an upsert group: its key may be there already.
+    const mixed = [...rows(MIN_ROWS_FOR_COPY), upd({ id: '1', name: 'm', body: 'b' })];
+    expect(planBatch(mixed, lookup)[0]?.copy).toBeUndefined();
+    // Every statement of a group split by size carries its own rows.
+    const split = planBatch(rows(MIN_ROWS_FOR_COPY * 2), lookup, MIN_ROWS_FOR_COPY);
+    expect(split.map((s) => s.copy?.rows[0]?.[0])).toEqual(['1', String(MIN_ROWS_FOR_COPY + 1)]);
+  });
+
   it('groups consecutive changes of one table and kind into one statement', () => {
     const steps = plan([
       ins({ id: '1', name: 'a', body: 'x' }),

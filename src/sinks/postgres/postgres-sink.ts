@@ -1,8 +1,8 @@
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
+import type { Checkpoint, ColumnValue, TableRef, TableSchema } from '../../core/change.js';
 import type { SchemaChangeItem } from '../../core/schema-diff.js';
 import { healsByRetrying, sqlstateOf } from '../../core/sqlstate.js';
 import {
@@ -54,6 +54,7 @@ const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]
 class PostgresSink implements Sink {
   private readonly pool: pg.Pool;
   private readonly tables = new Map<string, TargetTable>();
+  private readonly copyRefusedUntil = new Map<string, number>();
   private closed = false;
 
   constructor(
@@ -222,11 +223,32 @@ class PostgresSink implements Sink {
       }
       for (const [i, statement] of statements.entries()) {
         running(i);
+        if (statement.copy && (await this.copyRows(client, statement.copy))) continue;
         await client.query(statement.text, statement.values);
       }
       running(-1);
       return { lsn, epoch: batch.epoch };
     });
+  }
+
+  /**
+   * Writes inserted rows with a plain COPY, under a savepoint; false (nothing written) when it
+   * fails, a key being there already (a replay) most of all, and the upsert is to run instead. A
+   * table whose COPY failed is written by upserts for a while, not made to fail twice per batch.
+   */
+  private async copyRows(client: pg.PoolClient, copy: NonNullable<Statement['copy']>): Promise<boolean> {
+    const key = refKey(copy.target);
+    if ((this.copyRefusedUntil.get(key) ?? 0) > Date.now()) return false;
+    await client.query('SAVEPOINT copy_rows');
+    try {
+      await pipeline(Readable.from([copyText(copy.rows)]), client.query(copyFrom(copy.text)));
+      await client.query('RELEASE SAVEPOINT copy_rows');
+      return true;
+    } catch {
+      await client.query('ROLLBACK TO SAVEPOINT copy_rows');
+      this.copyRefusedUntil.set(key, Date.now() + COPY_COOL_DOWN_MS);
+      return false;
+    }
   }
 
   async close(): Promise<void> {
@@ -270,6 +292,28 @@ class PostgresSink implements Sink {
     }
   }
 }
+
+/** How long a table whose COPY of inserts failed is written by upserts only. */
+const COPY_COOL_DOWN_MS = 60_000;
+
+/** Rows in COPY text format: tab-separated, `\N` for null, backslash escapes. */
+function copyText(rows: readonly ColumnValue[][]): Buffer {
+  let text = '';
+  for (const row of rows) {
+    for (let i = 0; i < row.length; i++) {
+      const value = row[i];
+      if (i > 0) text += '\t';
+      text += value === null || value === undefined ? '\\N' : escapeCopy(value);
+    }
+    text += '\n';
+  }
+  return Buffer.from(text, 'utf8');
+}
+
+const COPY_SPECIAL = /[\\\n\r\t]/;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+const escapeCopy = (value: string): string =>
+  COPY_SPECIAL.test(value) ? value.replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c] as string) : value;
 
 /** How long a sink session may sit idle inside a transaction before the server ends it. */
 export const IDLE_IN_TRANSACTION_LIMIT_MS = 30_000;
