@@ -121,6 +121,12 @@ export interface Sink {
     partition: SnapshotPartition,
     copyText: Readable,
   ): Promise<number>;
+  /**
+   * Every partition of `table` is written: a sink that left work for the end of the copy (an index
+   * built once, sorted, rather than row by row) does it now. Called before the table streams; a
+   * sink must also cope with a batch for a table whose snapshot was never declared finished.
+   */
+  finishSnapshot(table: TableRef): Promise<void>;
   /** The statements that would bring a table's target from `current` to `proposed` (shown for review). */
   planSchemaChange(current: TableSchema, changes: readonly SchemaChangeItem[]): string[];
   /**

@@ -183,6 +183,21 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
       const sink = newSink();
       await sink.open([typed, items]);
       await sink.open([typed, items]);
+      const keyOf = async (table: string) =>
+        (
+          await db.query(
+            `SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = '${table}'::regclass`,
+          )
+        ).rows;
+      // The key of a table it creates comes once its snapshot is in: a sorted build, as compact as the source's.
+      expect(await keyOf('src.typed')).toEqual([]);
+      await sink.finishSnapshot(typed);
+      await sink.finishSnapshot(typed);
+      // A batch for a table whose snapshot was never declared finished builds its key first.
+      await sink.applyBatch(batch([ins(items, { id: '1', name: 'a', body: 'b', n: '1.00' })]));
+      expect(await keyOf('src.items')).toEqual([{ def: 'PRIMARY KEY (id)' }]);
+      await sink.applyBatch(batch([ins(items, { id: '1', name: 'a2', body: 'b', n: '1.00' })]));
+      expect(await count({ schema: 'src', table: 'items' })).toBe(1);
       const { rows } = await db.query<{ attname: string; type: string; notnull: boolean }>(
         `SELECT attname, format_type(atttypid, atttypmod) AS type, attnotnull AS notnull FROM pg_attribute
           WHERE attrelid = 'src.typed'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
@@ -197,7 +212,8 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
       const { rows: books } = await db.query<{ relname: string }>(
         "SELECT relname FROM pg_class WHERE relnamespace = '_replicator'::regnamespace AND relkind = 'r' ORDER BY 1",
       );
-      expect(books.map((r) => r.relname)).toEqual(['checkpoints', 'snapshot_partitions']);
+      expect(books.map((r) => r.relname)).toEqual(['checkpoints', 'deferred_keys', 'snapshot_partitions']);
+      expect((await db.query('SELECT * FROM _replicator.deferred_keys')).rows).toEqual([]);
     });
 
     it('creates a composite primary key in key order, and keeps NOT NULL of other columns', async () => {
@@ -209,7 +225,9 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
       ]);
       pair.keyColumns = ['z', 'a'];
       (pair.columns[0] as ColumnSchema).nullable = false;
-      await newSink({ target_schema: 'composite' }).open([pair]);
+      const sink = newSink({ target_schema: 'composite' });
+      await sink.open([pair]);
+      await sink.finishSnapshot(pair);
       const pk = await db.query(
         `SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'composite.pair'::regclass`,
       );
@@ -314,7 +332,9 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
     });
 
     it('works for a user who may write but not create', async () => {
-      await newSink({ target_schema: 'limited' }).open([items]);
+      const creator = newSink({ target_schema: 'limited' });
+      await creator.open([items]);
+      await creator.finishSnapshot(items);
       await db.query(`DO $$ BEGIN CREATE ROLE sink_writer LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$;
         GRANT USAGE ON SCHEMA _replicator, limited TO sink_writer;
         GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA _replicator, limited TO sink_writer`);

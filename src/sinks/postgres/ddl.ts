@@ -33,8 +33,11 @@ export function typeSql(typeName: string): string {
 export const createSchemaSql = (schema: string): string =>
   `CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`;
 
-/** `CREATE TABLE IF NOT EXISTS` of the target of `source`: same columns, types, NOT NULL and primary key. */
-export function createTableSql(target: TableRef, source: TableSchema): string {
+/**
+ * `CREATE TABLE IF NOT EXISTS` of the target of `source`: same columns, types, NOT NULL and, unless
+ * `withKey` is false (it is then added once the snapshot is in), primary key.
+ */
+export function createTableSql(target: TableRef, source: TableSchema, withKey = true): string {
   if (source.keyColumns.length === 0) throw new Error(`${source.schema}.${source.table} has no key columns`);
   const columns = source.columns.map(
     (c) => `${quoteIdent(c.name)} ${typeSql(c.typeName)}${c.nullable && !c.isKey ? '' : ' NOT NULL'}`,
@@ -43,9 +46,13 @@ export function createTableSql(target: TableRef, source: TableSchema): string {
   const generated = (source.generated ?? []).map(
     (g) => `${quoteIdent(g.name)} ${typeSql(g.typeName)} GENERATED ALWAYS AS (${g.expression}) STORED`,
   );
-  const key = `PRIMARY KEY (${source.keyColumns.map(quoteIdent).join(', ')})`;
-  return `CREATE TABLE IF NOT EXISTS ${qualifiedName(target)} (\n  ${[...columns, ...generated, key].join(',\n  ')}\n)`;
+  const key = withKey ? [`PRIMARY KEY (${source.keyColumns.map(quoteIdent).join(', ')})`] : [];
+  return `CREATE TABLE IF NOT EXISTS ${qualifiedName(target)} (\n  ${[...columns, ...generated, ...key].join(',\n  ')}\n)`;
 }
+
+/** `ALTER TABLE … ADD PRIMARY KEY`: one sorted build, as compact as an index can be. */
+export const addPrimaryKeySql = (target: TableRef, keyColumns: readonly string[]): string =>
+  `ALTER TABLE ${qualifiedName(target)} ADD PRIMARY KEY (${keyColumns.map(quoteIdent).join(', ')})`;
 
 /** The bookkeeping tables by name, each with its idempotent DDL (the schema is `BOOKKEEPING_SCHEMA`). */
 export function bookkeepingTablesSql(): { table: string; sql: string }[] {
@@ -69,6 +76,15 @@ export function bookkeepingTablesSql(): { table: string; sql: string }[] {
   rows bigint,
   done_at timestamptz,
   PRIMARY KEY (pipeline_id, table_name, partition_id)
+)`,
+    },
+    {
+      // Target tables created without their primary key, which is built once their snapshot is in.
+      table: 'deferred_keys',
+      sql: `CREATE TABLE IF NOT EXISTS ${s}.deferred_keys (
+  pipeline_id text,
+  target text,
+  PRIMARY KEY (pipeline_id, target)
 )`,
     },
   ];

@@ -14,10 +14,17 @@ import {
 } from '../types.js';
 import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
 import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
-import { BOOKKEEPING_SCHEMA, copyFromSql, quoteIdent, truncateSql } from './ddl.js';
+import {
+  addPrimaryKeySql,
+  BOOKKEEPING_SCHEMA,
+  copyFromSql,
+  qualifiedName,
+  quoteIdent,
+  truncateSql,
+} from './ddl.js';
 import { refusedChange } from './refused-row.js';
 import { schemaChangeSql } from './schema-change.js';
-import { ensureBookkeeping, prepareTarget } from './target-tables.js';
+import { deferredKeys, ensureBookkeeping, prepareTarget } from './target-tables.js';
 
 const BOOK = quoteIdent(BOOKKEEPING_SCHEMA);
 const UNDEFINED_TABLE = '42P01';
@@ -41,6 +48,8 @@ const SQL = {
     `SELECT table_name, partition_id FROM ${BOOK}.snapshot_partitions WHERE pipeline_id = $1 ` +
     'ORDER BY table_name, partition_id',
   forgetPartitions: `DELETE FROM ${BOOK}.snapshot_partitions WHERE pipeline_id = $1 AND table_name = $2`,
+  lockDeferredKey: `SELECT 1 FROM ${BOOK}.deferred_keys WHERE pipeline_id = $1 AND target = $2 FOR UPDATE`,
+  forgetDeferredKey: `DELETE FROM ${BOOK}.deferred_keys WHERE pipeline_id = $1 AND target = $2`,
 };
 
 /** A sink writing into PostgreSQL tables, each call one transaction. */
@@ -55,6 +64,7 @@ class PostgresSink implements Sink {
   private readonly pool: pg.Pool;
   private readonly tables = new Map<string, TargetTable>();
   private readonly copyRefusedUntil = new Map<string, number>();
+  private deferredKeys = new Set<string>();
   private closed = false;
 
   constructor(
@@ -91,16 +101,37 @@ class PostgresSink implements Sink {
       const prepared: TargetTable[] = [];
       for (const source of tables) {
         const target = targetTableOf(this.config, source);
-        const written = await prepareTarget(client, source, target, this.config.createTables);
+        const written = await prepareTarget(
+          client,
+          source,
+          target,
+          this.config.createTables,
+          this.ctx.pipelineId,
+        );
         prepared.push({
           source: written,
           target,
           keys: source.keyColumns.map((name) => columnOf(written, name)),
         });
       }
-      return prepared;
+      return { prepared, deferred: await deferredKeys(client, this.ctx.pipelineId) };
     });
-    for (const table of opened) this.tables.set(refKey(table.source), table);
+    for (const table of opened.prepared) this.tables.set(refKey(table.source), table);
+    this.deferredKeys = opened.deferred;
+  }
+
+  async finishSnapshot(table: TableRef): Promise<void> {
+    const { target, source } = this.tableOf(table);
+    const name = qualifiedName(target);
+    if (!this.deferredKeys.has(name)) return;
+    await this.transaction(async (client) => {
+      // Locked: a second opening of this pipeline's sink (a takeover) builds it once.
+      const pending = await client.query(SQL.lockDeferredKey, [this.ctx.pipelineId, name]);
+      if (pending.rowCount !== 1) return;
+      await client.query(addPrimaryKeySql(target, source.keyColumns));
+      await client.query(SQL.forgetDeferredKey, [this.ctx.pipelineId, name]);
+    });
+    this.deferredKeys.delete(name);
   }
 
   planSchemaChange(current: TableSchema, changes: readonly SchemaChangeItem[]): string[] {
@@ -118,7 +149,7 @@ class PostgresSink implements Sink {
         if (!(await runUnlessDone(client, statement))) skipped.push(statement);
       }
       // Whatever was skipped, the table must now have the proposed shape.
-      const written = await prepareTarget(client, proposed, target, false);
+      const written = await prepareTarget(client, proposed, target, false, this.ctx.pipelineId);
       return { source: written, target, keys: proposed.keyColumns.map((name) => columnOf(written, name)) };
     });
     this.tables.set(refKey(table.source), table);
@@ -189,6 +220,11 @@ class PostgresSink implements Sink {
   }
 
   async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+    // Upserts need the key: a table whose snapshot did not say it was done gets it now.
+    if (this.deferredKeys.size > 0) {
+      const refs = new Map(batch.changes.flatMap((c) => c.tables ?? [c.table]).map((t) => [refKey(t), t]));
+      for (const ref of refs.values()) await this.finishSnapshot(ref);
+    }
     const statements = planBatch(batch.changes, (ref) => this.tableOf(ref));
     let at = -1;
     try {
