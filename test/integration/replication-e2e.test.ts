@@ -110,7 +110,8 @@ describe.each(inject('pgClusters'))('replication end to end on $label', (cluster
     for (let round = 0; round < 3; round++) {
       // WAL the pipeline has no change for: the slot must still follow it, not pin it.
       await sqlOn(dbs.source, 'INSERT INTO public.unreplicated SELECT generate_series(1, 100)');
-      const [{ lsn }] = await sqlOn<{ lsn: string }>(dbs.source, 'SELECT pg_current_wal_lsn()::text AS lsn');
+      const [current] = await sqlOn<{ lsn: string }>(dbs.source, 'SELECT pg_current_wal_lsn()::text AS lsn');
+      const lsn = current?.lsn;
       const started = Date.now();
       await waitFor(
         async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ColumnSchema, TableSchema } from '../../src/core/change.js';
 import {
+  addPrimaryKeySql,
   bookkeepingTablesSql,
   copyFromSql,
   createSchemaSql,
@@ -95,11 +96,32 @@ describe('DDL', () => {
 
   it('creates the bookkeeping tables', () => {
     const tables = bookkeepingTablesSql();
-    expect(tables.map((t) => t.table)).toEqual(['checkpoints', 'snapshot_partitions']);
+    expect(tables.map((t) => t.table)).toEqual(['checkpoints', 'snapshot_partitions', 'deferred_keys']);
     const sql = tables.map((t) => t.sql).join(';\n');
     expect(sql).toContain('CREATE TABLE IF NOT EXISTS "_replicator".checkpoints (');
     expect(sql).toContain('lsn pg_lsn NOT NULL');
     expect(sql).toContain('PRIMARY KEY (pipeline_id, table_name, partition_id)');
+    expect(sql).toContain('PRIMARY KEY (pipeline_id, target)');
+  });
+
+  it('creates a table without its key when asked, and adds the key after', () => {
+    const source = {
+      schema: 'a',
+      table: 'b',
+      columns: [
+        { name: 'id', typeName: 'integer', typeOid: 23, nullable: false, isKey: true },
+        { name: 'v', typeName: 'text', typeOid: 25, nullable: true, isKey: false },
+      ],
+      keyColumns: ['id'],
+    };
+    const target = { schema: 'r', table: 'we"ird' };
+    expect(createTableSql(target, source, false)).toBe(
+      'CREATE TABLE IF NOT EXISTS "r"."we""ird" (\n  "id" integer NOT NULL,\n  "v" text\n)',
+    );
+    expect(createTableSql(target, source)).toContain('PRIMARY KEY ("id")');
+    expect(addPrimaryKeySql(target, ['id', 'v'])).toBe(
+      'ALTER TABLE "r"."we""ird" ADD PRIMARY KEY ("id", "v")',
+    );
   });
 });
 
