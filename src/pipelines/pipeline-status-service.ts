@@ -1,36 +1,59 @@
 import type { DatabasePool } from 'slonik';
-import type { PipelineAction } from '../../machines/pipeline.js';
+import type { Phase, PipelineAction, PipelineState } from '../../machines/pipeline.js';
 import type { RequestContext } from '../context.js';
 import { validationFailed } from '../errors/app-error.js';
-import { etaSeconds, percentOf } from '../runtime/pipeline-stats.js';
-import type { Supervisor } from '../runtime/supervisor.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { runsStore } from '../store/runs-store.js';
 import { snapshotPartitionsStore } from '../store/snapshot-partitions-store.js';
-import { currentOf, toPipelineView } from './pipeline-view.js';
+import { currentOf, type PipelineLiveStats, toPipelineView } from './pipeline-view.js';
 import { requirePipeline } from './require-pipeline.js';
+import { etaSeconds, percentOf, type TableProgress } from './table-progress.js';
+
+/** What the data plane of a pipeline running in this process measured, as far as these endpoints read it. */
+export interface PipelineFigures {
+  readonly phase: Phase | 'idle';
+  readonly tables: ReadonlyMap<string, TableProgress>;
+  /** Counts not yet handed to the store, to add to the stored totals. */
+  unsaved(): { events: number; sinkErrors: number };
+}
+
+/** What the running side of pipelines asks of the runtime that runs them. */
+export interface PipelineControl {
+  /** Applies a user's action; throws when the pipeline's state does not allow it. Resolves to the state it led to. */
+  requestAction(ctx: RequestContext, name: string, action: PipelineAction): Promise<PipelineState>;
+  /** Copies tables of a pipeline again, now or at its next start. */
+  requestBackfill(
+    ctx: RequestContext,
+    name: string,
+    tables: readonly string[],
+  ): Promise<{ name: string; tables: string[]; state: string }>;
+  /** Live figures of a pipeline; idle when it does not run in this process. */
+  stats(pipelineId: string): PipelineLiveStats;
+  /** The measured figures of a pipeline running in this process. */
+  statsOf(pipelineId: string): PipelineFigures | undefined;
+}
 
 /** The running side of pipelines: state changes, metrics, snapshot progress and run history. */
 export class PipelineStatusService {
   constructor(
     private readonly pool: DatabasePool,
-    private readonly supervisor: Supervisor,
+    private readonly control: PipelineControl,
   ) {}
 
   async changeState(ctx: RequestContext, name: string, action: PipelineAction) {
-    const state = await this.supervisor.requestAction(ctx, name, action);
+    const state = await this.control.requestAction(ctx, name, action);
     const row = await requirePipeline(this.pool, ctx, name);
-    return { ...toPipelineView(row, this.supervisor.stats(row.id)), state };
+    return { ...toPipelineView(row, this.control.stats(row.id)), state };
   }
 
   backfill(ctx: RequestContext, name: string, tables: readonly string[]) {
-    return this.supervisor.requestBackfill(ctx, name, tables);
+    return this.control.requestBackfill(ctx, name, tables);
   }
 
   async metrics(ctx: RequestContext, name: string) {
     const row = await requirePipeline(this.pool, ctx, name);
-    const live = this.supervisor.stats(row.id);
-    const unsaved = this.supervisor.statsOf(row.id)?.unsaved() ?? { events: 0, sinkErrors: 0 };
+    const live = this.control.stats(row.id);
+    const unsaved = this.control.statsOf(row.id)?.unsaved() ?? { events: 0, sinkErrors: 0 };
     const current = currentOf(row, live);
     return {
       name: row.name,
@@ -45,7 +68,7 @@ export class PipelineStatusService {
 
   async progress(ctx: RequestContext, name: string) {
     const row = await requirePipeline(this.pool, ctx, name);
-    const stats = this.supervisor.statsOf(row.id);
+    const stats = this.control.statsOf(row.id);
     const stored = await pipelineTablesStore.list(this.pool, row.id);
     const plans = await snapshotPartitionsStore.list(this.pool, row.id);
     const tables = row.source_tables.map((table) => {

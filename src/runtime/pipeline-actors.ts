@@ -1,0 +1,238 @@
+import type { DatabasePool } from 'slonik';
+import { createActor, fromCallback, fromPromise } from 'xstate';
+import {
+  type PipelineEvent,
+  type PipelineState,
+  type PrepareFailure,
+  pipelineMachine,
+} from '../../machines/pipeline.js';
+import { apiState } from '../../machines/pipeline-transitions.js';
+import type { Logger } from '../log/logger.js';
+import { leasesStore } from '../store/leases-store.js';
+import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
+import { isRetryable, messageOf } from './error-kinds.js';
+import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
+import { PipelineStats } from './pipeline-stats.js';
+import type { ReplicationRunner } from './replication-runner.js';
+import type { StateRecorder } from './state-recorder.js';
+import type { StatsPublisher } from './stats-publisher.js';
+
+/** The state an adopted pipeline's actor starts in. */
+export type ResumeAs = 'stopped' | 'running' | 'paused' | 'failed';
+
+/**
+ * Spawns, takes on and lets go of the actor of each pipeline this process runs. The actor is the
+ * pipeline machine given the data plane to invoke; every state it reaches is shown and recorded.
+ */
+export class PipelineActors {
+  /** The tail of each pipeline's queue of actions and take-overs in this process. */
+  private readonly queues = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly pool: DatabasePool,
+    private readonly runner: ReplicationRunner,
+    private readonly logger: Logger,
+    private readonly fleet: { workerId: string; leaseTtlMs: number },
+    private readonly handles: PipelineHandles,
+    private readonly recorder: StateRecorder,
+    private readonly publisher: StatsPublisher,
+  ) {}
+
+  /**
+   * Takes on a pipeline whose lease this worker just won (`epoch`), its actor starting in
+   * `resumeAs`. Runs left open by a worker that died are closed as interrupted.
+   */
+  async adopt(row: PipelineRow, epoch: number, resumeAs: ResumeAs): Promise<PipelineHandle> {
+    // A pipeline that already has an actor here keeps it: two would run two data planes on one slot.
+    const existing = this.handles.get(row.id);
+    if (existing) return existing;
+    // Closed before the actor opens a run of its own, which this must not close too.
+    await this.recorder.closeAbandonedRuns(row.id);
+    return this.handles.get(row.id) ?? this.spawn(row, epoch, resumeAs);
+  }
+
+  /**
+   * Claims and takes on a pipeline that should run and has no live owner, unless this process
+   * runs it already or a request on it is under way here. False when another worker holds it.
+   */
+  takeOver(pipelineId: string): Promise<boolean> {
+    return this.exclusive(pipelineId, async () => {
+      if (this.handles.has(pipelineId)) return true;
+      const epoch = await leasesStore.claim(
+        this.pool,
+        pipelineId,
+        this.fleet.workerId,
+        this.fleet.leaseTtlMs,
+      );
+      if (epoch === null) return false;
+      const row = await pipelinesStore.findById(this.pool, pipelineId);
+      if (!row || row.desired_state === 'stopped') {
+        await leasesStore.release(this.pool, pipelineId, this.fleet.workerId);
+        return false;
+      }
+      this.logger.info({ pipeline: row.name, epoch }, 'took on the pipeline');
+      await this.adopt(
+        row,
+        epoch,
+        row.state === 'failed' ? 'failed' : (row.desired_state as 'running' | 'paused'),
+      );
+      return true;
+    });
+  }
+
+  /** Runs `work` after every earlier call for the same pipeline settled. */
+  exclusive<T>(pipelineId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(pipelineId) ?? Promise.resolve();
+    const result = previous.then(work);
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(pipelineId, settled);
+    void settled.then(() => {
+      if (this.queues.get(pipelineId) === settled) this.queues.delete(pipelineId);
+    });
+    return result;
+  }
+
+  /** The definition of a pipeline changed: a running one restarts its data plane with it. */
+  definitionChanged(pipelineId: string, generation?: number): void {
+    const handle = this.handles.get(pipelineId);
+    if (handle && generation !== undefined) handle.generation = generation;
+    if (handle?.state === 'running') handle.actor.send({ type: 'RELOAD' });
+  }
+
+  /** Lets go of pipelines whose lease this worker lost: their actors stop, recording nothing. */
+  async drop(pipelineIds: readonly string[]): Promise<void> {
+    for (const id of pipelineIds) {
+      const handle = this.handles.get(id);
+      if (!handle) continue;
+      this.logger.warn({ pipeline: handle.name }, 'lost the lease of the pipeline; another worker takes it');
+      this.handles.delete(id);
+      handle.actor.stop();
+      await handle.loop;
+    }
+  }
+
+  /** Stops a pipeline's loop and forgets it (before its deletion). */
+  async forget(pipelineId: string): Promise<void> {
+    const handle = this.handles.get(pipelineId);
+    if (!handle) return;
+    handle.actor.stop();
+    await handle.loop;
+    if (handle.runId) await this.recorder.closeRun(handle.runId, 'deleted');
+    await handle.writes;
+    this.handles.delete(pipelineId);
+  }
+
+  /** Stops every loop (leaving desired states as they are, so the next start restores them). */
+  async stopAll(): Promise<void> {
+    const handles = [...this.handles.values()];
+    for (const h of handles) h.actor.stop();
+    await Promise.all(handles.map((h) => h.loop));
+    await this.recorder.recordProgress();
+    for (const h of handles) {
+      if (h.runId) await this.recorder.closeRun(h.runId, 'shutdown');
+      await h.writes;
+      // Another instance, or this one restarted, can take it on at once rather than after the lease runs out.
+      await leasesStore.release(this.pool, h.id, this.fleet.workerId).catch(() => undefined);
+    }
+    this.handles.clear();
+  }
+
+  private spawn(row: PipelineRow, epoch: number, resumeAs: ResumeAs): PipelineHandle {
+    const handle = {
+      id: row.id,
+      name: row.name,
+      projectId: row.project_id,
+      stats: Object.assign(new PipelineStats(), { lastCheckpointAt: row.last_checkpoint_at }),
+      loop: Promise.resolve(),
+      runId: null,
+      state: 'stopped',
+      error: row.error,
+      control: { epoch },
+      generation: row.generation,
+      writes: Promise.resolve(),
+    } as unknown as PipelineHandle;
+    const log = this.logger.child({ pipeline: row.name });
+    const machine = pipelineMachine.provide({
+      actors: {
+        prepare: fromPromise(() =>
+          this.runner.prepare(row.id).catch((error: unknown) => {
+            log.warn({ err: error }, 'could not prepare the pipeline');
+            throw { message: messageOf(error), retryable: isRetryable(error) } satisfies PrepareFailure;
+          }),
+        ),
+        replicate: fromCallback(({ sendBack }) => {
+          const controller = new AbortController();
+          const report = (event: PipelineEvent) => {
+            if (!controller.signal.aborted) sendBack(event);
+          };
+          let progressed = false;
+          handle.stats.onProgress = () => {
+            if (progressed) return;
+            progressed = true;
+            report({ type: 'PROGRESS' });
+          };
+          handle.loop = handle.loop
+            .then(() => {
+              if (controller.signal.aborted) return;
+              return this.runner.run(
+                row.id,
+                handle.stats,
+                controller.signal,
+                (phase) => report({ type: 'PHASE', phase }),
+                handle.control,
+              );
+            })
+            .then(
+              (outcome) =>
+                report(
+                  outcome === 'held-for-schema'
+                    ? { type: 'SCHEMA_CHANGE' }
+                    : { type: 'FAILED', message: 'the change stream ended unexpectedly', retryable: true },
+                ),
+              (error: unknown) => {
+                if (controller.signal.aborted) return;
+                log.warn({ err: error }, 'replication failed');
+                report({ type: 'FAILED', message: messageOf(error), retryable: isRetryable(error) });
+              },
+            );
+          return () => controller.abort();
+        }),
+        drain: fromPromise(() => handle.loop),
+      },
+    });
+    handle.actor = createActor(machine, { input: { pipelineId: row.id, resumeAs, error: row.error } });
+    handle.actor.subscribe((snapshot) => {
+      const state = apiState(snapshot.value);
+      // A retried failure changes the error without changing the state: both are shown, both are kept.
+      if (state === handle.state && snapshot.context.error === handle.error) return;
+      const previous = handle.state;
+      handle.state = state;
+      handle.error = snapshot.context.error;
+      if (state !== 'running' && state !== 'pending_schema_approval') handle.stats.phase = 'idle';
+      this.changed(handle, previous, state, snapshot.context.error);
+    });
+    this.handles.set(row.id, handle);
+    this.publisher.attach(handle);
+    handle.actor.start();
+    handle.state = apiState(handle.actor.getSnapshot().value);
+    // An actor born stopped is about to be given an action whose state is stored already.
+    if (handle.state !== 'stopped') {
+      this.changed(handle, 'stopped', handle.state, handle.actor.getSnapshot().context.error);
+    }
+    return handle;
+  }
+
+  /** A state the actor reached: on the feed at once, in the store after the writes before it. */
+  private changed(
+    handle: PipelineHandle,
+    previous: PipelineState,
+    state: PipelineState,
+    error: string | null,
+  ): void {
+    this.publisher.stateChanged(handle, state, error);
+    this.recorder.stateChanged(handle, previous, state, error);
+  }
+}

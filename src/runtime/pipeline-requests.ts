@@ -1,0 +1,162 @@
+import type { DatabasePool } from 'slonik';
+import { PIPELINE_ACTIONS, type PipelineAction, type PipelineState } from '../../machines/pipeline.js';
+import { ACTION_EVENTS, isActionAllowed } from '../../machines/pipeline-transitions.js';
+import type { RequestContext } from '../context.js';
+import { AppError, validationFailed } from '../errors/app-error.js';
+import type { Logger } from '../log/logger.js';
+import { requirePipeline } from '../pipelines/require-pipeline.js';
+import { slotName } from '../source/postgres/slot.js';
+import { leasesStore } from '../store/leases-store.js';
+import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
+import { pipelinesStore } from '../store/pipelines-store.js';
+import type { ActionRelay } from './action-relay.js';
+import { messageOf } from './error-kinds.js';
+import type { PipelineActors } from './pipeline-actors.js';
+import type { PipelineHandles } from './pipeline-handle.js';
+import type { ReplicationRunner } from './replication-runner.js';
+import type { StateRecorder } from './state-recorder.js';
+
+/**
+ * Carries out what users ask of a pipeline: an action, a backfill, its deletion. Each is checked
+ * against the pipeline's state and written to the store before its actor, here or on another
+ * instance, is told.
+ */
+export class PipelineRequests {
+  constructor(
+    private readonly pool: DatabasePool,
+    private readonly runner: ReplicationRunner,
+    private readonly logger: Logger,
+    private readonly fleet: { workerId: string; leaseTtlMs: number },
+    private readonly handles: PipelineHandles,
+    private readonly actors: PipelineActors,
+    private readonly recorder: StateRecorder,
+    private readonly relay: ActionRelay,
+  ) {}
+
+  /**
+   * Applies a user's action; 409 INVALID_TRANSITION when the pipeline's state does not allow it.
+   * Actions on one pipeline are taken one at a time in this process, and across instances the
+   * stored state is compared and set: of concurrent requests only the first is carried out, the
+   * others see the state it led to.
+   */
+  async requestAction(ctx: RequestContext, name: string, action: PipelineAction): Promise<PipelineState> {
+    const { id } = await requirePipeline(this.pool, ctx, name);
+    return this.actors.exclusive(id, () => this.takeAction(ctx, name, action));
+  }
+
+  private async takeAction(
+    ctx: RequestContext,
+    name: string,
+    action: PipelineAction,
+  ): Promise<PipelineState> {
+    const row = await requirePipeline(this.pool, ctx, name);
+    const handle = this.handles.get(row.id);
+    // The stored state catches up with the actor's before it is compared.
+    await handle?.writes;
+    const state = handle?.state ?? (row.state as PipelineState);
+    if (!isActionAllowed(state, action)) throw invalidTransition(name, state, action);
+    if (action === 'start') {
+      await this.runner.checkDefinition(row.project_id, {
+        sourceConnection: row.source_connection,
+        sourceTables: row.source_tables,
+        sinkConnection: row.sink_connection,
+        sinkProperties: row.sink_properties,
+      });
+    }
+    if (!(await this.recorder.accept(row.id, state, action))) {
+      const now = (await pipelinesStore.findById(this.pool, row.id))?.state as PipelineState | undefined;
+      throw invalidTransition(name, now ?? state, action, 'another request changed it first');
+    }
+    if (handle) {
+      handle.actor.send(ACTION_EVENTS[action]);
+      return handle.state;
+    }
+    // Another live worker runs it: the action waits in the store for that worker to carry out.
+    const epoch = await leasesStore.claim(this.pool, row.id, this.fleet.workerId, this.fleet.leaseTtlMs);
+    if (epoch === null) {
+      await this.relay.askOwner(row.id, action);
+      return state;
+    }
+    const target = await this.actors.adopt(
+      row,
+      epoch,
+      state === 'failed' || state === 'paused' ? state : 'stopped',
+    );
+    target.actor.send(ACTION_EVENTS[action]);
+    return target.state;
+  }
+
+  /**
+   * Copies tables of a pipeline again. A streaming pipeline does it at once while its other tables
+   * keep streaming; any other copies them at its next start, before streaming.
+   */
+  async requestBackfill(ctx: RequestContext, name: string, tables: readonly string[]) {
+    const row = await requirePipeline(this.pool, ctx, name);
+    tables.forEach((table, i) => {
+      if (!row.source_tables.includes(table)) {
+        throw validationFailed(`tables[${i}]`, `'${table}' is not a table of pipeline '${name}'`);
+      }
+    });
+    const statuses = await pipelineTablesStore.list(this.pool, row.id);
+    const copying = tables.filter((t) => {
+      const status = statuses.find((s) => s.table_name === t)?.status;
+      return status === 'snapshot' || (status === 'pending' && this.handles.get(row.id)?.state === 'running');
+    });
+    if (copying.length > 0) {
+      throw new AppError(
+        'INVALID_TRANSITION',
+        `${copying.join(', ')} ${copying.length > 1 ? 'are' : 'is'} being copied already`,
+      );
+    }
+    await pipelineTablesStore.markBackfill(this.pool, row.id, tables);
+    await this.handles.get(row.id)?.control.backfill?.(tables);
+    return { name: row.name, tables: [...tables], state: this.handles.get(row.id)?.state ?? row.state };
+  }
+
+  /** Before a deletion: stops the pipeline and drops its slot and publication on the source. */
+  async beforeDelete(pipelineId: string, force: boolean): Promise<void> {
+    await this.actors.forget(pipelineId);
+    if (await leasesStore.heldElsewhere(this.pool, pipelineId, this.fleet.workerId)) {
+      await this.recorder.keepStopped(pipelineId);
+      await this.relay.askOwner(pipelineId, 'stop');
+      const deadline = Date.now() + 2 * this.fleet.leaseTtlMs;
+      while (
+        Date.now() < deadline &&
+        (await leasesStore.heldElsewhere(this.pool, pipelineId, this.fleet.workerId))
+      ) {
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    try {
+      await this.runner.dropSourceObjects(pipelineId);
+    } catch (error) {
+      const slot = slotName(pipelineId);
+      if (force) {
+        this.logger.warn({ err: error, slot }, 'deleted a pipeline whose slot could not be dropped');
+        return;
+      }
+      await this.recorder.keepStopped(pipelineId);
+      await this.recorder.stoppedBecause(pipelineId, messageOf(error));
+      throw new AppError(
+        'SOURCE_UNAVAILABLE',
+        `could not drop replication slot '${slot}' on the source (${messageOf(error)}); the pipeline is kept, ` +
+          `stopped, so that the slot does not hold the source's WAL unnoticed. Retry, or delete with ?force=true ` +
+          `and drop the slot yourself: SELECT pg_drop_replication_slot('${slot}')`,
+      );
+    }
+  }
+}
+
+function invalidTransition(
+  name: string,
+  state: PipelineState,
+  action: PipelineAction,
+  why?: string,
+): AppError {
+  const allowed = PIPELINE_ACTIONS.filter((a) => isActionAllowed(state, a));
+  return new AppError(
+    'INVALID_TRANSITION',
+    `pipeline '${name}' is ${state}${why ? ` (${why})` : ''}: cannot ${action} it (allowed: ${allowed.join(', ') || 'none'})`,
+    { state, action, allowed },
+  );
+}

@@ -1,0 +1,103 @@
+import type { DatabasePool } from 'slonik';
+import type { PipelineAction, PipelineState } from '../../machines/pipeline.js';
+import { stateAfter } from '../../machines/pipeline-transitions.js';
+import type { Logger } from '../log/logger.js';
+import { leasesStore } from '../store/leases-store.js';
+import { pipelinesStore } from '../store/pipelines-store.js';
+import { runsStore } from '../store/runs-store.js';
+import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
+
+const DESIRED: Record<PipelineAction, 'running' | 'paused' | 'stopped'> = {
+  start: 'running',
+  resume: 'running',
+  pause: 'paused',
+  stop: 'stopped',
+};
+
+/**
+ * Writes what happens to pipelines into the store, the record of truth: the actions users took
+ * and the states they want, every state an actor reaches, the runs, and the progress counted.
+ */
+export class StateRecorder {
+  constructor(
+    private readonly pool: DatabasePool,
+    private readonly logger: Logger,
+    private readonly workerId: string,
+    private readonly handles: PipelineHandles,
+  ) {}
+
+  /**
+   * Compare-and-set of an accepted action: the stored state moves from `from` to where `action`
+   * leads, and the desired state follows. False when another request changed it first.
+   */
+  accept(pipelineId: string, from: PipelineState, action: PipelineAction): Promise<boolean> {
+    return pipelinesStore.transition(this.pool, pipelineId, from, stateAfter(from, action), DESIRED[action]);
+  }
+
+  /** The pipeline should stay stopped, whichever instance brings it back. */
+  keepStopped(pipelineId: string) {
+    return pipelinesStore.setDesiredState(this.pool, pipelineId, 'stopped');
+  }
+
+  /** The pipeline is stopped, for the reason `error` says. */
+  stoppedBecause(pipelineId: string, error: string) {
+    return pipelinesStore.setState(this.pool, pipelineId, 'stopped', error);
+  }
+
+  /**
+   * Records a state the pipeline's actor reached, after the writes recorded before it: a run opens
+   * when it starts and closes when it stops or fails; a stopped pipeline lets go of its lease.
+   */
+  stateChanged(
+    handle: PipelineHandle,
+    previous: PipelineState,
+    state: PipelineState,
+    error: string | null,
+  ): void {
+    handle.writes = handle.writes
+      .then(async () => {
+        if (this.handles.get(handle.id) !== handle) return; // dropped: another worker owns it now
+        await pipelinesStore.setState(this.pool, handle.id, state, error, this.workerId);
+        if (state === 'starting' && !handle.runId) {
+          handle.runId = await runsStore.open(this.pool, handle.id, handle.projectId);
+        }
+        if ((state === 'stopped' || state === 'failed') && handle.runId) {
+          await this.recordProgress();
+          await runsStore.close(this.pool, handle.runId, state, state === 'failed' ? error : null);
+          handle.runId = null;
+        }
+        if (state === 'stopped' && previous !== 'stopped') {
+          this.handles.delete(handle.id);
+          await leasesStore.release(this.pool, handle.id, this.workerId);
+        }
+      })
+      .catch((e: unknown) =>
+        this.logger.error({ err: e, pipeline: handle.name }, 'could not record pipeline state'),
+      );
+  }
+
+  /** Closes a run that ended with this process rather than with its pipeline (shutdown, deletion). */
+  closeRun(runId: string, outcome: 'shutdown' | 'deleted'): Promise<unknown> {
+    return runsStore.close(this.pool, runId, outcome, null).catch(() => undefined);
+  }
+
+  /** Closes, as interrupted, the runs a worker that died left open. */
+  closeAbandonedRuns(pipelineId: string): Promise<unknown> {
+    return runsStore.closeAbandoned(this.pool, pipelineId).catch(() => undefined);
+  }
+
+  /** Adds to the store what each pipeline's data plane did since the last call. */
+  async recordProgress(): Promise<void> {
+    for (const handle of this.handles.values()) {
+      const deltas = handle.stats.takeDeltas();
+      if (deltas.events === 0 && deltas.sinkErrors === 0 && deltas.checkpointLsn === null) continue;
+      try {
+        await pipelinesStore.recordProgress(this.pool, handle.id, deltas);
+        if (handle.runId && deltas.events > 0)
+          await runsStore.addEvents(this.pool, handle.runId, deltas.events);
+      } catch (error) {
+        this.logger.warn({ err: error, pipeline: handle.name }, 'could not record progress');
+      }
+    }
+  }
+}

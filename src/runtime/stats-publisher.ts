@@ -1,0 +1,84 @@
+import type { PipelineState } from '../../machines/pipeline.js';
+import type { LiveHub } from '../live/live-hub.js';
+import { IDLE_STATS, type PipelineLiveStats } from '../pipelines/pipeline-view.js';
+import { etaSeconds, percentOf } from '../pipelines/table-progress.js';
+import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
+import type { PipelineStats } from './pipeline-stats.js';
+
+/**
+ * Shows what the pipelines this process runs are doing: their states and figures on the live feed
+ * of their project, their figures to the metrics and to the API.
+ */
+export class StatsPublisher {
+  /** Called with the figures of each pipeline this process takes on (metrics attach here). */
+  onStats?: (pipeline: { id: string; name: string; projectId: string }, stats: PipelineStats) => void;
+
+  constructor(
+    private readonly hub: LiveHub,
+    private readonly handles: PipelineHandles,
+  ) {}
+
+  /** A pipeline was taken on: its figures are handed to whoever observes them. */
+  attach(handle: PipelineHandle): void {
+    this.onStats?.({ id: handle.id, name: handle.name, projectId: handle.projectId }, handle.stats);
+  }
+
+  /** Tells the feed at once of a state a pipeline's actor reached. */
+  stateChanged(handle: PipelineHandle, state: PipelineState, error: string | null): void {
+    this.hub.publish(handle.projectId, { type: 'pipeline.state', name: handle.name, state, error });
+  }
+
+  /** Sends the figures of every pipeline whose project someone watches to the feed (called periodically). */
+  publish(): void {
+    for (const handle of this.handles.values()) {
+      if (!this.hub.watched(handle.projectId)) continue;
+      const live = handle.stats.live();
+      const copying = [...handle.stats.tables]
+        .filter(([, t]) => t.partitionsDone < t.partitionsTotal)
+        .map(([table, t]) => ({
+          table,
+          partitions_total: t.partitionsTotal,
+          partitions_done: t.partitionsDone,
+          rows_total: Math.max(t.rowsTotal, t.rowsDone),
+          rows_done: t.rowsDone,
+          percent: percentOf(t.rowsDone, t.rowsTotal),
+          eta_seconds: etaSeconds(t),
+        }));
+      this.hub.publish(handle.projectId, {
+        type: 'pipeline.stats',
+        name: handle.name,
+        state: handle.state,
+        phase: handle.stats.phase,
+        events_per_second: live.eventsPerSecond,
+        replication_lag_ms: live.replicationLagMs,
+        last_checkpoint_at: handle.stats.lastCheckpointAt,
+        copying,
+      });
+    }
+  }
+
+  /** The pipelines this process runs, with their state and figures, for metrics. */
+  running(): { id: string; name: string; projectId: string; state: PipelineState; stats: PipelineStats }[] {
+    return [...this.handles.values()].map(({ id, name, projectId, state, stats }) => ({
+      id,
+      name,
+      projectId,
+      state,
+      stats,
+    }));
+  }
+
+  /** Live figures, state and last checkpoint of a pipeline this process runs; idle for others. */
+  stats(pipelineId: string): PipelineLiveStats {
+    const handle = this.handles.get(pipelineId);
+    if (!handle) return IDLE_STATS;
+    return {
+      ...handle.stats.live(),
+      current: { state: handle.state, error: handle.error, lastCheckpointAt: handle.stats.lastCheckpointAt },
+    };
+  }
+
+  statsOf(pipelineId: string): PipelineStats | undefined {
+    return this.handles.get(pipelineId)?.stats;
+  }
+}
