@@ -1,20 +1,11 @@
 import type { ChangeEvent } from '../../core/change.js';
-import { decodeChange, RelationCache, type TransactionInfo } from './change-mapper.js';
-import { PgoutputProtocolError } from './errors.js';
-import { formatLsn } from './lsn.js';
-import {
-  pgTimestampToIso,
-  pgTimestampToUnixMs,
-  Reader,
-  type RelationInfo,
-  readRelation,
-} from './pgoutput-decoder.js';
+import type { RelationInfo } from './pgoutput-decoder.js';
 import {
   ReplicationConnection,
   type ReplicationConnectionOptions,
   type ReplicationInput,
 } from './replication-connection.js';
-import { SpoolDirectory, StreamSpool } from './stream-spool.js';
+import { TransactionAssembler } from './transaction-assembler.js';
 
 export { SOURCE_SESSION_OPTIONS } from './replication-connection.js';
 
@@ -74,23 +65,6 @@ export interface ChangeStream {
   stats(): ChangeStreamStats;
 }
 
-const TAG = {
-  begin: 0x42, // B
-  commit: 0x43, // C
-  relation: 0x52, // R
-  insert: 0x49, // I
-  update: 0x55, // U
-  delete: 0x44, // D
-  truncate: 0x54, // T
-  streamStart: 0x53, // S
-  streamStop: 0x45, // E
-  streamCommit: 0x63, // c
-  streamAbort: 0x41, // A
-  type: 0x59, // Y
-  origin: 0x4f, // O
-  message: 0x4d, // M
-} as const;
-
 /**
  * Starts streaming the slot's changes. Each received message is decoded synchronously, straight
  * into change events, and the consumer takes all decoded items at once. A transaction that was
@@ -110,11 +84,14 @@ export function startChangeStream(options: ChangeStreamOptions): ChangeStream {
   };
 }
 
+/**
+ * The connection side of a change stream: feeds what the server sends to the transaction
+ * assembler, hands its items to the consumer in arrays, pauses the socket while the consumer lags
+ * or a streamed transaction replays, and holds what arrives during a replay until it ends.
+ */
 class ChangeStreamRunner {
   private readonly connection: ReplicationConnection;
-  private readonly relations = new RelationCache();
-  private readonly directory: SpoolDirectory;
-  private readonly streamed = new Map<number, StreamSpool>();
+  private readonly assembler: TransactionAssembler;
   private readonly highWater: number;
   private ready: StreamItem[] = [];
   private consumer:
@@ -128,22 +105,17 @@ class ChangeStreamRunner {
   private held: ReplicationInput[] = [];
   private replaying = false;
   private paused = false;
-  private txn: TransactionInfo | undefined;
-  private streamXid: number | undefined;
-  private lastIdle = 0n;
+  private maxBufferedMessages = 0;
   private shutdownDone: Promise<void> | undefined;
-  private readonly counters = {
-    transactions: 0,
-    streamedTransactions: 0,
-    abortedStreamedTransactions: 0,
-    abortedSubtransactions: 0,
-    spilledTransactions: 0,
-    maxBufferedMessages: 0,
-  };
 
-  constructor(private readonly options: ChangeStreamOptions) {
+  constructor(options: ChangeStreamOptions) {
     this.highWater = options.queueCapacity ?? 20_000;
-    this.directory = new SpoolDirectory(options.spoolDir);
+    this.assembler = new TransactionAssembler({
+      emit: (item) => this.push(item),
+      spoolDir: options.spoolDir,
+      memoryLimitBytes: options.memoryLimitBytes,
+      logger: options.logger,
+    });
     this.connection = new ReplicationConnection(options, (input) => this.onInput(input));
   }
 
@@ -165,7 +137,12 @@ class ChangeStreamRunner {
   }
 
   stats(): ChangeStreamStats {
-    return { ...this.counters, bufferedMessages: this.held.length, queuedItems: this.ready.length };
+    return {
+      ...this.assembler.stats(),
+      bufferedMessages: this.held.length,
+      maxBufferedMessages: this.maxBufferedMessages,
+      queuedItems: this.ready.length,
+    };
   }
 
   async close(): Promise<void> {
@@ -228,10 +205,7 @@ class ChangeStreamRunner {
   private shutdown(): Promise<void> {
     this.shutdownDone ??= (async () => {
       await this.connection.close();
-      for (const spool of this.streamed.values()) spool.dispose();
-      this.streamed.clear();
-      this.txn = undefined;
-      this.directory.remove();
+      this.assembler.dispose();
     })();
     return this.shutdownDone;
   }
@@ -243,7 +217,7 @@ class ChangeStreamRunner {
       this.held.push(
         input.kind === 'message' ? { kind: 'message', payload: Buffer.from(input.payload) } : input,
       );
-      this.counters.maxBufferedMessages = Math.max(this.counters.maxBufferedMessages, this.held.length);
+      this.maxBufferedMessages = Math.max(this.maxBufferedMessages, this.held.length);
       this.updateFlow();
       return;
     }
@@ -253,150 +227,28 @@ class ChangeStreamRunner {
   private handle(input: ReplicationInput): void {
     try {
       if (input.kind === 'error') throw input.error;
-      if (input.kind === 'keepalive') this.onKeepalive(input.walEnd);
-      else this.onMessage(input.payload);
+      if (input.kind === 'keepalive') {
+        this.assembler.keepalive(input.walEnd);
+      } else {
+        const replay = this.assembler.accept(input.payload);
+        if (replay) void this.replay(replay);
+      }
     } catch (error) {
       this.fail(error);
     }
   }
 
-  private onKeepalive(walEnd: bigint): void {
-    // Inside a transaction (or a stream block) the server may not have sent all of it yet. A
-    // streamed transaction still pending does not matter: its commit record lies beyond walEnd,
-    // so acking walEnd cannot make the server skip it.
-    if (this.txn || this.streamXid !== undefined) return;
-    if (walEnd <= this.lastIdle) return;
-    this.lastIdle = walEnd;
-    this.push({ kind: 'idle', walEnd });
-  }
-
-  private onMessage(payload: Buffer): void {
-    const tag = payload[0];
-    const r = new Reader(payload, 1);
-    switch (tag) {
-      case TAG.begin: {
-        if (this.txn || this.streamXid !== undefined)
-          throw new PgoutputProtocolError('Begin inside a transaction');
-        const commitLsn = formatLsn(r.lsnValue());
-        const micros = r.micros();
-        const xid = r.uint32();
-        this.txn = { xid, commitLsn, commitTime: pgTimestampToIso(micros) };
-        this.push({ kind: 'begin', xid, commitTimeMs: pgTimestampToUnixMs(micros) });
-        return;
-      }
-      case TAG.commit: {
-        const txn = this.txn;
-        if (!txn) throw new PgoutputProtocolError('Commit without Begin');
-        r.uint8(); // flags
-        r.lsnValue(); // the commit record's LSN, given at Begin
-        const endLsn = r.lsnValue();
-        this.txn = undefined;
-        this.counters.transactions++;
-        this.push({ kind: 'commit', xid: txn.xid, endLsn });
-        return;
-      }
-      case TAG.relation:
-      case TAG.insert:
-      case TAG.update:
-      case TAG.delete:
-      case TAG.truncate: {
-        if (this.streamXid !== undefined) {
-          (this.streamed.get(this.streamXid) as StreamSpool).append(payload);
-        } else if (tag === TAG.relation) {
-          this.onRelation(r);
-        } else if (this.txn) {
-          this.push({ kind: 'change', change: decodeChange(r, dataTag(tag), this.relations, this.txn) });
-        } else {
-          throw new PgoutputProtocolError(`${String.fromCharCode(tag)} message outside a transaction`);
-        }
-        return;
-      }
-      case TAG.streamStart: {
-        if (this.txn || this.streamXid !== undefined) {
-          throw new PgoutputProtocolError('Stream Start inside a transaction');
-        }
-        const xid = r.uint32();
-        const firstSegment = r.uint8() === 1;
-        this.streamXid = xid;
-        if (this.streamed.has(xid)) return;
-        // A later segment of an unknown transaction means its first changes were never seen.
-        if (!firstSegment) throw new PgoutputProtocolError(`Stream Start of unknown transaction ${xid}`);
-        this.streamed.set(xid, this.newSpool(xid));
-        this.options.logger?.debug({ xid }, 'spooling a streamed in-progress transaction');
-        return;
-      }
-      case TAG.streamStop:
-        this.streamXid = undefined;
-        return;
-      case TAG.streamCommit: {
-        const xid = r.uint32();
-        r.uint8(); // flags
-        const commitLsn = formatLsn(r.lsnValue());
-        const endLsn = r.lsnValue();
-        const micros = r.micros();
-        let spool = this.streamed.get(xid);
-        if (!spool) {
-          this.options.logger?.warn({ xid }, 'Stream Commit of a transaction that streamed no change');
-          spool = this.newSpool(xid);
-        }
-        this.streamed.delete(xid);
-        this.counters.streamedTransactions++;
-        if (spool.spilled) this.counters.spilledTransactions++;
-        const txn = { xid, commitLsn, commitTime: pgTimestampToIso(micros) };
-        void this.replay(spool, txn, endLsn, pgTimestampToUnixMs(micros));
-        return;
-      }
-      case TAG.streamAbort: {
-        const xid = r.uint32();
-        const subxid = r.uint32();
-        const spool = this.streamed.get(xid);
-        if (subxid === xid) {
-          this.streamed.delete(xid);
-          this.counters.abortedStreamedTransactions++;
-          spool?.dispose();
-        } else {
-          this.counters.abortedSubtransactions++;
-          spool?.abortSubtransaction(subxid);
-        }
-        return;
-      }
-      case TAG.type:
-      case TAG.origin:
-      case TAG.message:
-        // Nothing a sink applies.
-        return;
-      default:
-        throw new PgoutputProtocolError(
-          `unknown pgoutput message type '${String.fromCharCode(tag ?? 0)}' (0x${(tag ?? 0).toString(16)})`,
-        );
-    }
-  }
-
-  private onRelation(r: Reader): void {
-    const relation = readRelation(r);
-    this.relations.set(relation);
-    this.push({ kind: 'relation', relation });
-  }
-
-  private newSpool(xid: number): StreamSpool {
-    return new StreamSpool(this.directory, `stream-${xid}`, this.options.memoryLimitBytes ?? 8 << 20);
-  }
-
   /**
-   * Hands over a streamed transaction from its spool, waiting for the consumer whenever a queue's
-   * worth is ready; what arrives meanwhile is held and handled after it.
+   * Hands over a streamed transaction's items, waiting for the consumer whenever a queue's worth
+   * is ready; what arrives meanwhile is held and handled after it.
    */
-  private async replay(spool: StreamSpool, txn: TransactionInfo, endLsn: bigint, commitTimeMs: number) {
+  private async replay(items: Generator<StreamItem, void, undefined>): Promise<void> {
     this.replaying = true;
     this.updateFlow();
     try {
-      this.push({ kind: 'begin', xid: txn.xid, commitTimeMs });
-      for (const message of spool.messages()) {
-        // Spooled messages carry the (sub)transaction's xid after their tag.
-        const r = new Reader(message, 5);
-        const tag = message[0];
-        if (tag === TAG.relation) this.onRelation(r);
-        else this.push({ kind: 'change', change: decodeChange(r, dataTag(tag), this.relations, txn) });
+      // Leaving the loop early ends the replay, which deletes its spool.
+      for (const item of items) {
+        this.push(item);
         if (this.ready.length >= this.highWater) {
           await new Promise<void>((resolve) => {
             this.consumed = resolve;
@@ -404,35 +256,14 @@ class ChangeStreamRunner {
           if (this.closed || this.failure) return;
         }
       }
-      this.counters.transactions++;
-      this.push({ kind: 'commit', xid: txn.xid, endLsn });
     } catch (error) {
       this.fail(error);
       return;
-    } finally {
-      spool.dispose();
     }
     this.replaying = false;
     while (!this.replaying && this.held.length > 0 && !this.failure && !this.closed) {
       this.handle(this.held.shift() as ReplicationInput);
     }
     this.updateFlow();
-  }
-}
-
-function dataTag(tag: number | undefined): 'I' | 'U' | 'D' | 'T' {
-  switch (tag) {
-    case TAG.insert:
-      return 'I';
-    case TAG.update:
-      return 'U';
-    case TAG.delete:
-      return 'D';
-    case TAG.truncate:
-      return 'T';
-    default:
-      throw new PgoutputProtocolError(
-        `unexpected message '${String.fromCharCode(tag ?? 0)}' in a transaction`,
-      );
   }
 }

@@ -1,20 +1,10 @@
 import { PgoutputProtocolError } from './errors.js';
-import { formatLsn } from './lsn.js';
 
 /**
- * Decoder of the pgoutput logical replication protocol, versions 1 and 2 (see "Logical
- * Replication Message Formats" in the PostgreSQL manual). Version 2 adds streamed in-progress
- * transactions: between Stream Start and Stream Stop every data message is prefixed by the xid of
- * the (sub)transaction it belongs to, which is why the decoder is stateful.
+ * Reading of pgoutput logical replication messages (see "Logical Replication Message Formats" in
+ * the PostgreSQL manual): the byte reader, Relation messages and timestamps. Data messages are
+ * decoded by change-mapper.ts, the order of messages is followed by transaction-assembler.ts.
  */
-
-/** One column value of a tuple as sent by pgoutput. */
-export type TupleValue =
-  | { kind: 'null' }
-  /** A TOASTed value the update did not change, so it was not sent. */
-  | { kind: 'unchanged-toast' }
-  | { kind: 'text'; value: string }
-  | { kind: 'binary'; value: Buffer };
 
 export type ReplicaIdentity = 'default' | 'nothing' | 'full' | 'index';
 
@@ -35,40 +25,6 @@ export interface RelationInfo {
   replicaIdentity: ReplicaIdentity;
   columns: RelationColumn[];
 }
-
-/** The old image of an updated or deleted row: only its replica identity ('K'), or all of it ('O'). */
-export interface OldTuple {
-  kind: 'key' | 'full';
-  values: TupleValue[];
-}
-
-/** `xid` is set on data messages inside a streamed transaction: the (sub)transaction they belong to. */
-interface InStream {
-  xid?: number;
-}
-
-export type PgoutputMessage =
-  | { tag: 'begin'; finalLsn: string; commitTime: string; xid: number }
-  | { tag: 'commit'; flags: number; commitLsn: string; endLsn: string; commitTime: string }
-  | { tag: 'origin'; originLsn: string; name: string }
-  | ({ tag: 'relation' } & RelationInfo & InStream)
-  | ({ tag: 'type'; typeOid: number; schema: string; name: string } & InStream)
-  | ({ tag: 'insert'; relationId: number; values: TupleValue[] } & InStream)
-  | ({ tag: 'update'; relationId: number; old?: OldTuple; values: TupleValue[] } & InStream)
-  | ({ tag: 'delete'; relationId: number; old: OldTuple } & InStream)
-  | ({ tag: 'truncate'; relationIds: number[]; cascade: boolean; restartIdentity: boolean } & InStream)
-  | ({ tag: 'message'; transactional: boolean; lsn: string; prefix: string; content: Buffer } & InStream)
-  | { tag: 'stream-start'; xid: number; firstSegment: boolean }
-  | { tag: 'stream-stop' }
-  | {
-      tag: 'stream-commit';
-      xid: number;
-      flags: number;
-      commitLsn: string;
-      endLsn: string;
-      commitTime: string;
-    }
-  | { tag: 'stream-abort'; xid: number; subxid: number };
 
 const PG_EPOCH_UNIX_MICROS = 946_684_800_000_000n;
 const REPLICA_IDENTITIES: Record<string, ReplicaIdentity> = {
@@ -143,20 +99,12 @@ export class Reader {
     return v;
   }
 
-  lsn(): string {
-    return formatLsn(this.lsnValue());
-  }
-
   /** An LSN as its 64-bit number. */
   lsnValue(): bigint {
     this.need(8);
     const v = this.buf.readBigUInt64BE(this.offset);
     this.offset += 8;
     return v;
-  }
-
-  timestamp(): string {
-    return pgTimestampToIso(this.micros());
   }
 
   /** A timestamp as microseconds since 2000-01-01 UTC. */
@@ -175,40 +123,13 @@ export class Reader {
     return s;
   }
 
-  // A copy: the caller's buffer belongs to the connection's parser and is reused.
-  bytes(n: number): Buffer {
-    this.need(n);
-    const b = Buffer.from(this.buf.subarray(this.offset, this.offset + n));
-    this.offset += n;
-    return b;
-  }
-
+  /** `n` bytes of UTF-8 (a length read from the message: a negative one is refused). */
   text(n: number): string {
+    if (n < 0) throw new PgoutputProtocolError(`negative length ${n} in pgoutput message`);
     this.need(n);
     const s = this.buf.toString('utf8', this.offset, this.offset + n);
     this.offset += n;
     return s;
-  }
-
-  tuple(): TupleValue[] {
-    const count = this.int16();
-    const values: TupleValue[] = [];
-    for (let i = 0; i < count; i++) {
-      const kind = String.fromCharCode(this.uint8());
-      if (kind === 'n') values.push({ kind: 'null' });
-      else if (kind === 'u') values.push({ kind: 'unchanged-toast' });
-      else if (kind === 't') values.push({ kind: 'text', value: this.text(this.int32()) });
-      else if (kind === 'b') values.push({ kind: 'binary', value: this.bytes(this.int32()) });
-      else throw new PgoutputProtocolError(`unknown tuple column kind '${kind}'`);
-    }
-    return values;
-  }
-
-  oldTuple(): OldTuple {
-    const marker = String.fromCharCode(this.uint8());
-    if (marker !== 'K' && marker !== 'O')
-      throw new PgoutputProtocolError(`expected 'K' or 'O', got '${marker}'`);
-    return { kind: marker === 'K' ? 'key' : 'full', values: this.tuple() };
   }
 }
 
@@ -227,102 +148,4 @@ export function readRelation(r: Reader): RelationInfo {
     columns.push({ isKey: (flags & 1) === 1, name: r.string(), typeOid: r.uint32(), typeMod: r.int32() });
   }
   return { relationId, schema, table, replicaIdentity, columns };
-}
-
-/**
- * Decodes pgoutput messages one at a time, tracking whether a stream block (between Stream Start
- * and Stream Stop) is open, as that changes the layout of data messages.
- */
-export class PgoutputDecoder {
-  private streaming = false;
-
-  /** Whether a stream block is open, i.e. data messages carry an xid. */
-  get inStreamBlock(): boolean {
-    return this.streaming;
-  }
-
-  /**
-   * Decodes one message (the payload of an XLogData message).
-   * @throws PgoutputProtocolError for an unknown or malformed message.
-   */
-  decode(buf: Buffer): PgoutputMessage {
-    const r = new Reader(buf);
-    const tag = String.fromCharCode(r.uint8());
-    const xid = () => (this.streaming ? { xid: r.uint32() } : {});
-    switch (tag) {
-      case 'B':
-        return { tag: 'begin', finalLsn: r.lsn(), commitTime: r.timestamp(), xid: r.uint32() };
-      case 'C':
-        return {
-          tag: 'commit',
-          flags: r.uint8(),
-          commitLsn: r.lsn(),
-          endLsn: r.lsn(),
-          commitTime: r.timestamp(),
-        };
-      case 'O':
-        return { tag: 'origin', originLsn: r.lsn(), name: r.string() };
-      case 'R':
-        return { tag: 'relation', ...xid(), ...readRelation(r) };
-      case 'Y':
-        return { tag: 'type', ...xid(), typeOid: r.uint32(), schema: r.string(), name: r.string() };
-      case 'I': {
-        const head = { tag: 'insert' as const, ...xid(), relationId: r.uint32() };
-        const marker = String.fromCharCode(r.uint8());
-        if (marker !== 'N') throw new PgoutputProtocolError(`insert: expected 'N', got '${marker}'`);
-        return { ...head, values: r.tuple() };
-      }
-      case 'U': {
-        const head = { tag: 'update' as const, ...xid(), relationId: r.uint32() };
-        let marker = String.fromCharCode(r.uint8());
-        let old: OldTuple | undefined;
-        if (marker === 'K' || marker === 'O') {
-          old = { kind: marker === 'K' ? 'key' : 'full', values: r.tuple() };
-          marker = String.fromCharCode(r.uint8());
-        }
-        if (marker !== 'N') throw new PgoutputProtocolError(`update: expected 'N', got '${marker}'`);
-        return old ? { ...head, old, values: r.tuple() } : { ...head, values: r.tuple() };
-      }
-      case 'D':
-        return { tag: 'delete', ...xid(), relationId: r.uint32(), old: r.oldTuple() };
-      case 'T': {
-        const head = { tag: 'truncate' as const, ...xid() };
-        const count = r.int32();
-        const options = r.uint8();
-        const relationIds: number[] = [];
-        for (let i = 0; i < count; i++) relationIds.push(r.uint32());
-        return { ...head, relationIds, cascade: (options & 1) === 1, restartIdentity: (options & 2) === 2 };
-      }
-      case 'M': {
-        const head = { tag: 'message' as const, ...xid() };
-        const transactional = (r.uint8() & 1) === 1;
-        const lsn = r.lsn();
-        const prefix = r.string();
-        return { ...head, transactional, lsn, prefix, content: r.bytes(r.int32()) };
-      }
-      case 'S': {
-        const message = { tag: 'stream-start' as const, xid: r.uint32(), firstSegment: r.uint8() === 1 };
-        this.streaming = true;
-        return message;
-      }
-      case 'E':
-        this.streaming = false;
-        return { tag: 'stream-stop' };
-      case 'c':
-        return {
-          tag: 'stream-commit',
-          xid: r.uint32(),
-          flags: r.uint8(),
-          commitLsn: r.lsn(),
-          endLsn: r.lsn(),
-          commitTime: r.timestamp(),
-        };
-      case 'A':
-        return { tag: 'stream-abort', xid: r.uint32(), subxid: r.uint32() };
-      default:
-        throw new PgoutputProtocolError(
-          `unknown pgoutput message type '${tag}' (0x${(buf[0] ?? 0).toString(16)})`,
-        );
-    }
-  }
 }

@@ -76,13 +76,17 @@ export class StreamSpool {
 
   /**
    * The messages in append order, without those of aborted subtransactions. Each is a view that
-   * is only valid until the next one is taken.
+   * is only valid until the next one is taken. With `decode`, each message is passed through it
+   * as it is reached and its result is yielded instead.
    */
-  *messages(): Generator<Buffer> {
+  messages(): Generator<Buffer, void, undefined>;
+  messages<T>(decode: (message: Buffer) => T): Generator<T, void, undefined>;
+  *messages<T>(decode?: (message: Buffer) => T): Generator<T | Buffer, void, undefined> {
     const keep = (message: Buffer) => !this.aborted.has(message.readUInt32BE(1));
+    const take = decode ?? ((message: Buffer) => message);
     if (!this.file) {
       for (const block of [...this.blocks, this.block.subarray(0, this.used)]) {
-        for (const message of framesOf(block)) if (keep(message)) yield message;
+        for (const message of framesOf(block)) if (keep(message)) yield take(message);
       }
       return;
     }
@@ -101,7 +105,7 @@ export class StreamSpool {
           if (at + FRAME_HEADER + length > filled) break;
           const message = buffer.subarray(at + FRAME_HEADER, at + FRAME_HEADER + length);
           at += FRAME_HEADER + length;
-          if (keep(message)) yield message;
+          if (keep(message)) yield take(message);
         }
         if (read === 0) {
           if (at !== filled) throw new Error(`spool file ${this.file.path} ends inside a message`);
