@@ -13,7 +13,7 @@
  *
  * Changes arrive decoded (`ChangeEvent`), in commit order, in batches of whole source
  * transactions. Values travel in their canonical text form, lossless for every type, with the
- * column's type alongside (`ColumnSchema`); `valueOf` in `core/values.ts` turns them into typed
+ * column's type alongside (`ColumnSchema`); `typedValue` in `core/values.ts` turns them into typed
  * values (numbers, booleans, JSON, bytes, timestamps) for a sink that stores them natively, while a
  * SQL sink hands the text to its server, which parses it faster than JavaScript could.
  *
