@@ -1,26 +1,15 @@
-import type pg from 'pg';
-import { connectIfReachable } from '../connections/connect-if-reachable.js';
 import { type TableRef, tableKey } from '../core/change.js';
+import type { Source } from '../core/source.js';
 import { validationFailed } from '../errors/app-error.js';
 import { findSinkKind } from '../sinks/registry.js';
+import { findSourceKind } from '../source/registry.js';
 
 /** What the guard needs to know of a definition. */
 export interface SinkSide {
   type: string;
-  connection: pg.ClientConfig;
+  /** Settings of the sink's connection, as its type defines them. */
+  connection: unknown;
   properties: Record<string, string>;
-}
-
-/** Which server and database a session is on: the cluster's system identifier and the database name. */
-async function databaseIdentity(client: pg.ClientBase): Promise<string | undefined> {
-  try {
-    const { rows } = await client.query<{ id: string }>(
-      "SELECT system_identifier::text || '/' || current_database() AS id FROM pg_control_system()",
-    );
-    return rows[0]?.id;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -31,7 +20,7 @@ async function databaseIdentity(client: pg.ClientBase): Promise<string | undefin
  * is not judged here; it is checked again at every start.
  */
 export async function refuseOwnSourceAsSink(
-  source: pg.ClientBase,
+  source: Source,
   tables: readonly TableRef[],
   sink: SinkSide,
   connectTimeoutMs: number,
@@ -42,10 +31,17 @@ export async function refuseOwnSourceAsSink(
   const overlap = tables.filter((t) => targets.has(tableKey(t)));
   if (overlap.length === 0) return;
 
-  const client = await connectIfReachable(sink.connection, connectTimeoutMs);
-  if (!client) return;
+  // The sink's database says which one it is the way a source does: only a connection type that
+  // can be read as a source can be a source's own database.
+  const sinkDatabase = findSourceKind(sink.type)?.create(sink.connection);
+  if (!sinkDatabase) return;
   try {
-    const [sourceId, sinkId] = await Promise.all([databaseIdentity(source), databaseIdentity(client)]);
+    try {
+      await sinkDatabase.connect({ timeoutMs: connectTimeoutMs });
+    } catch {
+      return;
+    }
+    const [sourceId, sinkId] = await Promise.all([source.identity(), sinkDatabase.identity()]);
     if (sourceId === undefined || sourceId !== sinkId) return;
     const first = tableKey(overlap[0] as TableRef);
     throw validationFailed(
@@ -54,6 +50,6 @@ export async function refuseOwnSourceAsSink(
         `source table. Write to another database, or set sink.properties.target_schema (or table.${first}) to another table`,
     );
   } finally {
-    await client.end().catch(() => undefined);
+    await sinkDatabase.close();
   }
 }

@@ -1,27 +1,21 @@
-import pg from 'pg';
 import type { DatabasePool } from 'slonik';
 import type { Phase } from '../../machines/pipeline.js';
 import type { ResolvedConnection } from '../connections/connections-service.js';
 import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
+import { formatLsn, parseLsn } from '../core/lsn.js';
+import type { Source, SourceSnapshot } from '../core/source.js';
+import {
+  type SlotMissingError,
+  SourceNotReadyError,
+  TableNotReplicableError,
+} from '../core/source-errors.js';
 import { AppError, validationFailed } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
 import { resolveSnapshotOptions } from '../pipelines/snapshot-options.js';
 import { parseTableName } from '../pipelines/table-name.js';
 import { findSinkKind } from '../sinks/registry.js';
 import type { Sink } from '../sinks/types.js';
-import { checkSourceReady, readTableSchemas } from '../source/postgres/catalog.js';
-import { SOURCE_SESSION_OPTIONS, startChangeStream } from '../source/postgres/change-stream.js';
-import { SlotMissingError, SourceNotReadyError, TableNotReplicableError } from '../source/postgres/errors.js';
-import { parseLsn, ZERO_LSN } from '../source/postgres/lsn.js';
-import {
-  createSlotWithSnapshot,
-  dropSlotAndPublication,
-  ensurePublication,
-  publicationName,
-  type SlotWithSnapshot,
-  slotName,
-  slotStatus,
-} from '../source/postgres/slot.js';
+import { findSourceKind } from '../source/registry.js';
 import { type PipelineTableRow, pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineDefinitionWrite, type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { schemaStore } from '../store/schema-store.js';
@@ -65,9 +59,8 @@ export type DefinitionToCheck = Pick<
 /** What one start of the data plane works with: the definition as it is now, resolved. */
 interface Resolved {
   row: PipelineRow;
-  source: pg.ClientConfig;
-  sinkType: string;
-  sink: pg.ClientConfig;
+  source: ResolvedConnection;
+  sink: ResolvedConnection;
   tables: TableRef[];
 }
 
@@ -82,12 +75,12 @@ export class ReplicationRunner {
   /** Checks the source and sink and creates what the pipeline owns; throws what a person must fix. */
   async prepare(pipelineId: string): Promise<void> {
     const resolved = await this.resolve(pipelineId);
-    const source = await this.connectSource(resolved.source);
+    const source = await this.openSource(resolved.source);
     try {
-      await checkSourceReady(source);
-      const schemas = await readTableSchemas(source, resolved.tables);
+      await source.checkReady();
+      const schemas = await source.describeTables(resolved.tables);
       await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
-      await ensurePublication(source, publicationName(pipelineId), resolved.tables);
+      await source.publish(pipelineId, resolved.tables);
       // The shapes the sink has: a change of the source still under review is not the sink's yet.
       const shapes = await this.knownShapes(pipelineId, schemas, await this.syncTables(resolved));
       const sink = this.createSink(resolved);
@@ -97,7 +90,7 @@ export class ReplicationRunner {
         await sink.close();
       }
     } finally {
-      await source.end().catch(() => undefined);
+      await source.close();
     }
   }
 
@@ -111,38 +104,29 @@ export class ReplicationRunner {
   ): Promise<ApplyOutcome> {
     const resolved = await this.resolve(pipelineId);
     const log = this.deps.logger.child({ pipeline: resolved.row.name });
-    const source = await this.connectSource(resolved.source);
+    const source = await this.openSource(resolved.source);
     let sink: Sink | undefined;
-    let created: SlotWithSnapshot | undefined;
+    // The snapshot of a slot just created, held until the tables are copied in it.
+    let slotSnapshot: SourceSnapshot | undefined;
     try {
-      const schemas = await readTableSchemas(source, resolved.tables);
+      const schemas = await source.describeTables(resolved.tables);
       // Again at every start of the data plane: the sink's connection may have been repointed since.
       await this.refuseOwnSource(source, resolved);
-      await ensurePublication(source, publicationName(pipelineId), resolved.tables);
+      await source.publish(pipelineId, resolved.tables);
       const tableRows = await this.syncTables(resolved);
       const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
       sink = this.createSink(resolved);
       await sink.open([...shapes.known.values()]);
       const checkpoint = await sink.readCheckpoint();
-      const slot = slotName(pipelineId);
-      const status = await slotStatus(source, slot);
-      if (!status) {
-        // A slot is created only for a pipeline that never streamed: recreating one later would skip changes.
-        if (checkpoint !== null || tableRows.some((t) => t.status === 'streaming')) {
-          throw new SlotMissingError(slot, 'does not exist any more');
-        }
-        created = await createSlotWithSnapshot(resolved.source, slot);
-        log.info({ slot, lsn: created.consistentPoint }, 'created replication slot');
-      } else if (status.walStatus === 'lost') {
-        throw new SlotMissingError(slot, 'was invalidated by the source (wal_status lost)');
-      } else if (status.active && status.activePid) {
-        // This worker holds the pipeline's lease: whoever still streams from the slot (a worker that
-        // lost the lease, or a connection left behind) is cut off rather than waited for.
-        log.warn({ slot, pid: status.activePid }, 'ending the other connection streaming from the slot');
-        await source.query('SELECT pg_terminate_backend($1)', [status.activePid]);
-        await waitSlotInactive(source, slot);
-      }
-      const startLsn = checkpoint?.lsn ?? created?.consistentPoint ?? status?.confirmedFlushLsn ?? ZERO_LSN;
+      // This worker holds the pipeline's lease, so the slot is its own to claim. A slot is created
+      // only for a pipeline that never streamed: recreating one later would skip changes.
+      const claim = await source.claimSlot(pipelineId, {
+        mayCreate: checkpoint === null && !tableRows.some((t) => t.status === 'streaming'),
+        logger: log,
+      });
+      slotSnapshot = claim.snapshot;
+      const startLsn = checkpoint?.lsn ?? formatLsn(claim.position);
+      const startPosition = parseLsn(startLsn);
 
       const pending = schemas.filter(
         (s) => tableRows.find((t) => t.table_name === tableKey(s))?.status !== 'streaming',
@@ -154,8 +138,8 @@ export class ReplicationRunner {
           pool: this.deps.pool,
           pipelineId,
           projectId: resolved.row.project_id,
-          sourceConnection: resolved.source,
-          exportedSnapshot: created?.snapshotName,
+          source,
+          slotSnapshot,
           tables: pending,
           sink,
           stats,
@@ -166,14 +150,14 @@ export class ReplicationRunner {
         // Everything up to the slot's start position is in the sink now: that is a checkpoint.
         if (!signal.aborted) stats.recordCheckpoint(startLsn);
       }
-      await created?.release();
-      created = undefined;
+      await slotSnapshot?.release();
+      slotSnapshot = undefined;
       if (signal.aborted) return 'stopped';
 
       const backfill = new BackfillCoordinator({
         pool: this.deps.pool,
         pipelineId,
-        sourceConnection: resolved.source,
+        source,
         sink,
         stats,
         options: resolveSnapshotOptions(resolved.row.snapshot_options),
@@ -199,21 +183,15 @@ export class ReplicationRunner {
       });
       stats.phase = 'streaming';
       onPhase('streaming');
-      const stream = startChangeStream({
-        connection: resolved.source,
-        slotName: slot,
-        publicationName: publicationName(pipelineId),
-        startLsn,
-        logger: log,
-      });
+      const stream = source.startStream(pipelineId, { from: startPosition, logger: log });
       // Stops the stream for the caller's abort, and for a slot found lost while streaming.
       const streaming = new AbortController();
       const onAbort = () => streaming.abort();
       signal.addEventListener('abort', onAbort, { once: true });
       let slotLost: SlotMissingError | undefined;
       const stopWatching = watchSlot({
-        client: source,
-        slotName: slot,
+        source,
+        pipelineId,
         stats,
         warnRetainedWalBytes: this.deps.warnRetainedWalBytes ?? DEFAULT_WARN_RETAINED_WAL_BYTES,
         onLost: (error) => {
@@ -229,7 +207,7 @@ export class ReplicationRunner {
           sink,
           limits: this.batchLimits(resolved),
           epoch: control.epoch ?? 1,
-          startLsn: parseLsn(startLsn),
+          startLsn: startPosition,
           tables: new Set(resolved.tables.map(tableKey)),
           stats,
           signal: streaming.signal,
@@ -249,9 +227,9 @@ export class ReplicationRunner {
         await stream.close();
       }
     } finally {
-      await created?.release();
+      await slotSnapshot?.release();
       await sink?.close();
-      await source.end().catch(() => undefined);
+      await source.close();
     }
   }
 
@@ -270,16 +248,17 @@ export class ReplicationRunner {
     const kind = findSinkKind(sink.type);
     if (!kind) throw validationFailed('sink.connection', `a ${sink.type} connection cannot be a sink`);
     const tables = d.sourceTables.map((t) => parseTableName(t) as TableRef);
-    let source: pg.Client;
+    const source = this.createSource(resolved);
     try {
-      source = await this.connectSource(resolved.pg, PREFLIGHT_CONNECT_TIMEOUT_MS);
+      await source.connect({ timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS });
     } catch (error) {
+      await source.close();
       if (isUnreachable(error)) return;
       throw validationFailed('source.connection', `cannot connect to '${connection}': ${messageOf(error)}`);
     }
     try {
-      await checkSourceReady(source);
-      const schemas = await readTableSchemas(source, tables);
+      await source.checkReady();
+      const schemas = await source.describeTables(tables);
       await refuseOwnSourceAsSink(
         source,
         tables,
@@ -292,7 +271,7 @@ export class ReplicationRunner {
       if (error instanceof TableNotReplicableError) throw validationFailed('source.tables', error.message);
       throw error;
     } finally {
-      await source.end().catch(() => undefined);
+      await source.close();
     }
   }
 
@@ -317,11 +296,11 @@ export class ReplicationRunner {
     const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
     if (!row) return;
     const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
-    const source = await this.connectSource(resolved.pg);
+    const source = await this.openSource(resolved);
     try {
-      await dropSlotAndPublication(source, pipelineId);
+      await source.dropOwned(pipelineId);
     } finally {
-      await source.end().catch(() => undefined);
+      await source.close();
     }
   }
 
@@ -331,7 +310,7 @@ export class ReplicationRunner {
     const source = await this.resolveConnection(row.project_id, row.source_connection, 'source.connection');
     const sink = await this.resolveConnection(row.project_id, row.sink_connection, 'sink.connection');
     const tables = row.source_tables.map((t) => parseTableName(t) as TableRef);
-    return { row, source: source.pg, sinkType: sink.type, sink: sink.pg, tables };
+    return { row, source, sink, tables };
   }
 
   /** A connection the definition names; a missing one is a 422 on the field that names it. */
@@ -350,34 +329,38 @@ export class ReplicationRunner {
     }
   }
 
-  private async connectSource(
-    settings: pg.ClientConfig,
-    connectionTimeoutMillis?: number,
-  ): Promise<pg.Client> {
-    const client = new pg.Client({
-      ...settings,
-      application_name: 'replicator',
-      options: SOURCE_SESSION_OPTIONS,
-      ...(connectionTimeoutMillis === undefined ? {} : { connectionTimeoutMillis }),
-    });
-    client.on('error', () => {});
-    await client.connect();
-    return client;
+  /** A source on the connection, not yet connected; a type that cannot be a source is a 422. */
+  private createSource(connection: ResolvedConnection): Source {
+    const kind = findSourceKind(connection.type);
+    if (!kind)
+      throw validationFailed('source.connection', `a ${connection.type} connection cannot be a source`);
+    return kind.create(connection.pg);
   }
 
-  private refuseOwnSource(source: pg.ClientBase, resolved: Resolved): Promise<void> {
+  private async openSource(connection: ResolvedConnection): Promise<Source> {
+    const source = this.createSource(connection);
+    try {
+      await source.connect();
+    } catch (error) {
+      await source.close();
+      throw error;
+    }
+    return source;
+  }
+
+  private refuseOwnSource(source: Source, resolved: Resolved): Promise<void> {
     return refuseOwnSourceAsSink(
       source,
       resolved.tables,
-      { type: resolved.sinkType, connection: resolved.sink, properties: resolved.row.sink_properties },
+      { type: resolved.sink.type, connection: resolved.sink.pg, properties: resolved.row.sink_properties },
       PREFLIGHT_CONNECT_TIMEOUT_MS,
     );
   }
 
   private sinkKind(resolved: Resolved) {
-    const kind = findSinkKind(resolved.sinkType);
+    const kind = findSinkKind(resolved.sink.type);
     if (!kind)
-      throw validationFailed('sink.connection', `a ${resolved.sinkType} connection cannot be a sink`);
+      throw validationFailed('sink.connection', `a ${resolved.sink.type} connection cannot be a sink`);
     return kind;
   }
 
@@ -386,7 +369,7 @@ export class ReplicationRunner {
     kind.parseProperties(resolved.row.sink_properties);
     return kind.create({
       pipelineId: resolved.row.id,
-      connection: resolved.sink,
+      connection: resolved.sink.pg,
       properties: resolved.row.sink_properties,
     });
   }
@@ -430,13 +413,6 @@ export class ReplicationRunner {
       resolved.row.source_tables,
     );
     return pipelineTablesStore.list(this.deps.pool, resolved.row.id);
-  }
-}
-
-async function waitSlotInactive(source: pg.ClientBase, slot: string): Promise<void> {
-  for (let i = 0; i < 50; i++) {
-    if (!(await slotStatus(source, slot))?.active) return;
-    await new Promise((r) => setTimeout(r, 100));
   }
 }
 

@@ -1,11 +1,10 @@
-import type pg from 'pg';
 import type { DatabasePool } from 'slonik';
-import { type ChangeEvent, type Row, type TableSchema, tableKey } from '../core/change.js';
+import { type ChangeEvent, type ColumnValue, type Row, type TableSchema, tableKey } from '../core/change.js';
+import type { SourceRelation } from '../core/change-stream.js';
 import { diffSchemas, isCompatible, type SchemaChangeItem } from '../core/schema-diff.js';
+import type { Source } from '../core/source.js';
 import type { Logger } from '../log/logger.js';
 import type { Sink } from '../sinks/types.js';
-import type { RelationInfo } from '../source/postgres/pgoutput-decoder.js';
-import { schemaFromRelation } from '../source/postgres/relation-schema.js';
 import { type SchemaProposal, schemaStore } from '../store/schema-store.js';
 import { splitDecided, withoutKept } from './kept-decisions.js';
 
@@ -35,8 +34,8 @@ export interface SchemaGuardDeps {
   projectId: string;
   policy: SchemaPolicy;
   sink: Sink;
-  /** A connection to the source, to name the types of a new shape. */
-  source: pg.ClientBase;
+  /** The source, connected: it describes a new shape. */
+  source: Source;
   /** Per `schema.table`: the shape the sink has, and a source shape it chose not to follow. */
   known: Map<string, TableSchema>;
   sourceOnly: Map<string, TableSchema>;
@@ -50,11 +49,11 @@ export const needsBackfill = (changes: readonly SchemaChangeItem[]) =>
   changes.some((c) => c.kind === 'add_column' && c.existing_value === undefined);
 
 /**
- * Watches the shapes the stream announces (pgoutput Relation messages, sent before the first
- * change of a new shape) against the shapes the sink has. Under `review`, and under `auto` for a
- * change that is not compatible, it stops the apply before the first change of the new shape and
- * stores a proposal; `auto` applies compatible changes; `ignore` (and a rejected proposal) keeps
- * the sink's shape, writing only the columns it has.
+ * Watches the shapes the stream announces (relation items, sent before the first change of a new
+ * shape) against the shapes the sink has. Under `review`, and under `auto` for a change that is
+ * not compatible, it stops the apply before the first change of the new shape and stores a
+ * proposal; `auto` applies compatible changes; `ignore` (and a rejected proposal) keeps the
+ * sink's shape, writing only the columns it has.
  */
 export class SchemaGuard {
   constructor(private readonly deps: SchemaGuardDeps) {}
@@ -64,14 +63,14 @@ export class SchemaGuard {
    * the current transaction durable; it is called before any change to the sink.
    */
   async onRelation(
-    relation: RelationInfo,
+    relation: SourceRelation,
     flushCommitted: () => Promise<void>,
   ): Promise<'continue' | 'hold'> {
     const { known, sourceOnly, policy, sink, logger } = this.deps;
     const key = tableKey(relation);
     const current = known.get(key);
     if (!current) return 'continue';
-    const proposed = await schemaFromRelation(this.deps.source, relation);
+    const proposed = await this.deps.source.describeRelation(relation);
     if (shapeOf(proposed) === shapeOf(current)) {
       sourceOnly.delete(key);
       // A source column that now allows NULL must allow it in the sink too, whatever the policy.
@@ -95,7 +94,7 @@ export class SchemaGuard {
       logger.info({ table: key, kept }, 'schema change already decided on; the sink keeps its columns');
       return 'continue';
     }
-    const changes = await this.withExistingValues(relation.relationId, open);
+    const changes = await this.withExistingValues(relation, open);
     const proposal: SchemaProposal = {
       current,
       proposed: kept.length > 0 ? withoutKept(proposed, current, kept) : proposed,
@@ -152,33 +151,22 @@ export class SchemaGuard {
   }
 
   /**
-   * Adds to each added column the value the source's existing rows have for it: PostgreSQL keeps
-   * a constant default of ADD COLUMN as the value of the rows already there (attmissingval), which
-   * no row change carries to the stream. A column with a volatile default is left unknown.
+   * Adds to each added column the value the source's existing rows have for it, which no row
+   * change carries to the stream (a constant default of ADD COLUMN). A column whose rows each got
+   * their own value (a volatile default) is left unknown.
    */
   private async withExistingValues(
-    relationId: number,
+    relation: SourceRelation,
     changes: SchemaChangeItem[],
   ): Promise<SchemaChangeItem[]> {
     const added = changes.flatMap((c) => (c.kind === 'add_column' ? [c.column] : []));
     if (added.length === 0) return changes;
-    const { rows } = await this.deps.source.query<{
-      name: string;
-      missing: string | null;
-      has_default: boolean;
-    }>(
-      `SELECT a.attname::text AS name, (a.attmissingval::text::text[])[1] AS missing, a.atthasdef AS has_default
-         FROM pg_attribute a WHERE a.attrelid = $1::oid AND a.attname = ANY($2::text[])`,
-      [relationId, added],
+    const values = await this.deps.source.existingValues(relation, added);
+    return changes.map((change) =>
+      change.kind === 'add_column' && values.has(change.column)
+        ? { ...change, existing_value: values.get(change.column) as ColumnValue }
+        : change,
     );
-    const found = new Map(rows.map((r) => [r.name, r]));
-    return changes.map((change) => {
-      if (change.kind !== 'add_column') return change;
-      const row = found.get(change.column);
-      if (row?.missing !== null && row?.missing !== undefined)
-        return { ...change, existing_value: row.missing };
-      return row?.has_default ? change : { ...change, existing_value: null };
-    });
   }
 
   /** A change cut down to the columns the sink has, for a table whose new shape it does not follow. */

@@ -1,15 +1,14 @@
-import type pg from 'pg';
+import type { SlotStatus, Source } from '../core/source.js';
+import { SlotMissingError } from '../core/source-errors.js';
 import type { Logger } from '../log/logger.js';
-import { SlotMissingError } from '../source/postgres/errors.js';
-import { slotStatus } from '../source/postgres/slot.js';
 import type { PipelineStats } from './pipeline-stats.js';
 
 /** How often a streaming pipeline looks at its slot. */
 export const SLOT_CHECK_INTERVAL_MS = 10_000;
 
 export interface SlotMonitorOptions {
-  client: pg.ClientBase;
-  slotName: string;
+  source: Source;
+  pipelineId: string;
   stats: PipelineStats;
   /** Retained WAL above which the pipeline shows a warning. */
   warnRetainedWalBytes: number;
@@ -30,21 +29,18 @@ export function watchSlot(options: SlotMonitorOptions): () => void {
   const { stats } = options;
   let stopped = false;
   const check = async () => {
-    const status = await slotStatus(options.client, options.slotName);
+    let status: SlotStatus;
+    try {
+      status = await options.source.slotStatus(options.pipelineId);
+    } catch (error) {
+      if (!(error instanceof SlotMissingError)) throw error;
+      if (stopped) return;
+      stopped = true;
+      options.onLost(error);
+      return;
+    }
     if (stopped) return;
-    if (!status) {
-      stopped = true;
-      options.onLost(new SlotMissingError(options.slotName, 'does not exist any more'));
-      return;
-    }
     stats.slot = { retainedWalBytes: status.retainedWalBytes, walStatus: status.walStatus };
-    if (status.walStatus === 'lost') {
-      stopped = true;
-      options.onLost(
-        new SlotMissingError(options.slotName, 'was invalidated by the source (wal_status lost)'),
-      );
-      return;
-    }
     const retained = status.retainedWalBytes ?? 0;
     stats.warning =
       retained > options.warnRetainedWalBytes

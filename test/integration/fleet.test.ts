@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { compareLsn } from '../../src/source/postgres/lsn.js';
+import { compareLsn } from '../../src/core/lsn.js';
 import { startCliServer, stopChild } from '../support/cli-process.js';
 import { freePort } from '../support/pg-cluster.js';
 import { localTcpPorts } from '../support/process-sockets.js';

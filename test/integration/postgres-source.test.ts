@@ -6,6 +6,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pgClientConfigOfDsn } from '../../src/connections/pg-client-config.js';
 import type { ChangeEvent, TableRef } from '../../src/core/change.js';
+import { formatLsn, isLsn, parseLsn } from '../../src/core/lsn.js';
 import { checkSourceReady, readTableSchemas } from '../../src/source/postgres/catalog.js';
 import {
   type ChangeStream,
@@ -18,7 +19,6 @@ import {
   SourceNotReadyError,
   TableNotReplicableError,
 } from '../../src/source/postgres/errors.js';
-import { formatLsn, isLsn, parseLsn } from '../../src/source/postgres/lsn.js';
 import type { RelationInfo } from '../../src/source/postgres/pgoutput-decoder.js';
 import { formatTypes, schemaFromRelation } from '../../src/source/postgres/relation-schema.js';
 import {

@@ -8,7 +8,7 @@ import {
   normalizeLsn,
   parseLsn,
   ZERO_LSN,
-} from '../../src/source/postgres/lsn.js';
+} from '../../src/core/lsn.js';
 
 describe('lsn', () => {
   it('parses the two hex halves into one 64-bit position', () => {

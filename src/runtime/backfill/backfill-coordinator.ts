@@ -1,18 +1,15 @@
-import type pg from 'pg';
 import type { DatabasePool } from 'slonik';
 import { type ChangeEvent, type TableSchema, tableKey } from '../../core/change.js';
+import type { PartitionPlan, Source, SourceSnapshot, TransactionVisibility } from '../../core/source.js';
 import type { Logger } from '../../log/logger.js';
 import type { SnapshotOptions } from '../../pipelines/snapshot-options.js';
 import type { Sink } from '../../sinks/types.js';
 import { pipelineTablesStore } from '../../store/pipeline-tables-store.js';
 import { snapshotPartitionsStore } from '../../store/snapshot-partitions-store.js';
 import type { PipelineStats } from '../pipeline-stats.js';
-import { planPartitions } from '../snapshot/partition-planner.js';
 import { runSnapshot } from '../snapshot/snapshot-runner.js';
-import { connectInSnapshot, exportSnapshot, type SnapshotSession } from '../snapshot/snapshot-session.js';
 import { recordPartitionDone } from '../snapshot/snapshot-tables.js';
 import { HeldChanges } from './held-changes.js';
-import { SnapshotVisibility } from './snapshot-visibility.js';
 
 /** What the stream applier does with a change of a table. */
 export type Route = 'apply' | 'skip' | 'hold';
@@ -20,8 +17,8 @@ export type Route = 'apply' | 'skip' | 'hold';
 interface Gate {
   table: TableSchema;
   held: HeldChanges;
-  visibility?: SnapshotVisibility;
-  session?: SnapshotSession;
+  visibility?: TransactionVisibility;
+  snapshot?: SourceSnapshot;
   abort: AbortController;
   copy?: Promise<void>;
   copied: boolean;
@@ -31,7 +28,8 @@ interface Gate {
 export interface BackfillDeps {
   pool: DatabasePool;
   pipelineId: string;
-  sourceConnection: pg.ClientConfig;
+  /** The source, connected. */
+  source: Source;
   sink: Sink;
   stats: PipelineStats;
   options: SnapshotOptions;
@@ -97,7 +95,7 @@ export class BackfillCoordinator {
       if (gate.failure) throw gate.failure;
       if (!gate.copy) await this.startCopy(gate);
       else if (gate.copied) {
-        const visibility = gate.visibility as SnapshotVisibility;
+        const visibility = gate.visibility as TransactionVisibility;
         for await (const chunk of gate.held.drain(5_000, (c) => !visibility.sees(c.xid)))
           await applyHeld(chunk);
         await pipelineTablesStore.finishSnapshot(
@@ -116,7 +114,7 @@ export class BackfillCoordinator {
     for (const gate of this.gates.values()) {
       gate.abort.abort();
       await gate.copy?.catch(() => undefined);
-      await gate.session?.release();
+      await gate.snapshot?.release();
       gate.held.discard();
     }
     this.gates.clear();
@@ -125,18 +123,17 @@ export class BackfillCoordinator {
   private async startCopy(gate: Gate): Promise<void> {
     const { pool, pipelineId, sink, stats, options } = this.deps;
     const key = tableKey(gate.table);
-    gate.session = await exportSnapshot(this.deps.sourceConnection);
-    const planner = await connectInSnapshot(this.deps.sourceConnection, gate.session.snapshotName);
-    let partitions: Awaited<ReturnType<typeof planPartitions>>;
+    gate.snapshot = await this.deps.source.exportSnapshot();
+    const planner = await gate.snapshot.openReader();
+    let partitions: PartitionPlan;
     try {
-      const { rows } = await planner.query<{ s: string }>('SELECT txid_current_snapshot()::text AS s');
-      gate.visibility = SnapshotVisibility.parse(rows[0]?.s as string);
-      partitions = await planPartitions(planner, gate.table, {
+      gate.visibility = await planner.visibility();
+      partitions = await planner.planPartitions(gate.table, {
         targetRows: options.partitionRows,
         maxPartitions: 1024,
       });
     } finally {
-      await planner.end().catch(() => undefined);
+      await planner.close();
     }
     // No change of this table is in flight (they are held), so emptying it here races with nothing.
     await sink.resetTable(gate.table);
@@ -158,8 +155,7 @@ export class BackfillCoordinator {
       partitions: new Map(),
     });
     gate.copy = runSnapshot({
-      sourceConnection: this.deps.sourceConnection,
-      snapshotName: gate.session.snapshotName,
+      snapshot: gate.snapshot,
       jobs: [{ table: gate.table, name: key, partitions: partitions.partitions, done: new Set() }],
       sink,
       stats,
@@ -174,12 +170,12 @@ export class BackfillCoordinator {
     }).then(
       async () => {
         gate.copied = true;
-        await gate.session?.release();
+        await gate.snapshot?.release();
         this.wake();
       },
       async (error: unknown) => {
         gate.failure = error;
-        await gate.session?.release();
+        await gate.snapshot?.release();
         this.wake();
       },
     );

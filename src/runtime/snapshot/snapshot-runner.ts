@@ -1,12 +1,9 @@
-import type pg from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
 import type { TableSchema } from '../../core/change.js';
+import type { PlannedPartition, SnapshotReader, SourceSnapshot } from '../../core/source.js';
 import type { Logger } from '../../log/logger.js';
 import type { Sink } from '../../sinks/types.js';
 import type { PipelineStats } from '../pipeline-stats.js';
-import { type PlannedPartition, partitionCopySql } from './partition-planner.js';
 import { RowCounter } from './row-counter.js';
-import { connectInSnapshot } from './snapshot-session.js';
 
 /** One table to copy, with its plan and what is already done. */
 export interface TableSnapshotJob {
@@ -31,8 +28,8 @@ export interface SnapshotProgressSink {
 }
 
 export interface SnapshotRunOptions {
-  sourceConnection: pg.ClientConfig;
-  snapshotName: string;
+  /** The snapshot every partition is read in. */
+  snapshot: SourceSnapshot;
   jobs: TableSnapshotJob[];
   sink: Sink;
   stats: PipelineStats;
@@ -48,7 +45,7 @@ interface WorkItem {
 }
 
 async function copyPartition(
-  client: pg.Client,
+  reader: SnapshotReader,
   item: WorkItem,
   sink: Sink,
   stats: PipelineStats,
@@ -60,7 +57,7 @@ async function copyPartition(
     partition.rows += added;
     if (progress) progress.rowsDone += added;
   });
-  const source = client.query(copyTo(partitionCopySql(item.job.table, item.partition)));
+  const source = reader.copyPartition(item.job.table, item.partition);
   source.on('error', (error) => counter.destroy(error));
   source.pipe(counter);
   try {
@@ -99,11 +96,11 @@ export async function runSnapshot(options: SnapshotRunOptions): Promise<void> {
   }
 
   const worker = async () => {
-    let client: pg.Client | undefined;
+    let reader: SnapshotReader | undefined;
     try {
       for (let item = queue.shift(); item && !signal.aborted; item = queue.shift()) {
-        client ??= await connectInSnapshot(options.sourceConnection, options.snapshotName);
-        const rows = await copyPartition(client, item, options.sink, stats);
+        reader ??= await options.snapshot.openReader();
+        const rows = await copyPartition(reader, item, options.sink, stats);
         const table = stats.tables.get(item.job.name);
         if (table) table.partitionsDone++;
         stats.madeProgress();
@@ -125,7 +122,7 @@ export async function runSnapshot(options: SnapshotRunOptions): Promise<void> {
       queue.length = 0; // the other workers finish their partition and stop
       throw error;
     } finally {
-      await client?.end().catch(() => undefined);
+      await reader?.close();
     }
   };
   const workers = Array.from({ length: Math.max(1, Math.min(options.parallelism, queue.length)) }, worker);

@@ -1,23 +1,21 @@
-import type pg from 'pg';
 import type { DatabasePool } from 'slonik';
 import { type TableSchema, tableKey } from '../../core/change.js';
+import type { Source, SourceSnapshot } from '../../core/source.js';
 import type { Logger } from '../../log/logger.js';
 import type { SnapshotOptions } from '../../pipelines/snapshot-options.js';
 import type { Sink } from '../../sinks/types.js';
 import { pipelineTablesStore } from '../../store/pipeline-tables-store.js';
 import { snapshotPartitionsStore } from '../../store/snapshot-partitions-store.js';
 import type { PipelineStats } from '../pipeline-stats.js';
-import { planPartitions } from './partition-planner.js';
 import { runSnapshot, type SnapshotProgressSink, type TableSnapshotJob } from './snapshot-runner.js';
-import { connectInSnapshot, exportSnapshot } from './snapshot-session.js';
 
 export interface SnapshotTablesOptions {
   pool: DatabasePool;
   pipelineId: string;
   projectId: string;
-  sourceConnection: pg.ClientConfig;
-  /** The slot's exported snapshot when the slot was just created; otherwise one is exported here. */
-  exportedSnapshot: string | undefined;
+  source: Source;
+  /** The slot's snapshot when the slot was just created; otherwise one is exported here. */
+  slotSnapshot: SourceSnapshot | undefined;
   tables: TableSchema[];
   sink: Sink;
   stats: PipelineStats;
@@ -40,11 +38,11 @@ export const recordPartitionDone =
  */
 export async function snapshotTables(options: SnapshotTablesOptions): Promise<void> {
   const { pool, pipelineId, sink, stats, logger } = options;
-  const session = options.exportedSnapshot ? undefined : await exportSnapshot(options.sourceConnection);
-  const snapshotName = options.exportedSnapshot ?? (session?.snapshotName as string);
+  const exported = options.slotSnapshot ? undefined : await options.source.exportSnapshot();
+  const snapshot = options.slotSnapshot ?? (exported as SourceSnapshot);
   try {
     const doneInSink = await sink.snapshotPartitionsDone();
-    const planner = await connectInSnapshot(options.sourceConnection, snapshotName);
+    const planner = await snapshot.openReader();
     const jobs: TableSnapshotJob[] = [];
     try {
       for (const table of options.tables) {
@@ -65,8 +63,8 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
           0;
         // A fresh slot invalidates any earlier partial copy (its stream starts later); otherwise resume
         // the stored plan when the sink holds some of it.
-        if (options.exportedSnapshot !== undefined || partitions.length === 0 || done.size === 0) {
-          const plan = await planPartitions(planner, table, {
+        if (options.slotSnapshot !== undefined || partitions.length === 0 || done.size === 0) {
+          const plan = await planner.planPartitions(table, {
             targetRows: options.options.partitionRows,
             maxPartitions: 1024,
           });
@@ -93,11 +91,10 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
         logger.info({ table: name, partitions: partitions.length, resumed: done.size }, 'snapshot planned');
       }
     } finally {
-      await planner.end().catch(() => undefined);
+      await planner.close();
     }
     await runSnapshot({
-      sourceConnection: options.sourceConnection,
-      snapshotName,
+      snapshot,
       jobs,
       sink,
       stats,
@@ -111,6 +108,6 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
       },
     });
   } finally {
-    await session?.release();
+    await exported?.release();
   }
 }

@@ -66,6 +66,21 @@ export async function checkSourceReady(client: pg.ClientBase): Promise<void> {
   if (problems.length > 0) throw new SourceNotReadyError(problems);
 }
 
+/**
+ * Which server and database a session is on: the cluster's system identifier and the database
+ * name (a standby shares its primary's system identifier). Undefined when it cannot be read.
+ */
+export async function databaseIdentity(client: pg.ClientBase): Promise<string | undefined> {
+  try {
+    const { rows } = await client.query<{ id: string }>(
+      "SELECT system_identifier::text || '/' || current_database() AS id FROM pg_control_system()",
+    );
+    return rows[0]?.id;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `"schema"."table"`, quoted for SQL. */
 export function qualifiedName(ref: TableRef): string {
   return `${pg.escapeIdentifier(ref.schema)}.${pg.escapeIdentifier(ref.table)}`;
@@ -156,7 +171,10 @@ function problemOf(ref: TableRef, row: TableRow): TableProblem | null {
  *
  * @throws TableNotReplicableError naming every table that cannot be replicated and why.
  */
-export async function readTableSchemas(client: pg.ClientBase, tables: TableRef[]): Promise<TableSchema[]> {
+export async function readTableSchemas(
+  client: pg.ClientBase,
+  tables: readonly TableRef[],
+): Promise<TableSchema[]> {
   if (tables.length === 0) return [];
   const { rows } = await client.query<TableRow>(
     `SELECT w.ord::text, c.oid::int8::text AS relid, c.relkind::text, c.relpersistence::text, c.relreplident::text,

@@ -1,65 +1,16 @@
 /**
- * Errors of the PostgreSQL source. Each message says what is wrong and what the operator should
- * do about it, because they end up in front of the person who configured the pipeline.
+ * Errors of the PostgreSQL source: the ones the runtime tells apart are core's, re-exported here;
+ * the protocol's own stays here. Each message says what is wrong and what the operator should do
+ * about it, because they end up in front of the person who configured the pipeline.
  */
 
-/** The source server is not configured for logical replication, or our role may not use it. */
-export class SourceNotReadyError extends Error {
-  /** One sentence per problem found, each with its remedy. */
-  readonly problems: string[];
-
-  constructor(problems: string[]) {
-    super(`the source PostgreSQL is not ready for logical replication:\n- ${problems.join('\n- ')}`);
-    this.name = 'SourceNotReadyError';
-    this.problems = problems;
-  }
-}
-
-/** Why one requested table cannot be replicated. */
-export interface TableProblem {
-  schema: string;
-  table: string;
-  /** Machine-readable reason. */
-  reason: 'missing' | 'not-a-table' | 'partitioned' | 'no-key' | 'replica-identity-nothing';
-  /** Human-readable explanation with the remedy. */
-  message: string;
-}
-
-/** Some requested tables cannot be replicated; `problems` lists every one of them. */
-export class TableNotReplicableError extends Error {
-  readonly problems: TableProblem[];
-
-  constructor(problems: TableProblem[]) {
-    const lines = problems.map((p) => `- ${p.schema}.${p.table}: ${p.message}`);
-    super(`${problems.length === 1 ? 'a table' : 'some tables'} cannot be replicated:\n${lines.join('\n')}`);
-    this.name = 'TableNotReplicableError';
-    this.problems = problems;
-  }
-}
-
-/**
- * The replication slot does not exist (any more) or was invalidated: changes were lost to the
- * source's WAL recycling or someone dropped the slot. The pipeline must be resynced from a new
- * snapshot; the slot is never recreated silently because that would skip changes.
- */
-export class SlotMissingError extends Error {
-  constructor(
-    readonly slotName: string,
-    detail: string,
-    options?: ErrorOptions,
-  ) {
-    super(`replication slot '${slotName}' ${detail}; the pipeline needs a resync (new snapshot)`, options);
-    this.name = 'SlotMissingError';
-  }
-}
-
-/** The replication connection failed or was closed by the server; retrying later may succeed. */
-export class SourceConnectionError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'SourceConnectionError';
-  }
-}
+export {
+  SlotMissingError,
+  SourceConnectionError,
+  SourceNotReadyError,
+  TableNotReplicableError,
+  type TableProblem,
+} from '../../core/source-errors.js';
 
 /** The server sent a pgoutput message we cannot decode or that breaks the protocol's order. */
 export class PgoutputProtocolError extends Error {

@@ -67,3 +67,30 @@ export async function schemaFromRelation(
     keyColumns,
   };
 }
+
+/**
+ * The value the rows already in a table have for each of `columns`: PostgreSQL keeps a constant
+ * default of ADD COLUMN as the value of the rows already there (attmissingval), which no row
+ * change carries to the stream; null when they have none. A column with a volatile default (each
+ * row got its own value) is left out.
+ */
+export async function existingValues(
+  client: pg.ClientBase,
+  relationId: number,
+  columns: readonly string[],
+): Promise<Map<string, string | null>> {
+  const values = new Map<string, string | null>();
+  if (columns.length === 0) return values;
+  const { rows } = await client.query<{ name: string; missing: string | null; has_default: boolean }>(
+    `SELECT a.attname::text AS name, (a.attmissingval::text::text[])[1] AS missing, a.atthasdef AS has_default
+       FROM pg_attribute a WHERE a.attrelid = $1::oid AND a.attname = ANY($2::text[])`,
+    [relationId, columns],
+  );
+  const found = new Map(rows.map((r) => [r.name, r]));
+  for (const column of columns) {
+    const row = found.get(column);
+    if (row?.missing !== null && row?.missing !== undefined) values.set(column, row.missing);
+    else if (!row?.has_default) values.set(column, null);
+  }
+  return values;
+}

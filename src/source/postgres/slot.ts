@@ -1,8 +1,8 @@
 import pg from 'pg';
 import type { TableRef } from '../../core/change.js';
+import { normalizeLsn } from '../../core/lsn.js';
 import { qualifiedName } from './catalog.js';
 import { sqlState } from './errors.js';
-import { normalizeLsn } from './lsn.js';
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -29,7 +29,7 @@ export function publicationName(pipelineId: string): string {
 export async function ensurePublication(
   client: pg.ClientBase,
   name: string,
-  tables: TableRef[],
+  tables: readonly TableRef[],
 ): Promise<void> {
   if (tables.length === 0) throw new Error('a publication needs at least one table');
   const list = tables.map((t) => `ONLY ${qualifiedName(t)}`).join(', ');
@@ -147,6 +147,15 @@ export async function slotStatus(client: pg.ClientBase, slotName: string): Promi
     walStatus: row.wal_status,
     retainedWalBytes: row.retained === null ? null : Number(row.retained),
   };
+}
+
+/** Ends the walsender streaming from the slot, and waits (5 s at most) for the slot to be free. */
+export async function endSlotReader(client: pg.ClientBase, slotName: string, pid: number): Promise<void> {
+  await client.query('SELECT pg_terminate_backend($1)', [pid]);
+  for (let i = 0; i < 50; i++) {
+    if (!(await slotStatus(client, slotName))?.active) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /**

@@ -1,9 +1,11 @@
+import type { TransactionVisibility } from '../../core/source.js';
+
 /**
  * Which transactions an MVCC snapshot sees, from `txid_current_snapshot()` text (`xmin:xmax:xip,…`).
  * Used to split the change stream around a backfill's snapshot: a transaction the snapshot sees
  * is already in the copy; any other must be applied after it.
  */
-export class SnapshotVisibility {
+export class SnapshotVisibility implements TransactionVisibility {
   private constructor(
     private readonly xmin: number,
     private readonly xmax: number,

@@ -1,22 +1,11 @@
 import pg from 'pg';
 import type { TableSchema } from '../../core/change.js';
-
-/** A key range of one table: rows with lower <= key < upper (a null bound is open). */
-export interface PlannedPartition {
-  partitionId: string;
-  lower: string | null;
-  upper: string | null;
-}
-
-export interface PartitionPlan {
-  /** From the table's statistics (pg_class.reltuples), or counted when it was never analysed. */
-  rowsEstimate: number;
-  partitions: PlannedPartition[];
-}
+import type { PartitionPlan, PlannedPartition } from '../../core/source.js';
 
 const quoted = (table: TableSchema) =>
   `${pg.escapeIdentifier(table.schema)}.${pg.escapeIdentifier(table.table)}`;
 
+// From the table's statistics (pg_class.reltuples), or counted when it was never analysed.
 async function estimateRows(client: pg.ClientBase, table: TableSchema): Promise<number> {
   const { rows } = await client.query<{ n: string }>(
     'SELECT reltuples::bigint AS n FROM pg_class WHERE oid = $1::regclass',

@@ -1,0 +1,63 @@
+import type { ChangeEvent, TableRef } from './change.js';
+
+/**
+ * A table's shape as the change stream announces it, before the first change in that shape. The
+ * runtime reads its name; the source that sent it turns it into a `TableSchema`
+ * (`Source.describeRelation`).
+ */
+export interface SourceRelation extends TableRef {
+  /** The source's id of the table, stable while the table exists. */
+  relationId: number;
+  /** Columns in the order the stream's rows carry them. */
+  columns: readonly SourceRelationColumn[];
+}
+
+export interface SourceRelationColumn {
+  name: string;
+  /** The source's id of the column's type. */
+  typeOid: number;
+  /** The type's modifier (a length, a precision), -1 when none. */
+  typeMod: number;
+  /** Part of the key the stream identifies updated and deleted rows by. */
+  isKey: boolean;
+}
+
+/**
+ * What a change stream yields, in commit order; a transaction's items are never interleaved with
+ * another's. Positions are bigint (see `core/lsn.ts` for their text form).
+ */
+export type StreamItem =
+  | { kind: 'begin'; xid: number; commitTimeMs: number }
+  | { kind: 'relation'; relation: SourceRelation }
+  | { kind: 'change'; change: ChangeEvent }
+  /** `endLsn`: the end of the commit record, the position to acknowledge once the transaction is durable. */
+  | { kind: 'commit'; xid: number; endLsn: bigint }
+  /** No transaction is open and the source has sent everything up to `walEnd`: safe to ack it when nothing is in flight. */
+  | { kind: 'idle'; walEnd: bigint };
+
+/** Counters of a change stream, for diagnostics. */
+export interface ChangeStreamStats {
+  /** Transactions handed over whole. */
+  transactions: number;
+  /** Large transactions the source sent before their commit, held until it. */
+  streamedTransactions: number;
+  /** Streamed transactions too big for memory, spooled to disk. */
+  spilledTransactions: number;
+  /** Items waiting for the consumer. */
+  queuedItems: number;
+}
+
+/** The committed changes of a pipeline's tables, from a position on. */
+export interface ChangeStream {
+  /**
+   * Every item that arrived since the last call, in order (waits while there is none); null once
+   * closed. Rejects with SlotMissingError or SourceConnectionError (or an error of the source's
+   * protocol), after the items that came before the failure.
+   */
+  next(): Promise<StreamItem[] | null>;
+  /** Reports `lsn` (a commit end position, or an idle walEnd) as durably applied: the source may forget what is before it. */
+  ack(lsn: bigint): void;
+  /** Stops the stream, ends the items and releases what it holds. */
+  close(): Promise<void>;
+  stats(): ChangeStreamStats;
+}

@@ -1,0 +1,158 @@
+/**
+ * The source contract: all the runtime knows of a source database. A source describes the tables
+ * a pipeline names, copies them in a snapshot consistent with a position, and streams their
+ * committed changes from a position on, which it forgets only once told they are durable. What
+ * it needs for that at the source database (for PostgreSQL, a publication and a logical
+ * replication slot) is owned by the pipeline, named from its id.
+ *
+ * Positions are bigint in the runtime (`core/lsn.ts` gives their text form, which the store and
+ * the sinks keep). Adding a source is one folder under `src/source/` exporting its `SourceKind`,
+ * and one line in `src/source/registry.ts`.
+ */
+import type { Readable } from 'node:stream';
+import type { ColumnValue, TableRef, TableSchema } from './change.js';
+import type { ChangeStream, SourceRelation } from './change-stream.js';
+
+/** Pino-compatible logger subset. */
+export interface SourceLogger {
+  debug(fields: object, message: string): void;
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+/** One kind of source: the connection type it reads, and how to make an instance. */
+export interface SourceKind<Connection = unknown> {
+  /** The connection type it reads from. */
+  type: string;
+  /** A new, unconnected source reading the database `connection` points at. */
+  create(connection: Connection): Source;
+}
+
+/**
+ * One source database, through one session opened by connect(). Every other call but
+ * exportSnapshot() and startStream(), which open their own connections, needs it.
+ */
+export interface Source {
+  /** Opens the session; rejects with the driver's error (an unreachable server, a refused login). */
+  connect(options?: { timeoutMs?: number }): Promise<void>;
+  /**
+   * Checks that the source can serve replication to the connected role.
+   * @throws SourceNotReadyError listing every problem with what to do about it.
+   */
+  checkReady(): Promise<void>;
+  /**
+   * The schema of each table, in the order given.
+   * @throws TableNotReplicableError naming every table that cannot be replicated and why.
+   */
+  describeTables(tables: readonly TableRef[]): Promise<TableSchema[]>;
+  /**
+   * Which server and database the session reads: equal for two sessions on the same data (a
+   * standby counts as its primary); undefined when the source cannot tell.
+   */
+  identity(): Promise<string | undefined>;
+
+  /** Makes the pipeline's changes feed carry exactly `tables`, creating it if needed. */
+  publish(pipelineId: string, tables: readonly TableRef[]): Promise<void>;
+  /**
+   * Readies the pipeline's slot for streaming: ends another reader still streaming from it, or
+   * creates it (with a snapshot consistent with it) when `mayCreate`, which only a pipeline that
+   * never streamed may do: a slot recreated later would skip changes.
+   * @throws SlotMissingError when the slot is gone (and may not be created) or invalidated.
+   */
+  claimSlot(pipelineId: string, options: { mayCreate: boolean; logger: SourceLogger }): Promise<SlotClaim>;
+  /**
+   * The state of the pipeline's slot.
+   * @throws SlotMissingError when it is gone or invalidated: the pipeline cannot go on.
+   */
+  slotStatus(pipelineId: string): Promise<SlotStatus>;
+  /**
+   * Streams the pipeline's changes committed after `from` (0n: from where the slot stands).
+   * Nothing is acknowledged unless `ack()` is called.
+   */
+  startStream(pipelineId: string, options: { from: bigint; logger?: SourceLogger }): ChangeStream;
+  /** Drops what the pipeline owns at the source, if it exists, ending a reader still streaming. */
+  dropOwned(pipelineId: string): Promise<void>;
+
+  /** A snapshot of the source as it is now, held until released. */
+  exportSnapshot(): Promise<SourceSnapshot>;
+
+  /** The schema of a table as a relation item of this source's stream announced it. */
+  describeRelation(relation: SourceRelation): Promise<TableSchema>;
+  /**
+   * The value the rows already in the table have for each of `columns` (just added): text, or
+   * null when they have none. A column is left out when that is unknown (each row got its own
+   * value, from a volatile default).
+   */
+  existingValues(relation: SourceRelation, columns: readonly string[]): Promise<Map<string, ColumnValue>>;
+
+  /** Ends the session; safe to call twice, and without connect(). */
+  close(): Promise<void>;
+}
+
+/** What claimSlot() found or made. */
+export interface SlotClaim {
+  /**
+   * Where the slot stands: a new slot's consistent point, else its confirmed position (0n when it
+   * has none). The stream starts here when the sink holds no checkpoint.
+   */
+  position: bigint;
+  /** Set when the slot was just created: a snapshot whose content is everything before `position`. */
+  snapshot?: SourceSnapshot;
+}
+
+/** How much a slot makes the source keep. */
+export interface SlotStatus {
+  /** Change log the source keeps for the slot, in bytes; null when unknown. */
+  retainedWalBytes: number | null;
+  /** The source's word for how safe that is (PostgreSQL: `reserved`, `extended`, `unreserved`); null when unknown. */
+  walStatus: string | null;
+}
+
+/** One consistent view of the source's tables, shared by the sessions that copy them. */
+export interface SourceSnapshot {
+  /** A session reading in the snapshot; each worker that copies opens its own. */
+  openReader(): Promise<SnapshotReader>;
+  /** Lets the snapshot go: no reader can be opened in it after. Safe to call twice. */
+  release(): Promise<void>;
+}
+
+/** One session reading inside a snapshot. */
+export interface SnapshotReader {
+  /** Splits a table into partitions to copy, about `targetRows` rows each. */
+  planPartitions(
+    table: TableSchema,
+    options: { targetRows: number; maxPartitions: number },
+  ): Promise<PartitionPlan>;
+  /** Which transactions the snapshot sees, to split the change stream around it. */
+  visibility(): Promise<TransactionVisibility>;
+  /**
+   * The rows of one partition in COPY text format, the columns in `table.columns` order: the
+   * format a sink's `writeSnapshotPartition` takes. One copy at a time per reader.
+   */
+  copyPartition(table: TableSchema, partition: PlannedPartition): Readable;
+  /** Ends the session; safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * A key range of one table: rows with lower <= key < upper (a null bound is open). The bounds are
+ * the source's text for key values: the store keeps them so that a resumed snapshot copies the
+ * same ranges.
+ */
+export interface PlannedPartition {
+  partitionId: string;
+  lower: string | null;
+  upper: string | null;
+}
+
+export interface PartitionPlan {
+  /** From the source's statistics, or counted when it has none. */
+  rowsEstimate: number;
+  partitions: PlannedPartition[];
+}
+
+/** Which committed transactions a snapshot sees. */
+export interface TransactionVisibility {
+  /** Whether the committed transaction `xid` (as a `ChangeEvent` carries it) is in the snapshot. */
+  sees(xid: number): boolean;
+}

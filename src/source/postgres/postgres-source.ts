@@ -1,0 +1,162 @@
+import pg from 'pg';
+import { type TableRef, tableKey } from '../../core/change.js';
+import type { ChangeStream, SourceRelation } from '../../core/change-stream.js';
+import { formatLsn, parseLsn } from '../../core/lsn.js';
+import type {
+  SlotClaim,
+  SlotStatus,
+  Source,
+  SourceKind,
+  SourceLogger,
+  SourceSnapshot,
+} from '../../core/source.js';
+import { SlotMissingError } from '../../core/source-errors.js';
+import { checkSourceReady, databaseIdentity, readTableSchemas } from './catalog.js';
+import { startChangeStream } from './change-stream.js';
+import type { RelationInfo } from './pgoutput-decoder.js';
+import { existingValues, schemaFromRelation } from './relation-schema.js';
+import { SOURCE_SESSION_OPTIONS } from './replication-connection.js';
+import {
+  createSlotWithSnapshot,
+  dropSlotAndPublication,
+  endSlotReader,
+  ensurePublication,
+  publicationName,
+  slotName,
+  slotStatus,
+} from './slot.js';
+import { exportSnapshot, slotSnapshot } from './snapshot.js';
+
+/**
+ * A PostgreSQL database as a source: pgoutput logical replication from a slot and a publication
+ * the pipeline owns, snapshots exported with the slot (or from a REPEATABLE READ transaction) and
+ * copied with COPY. `connection` is an ordinary connection's settings.
+ */
+export function createPostgresSource(connection: pg.ClientConfig): Source {
+  return new PostgresSource(connection);
+}
+
+export const postgresSourceKind: SourceKind<pg.ClientConfig> = {
+  type: 'postgres',
+  create: createPostgresSource,
+};
+
+class PostgresSource implements Source {
+  private client: pg.Client | undefined;
+
+  constructor(private readonly connection: pg.ClientConfig) {}
+
+  async connect(options: { timeoutMs?: number } = {}): Promise<void> {
+    const client = new pg.Client({
+      ...this.connection,
+      application_name: 'replicator',
+      options: SOURCE_SESSION_OPTIONS,
+      ...(options.timeoutMs === undefined ? {} : { connectionTimeoutMillis: options.timeoutMs }),
+    });
+    // An idle session can still fail (server restart); without a listener that would crash the process.
+    client.on('error', () => {});
+    await client.connect();
+    this.client = client;
+  }
+
+  async checkReady(): Promise<void> {
+    return checkSourceReady(this.session());
+  }
+
+  async describeTables(tables: readonly TableRef[]) {
+    return readTableSchemas(this.session(), tables);
+  }
+
+  async identity(): Promise<string | undefined> {
+    return databaseIdentity(this.session());
+  }
+
+  async publish(pipelineId: string, tables: readonly TableRef[]): Promise<void> {
+    return ensurePublication(this.session(), publicationName(pipelineId), tables);
+  }
+
+  async claimSlot(
+    pipelineId: string,
+    options: { mayCreate: boolean; logger: SourceLogger },
+  ): Promise<SlotClaim> {
+    const client = this.session();
+    const slot = slotName(pipelineId);
+    const status = await slotStatus(client, slot);
+    if (!status) {
+      if (!options.mayCreate) throw new SlotMissingError(slot, 'does not exist any more');
+      const created = await createSlotWithSnapshot(this.connection, slot);
+      options.logger.info({ slot, lsn: created.consistentPoint }, 'created replication slot');
+      return {
+        position: parseLsn(created.consistentPoint),
+        snapshot: slotSnapshot(this.connection, created),
+      };
+    }
+    if (status.walStatus === 'lost') throw lostSlot(slot);
+    if (status.active && status.activePid) {
+      // The caller holds the pipeline's lease: whoever still streams from the slot (a worker that
+      // lost the lease, or a connection left behind) is cut off rather than waited for.
+      options.logger.warn(
+        { slot, pid: status.activePid },
+        'ending the other connection streaming from the slot',
+      );
+      await endSlotReader(client, slot, status.activePid);
+    }
+    return { position: status.confirmedFlushLsn ? parseLsn(status.confirmedFlushLsn) : 0n };
+  }
+
+  async slotStatus(pipelineId: string): Promise<SlotStatus> {
+    const slot = slotName(pipelineId);
+    const status = await slotStatus(this.session(), slot);
+    if (!status) throw new SlotMissingError(slot, 'does not exist any more');
+    if (status.walStatus === 'lost') throw lostSlot(slot);
+    return { retainedWalBytes: status.retainedWalBytes, walStatus: status.walStatus };
+  }
+
+  startStream(pipelineId: string, options: { from: bigint; logger?: SourceLogger }): ChangeStream {
+    return startChangeStream({
+      connection: this.connection,
+      slotName: slotName(pipelineId),
+      publicationName: publicationName(pipelineId),
+      startLsn: formatLsn(options.from),
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+  }
+
+  async dropOwned(pipelineId: string): Promise<void> {
+    return dropSlotAndPublication(this.session(), pipelineId);
+  }
+
+  exportSnapshot(): Promise<SourceSnapshot> {
+    return exportSnapshot(this.connection);
+  }
+
+  async describeRelation(relation: SourceRelation) {
+    return schemaFromRelation(this.session(), relationInfo(relation));
+  }
+
+  async existingValues(relation: SourceRelation, columns: readonly string[]) {
+    return existingValues(this.session(), relation.relationId, columns);
+  }
+
+  async close(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  private session(): pg.Client {
+    if (!this.client) throw new Error('the source is not connected');
+    return this.client;
+  }
+}
+
+const lostSlot = (slot: string) =>
+  new SlotMissingError(slot, 'was invalidated by the source (wal_status lost)');
+
+/** The pgoutput Relation message behind a relation item of this source's stream. */
+function relationInfo(relation: SourceRelation): RelationInfo {
+  if (!('replicaIdentity' in relation)) {
+    throw new Error(`the relation of ${tableKey(relation)} was not announced by a PostgreSQL change stream`);
+  }
+  return relation as RelationInfo;
+}
