@@ -62,3 +62,15 @@ export class SourceConnectionError extends Error {
     this.name = 'SourceConnectionError';
   }
 }
+
+/** What a pipeline owns at its source could not be dropped; `owned` says how to drop it by hand. */
+export class SourceCleanupError extends Error {
+  constructor(
+    readonly owned: { what: string; dropByHand: string },
+    detail: string,
+    options?: ErrorOptions,
+  ) {
+    super(`could not drop ${owned.what} on the source (${detail})`, options);
+    this.name = 'SourceCleanupError';
+  }
+}

@@ -32,6 +32,14 @@ export interface SourceKind<Connection = unknown> {
  * One source database, through one session opened by connect(). Every other call but
  * exportSnapshot() and startStream(), which open their own connections, needs it.
  */
+/** What a pipeline leaves at its source until it is deleted, named for a person. */
+export interface OwnedObjects {
+  /** E.g. `replication slot 'replicator_…'`. */
+  what: string;
+  /** The statement that drops it by hand. */
+  dropByHand: string;
+}
+
 export interface Source {
   /** Opens the session; rejects with the driver's error (an unreachable server, a refused login). */
   connect(options?: { timeoutMs?: number }): Promise<void>;
@@ -72,6 +80,8 @@ export interface Source {
   startStream(pipelineId: string, options: { from: bigint; logger?: SourceLogger }): ChangeStream;
   /** Drops what the pipeline owns at the source, if it exists, ending a reader still streaming. */
   dropOwned(pipelineId: string): Promise<void>;
+  /** What the pipeline owns at the source, and how a person drops it by hand; needs no connection. */
+  ownedObjects(pipelineId: string): OwnedObjects;
 
   /** A snapshot of the source as it is now, held until released. */
   exportSnapshot(): Promise<SourceSnapshot>;

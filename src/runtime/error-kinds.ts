@@ -1,8 +1,8 @@
+import { FencedError } from '../core/sink.js';
 import { SlotMissingError, SourceNotReadyError, TableNotReplicableError } from '../core/source-errors.js';
 import { healsByRetrying, sqlstateOf } from '../core/sqlstate.js';
 import { AppError } from '../errors/app-error.js';
 import { RefusedChangeError } from '../sinks/refused-change.js';
-import { FencedError } from '../sinks/types.js';
 
 /**
  * Whether a failure of the data plane may heal by itself (a dropped connection, a restarting

@@ -2,10 +2,10 @@ import type { DatabasePool } from 'slonik';
 import { PIPELINE_ACTIONS, type PipelineAction, type PipelineState } from '../../machines/pipeline.js';
 import { ACTION_EVENTS, isActionAllowed } from '../../machines/pipeline-transitions.js';
 import type { RequestContext } from '../context.js';
+import { SourceCleanupError } from '../core/source-errors.js';
 import { AppError, validationFailed } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
 import { requirePipeline } from '../pipelines/require-pipeline.js';
-import { slotName } from '../source/postgres/slot.js';
 import { leasesStore } from '../store/leases-store.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { pipelinesStore } from '../store/pipelines-store.js';
@@ -130,18 +130,21 @@ export class PipelineRequests {
     try {
       await this.runner.dropSourceObjects(pipelineId);
     } catch (error) {
-      const slot = slotName(pipelineId);
+      const owned = error instanceof SourceCleanupError ? error.owned : undefined;
       if (force) {
-        this.logger.warn({ err: error, slot }, 'deleted a pipeline whose slot could not be dropped');
+        this.logger.warn(
+          { err: error, owned: owned?.what },
+          'deleted a pipeline whose slot could not be dropped',
+        );
         return;
       }
       await this.recorder.keepStopped(pipelineId);
       await this.recorder.stoppedBecause(pipelineId, messageOf(error));
+      const byHand = owned ? ` and drop it yourself: ${owned.dropByHand}` : '';
       throw new AppError(
         'SOURCE_UNAVAILABLE',
-        `could not drop replication slot '${slot}' on the source (${messageOf(error)}); the pipeline is kept, ` +
-          `stopped, so that the slot does not hold the source's WAL unnoticed. Retry, or delete with ?force=true ` +
-          `and drop the slot yourself: SELECT pg_drop_replication_slot('${slot}')`,
+        `${messageOf(error)}; the pipeline is kept, stopped, so that the slot does not hold the source's WAL ` +
+          `unnoticed. Retry, or delete with ?force=true${byHand}`,
       );
     }
   }

@@ -3,9 +3,11 @@ import type { Phase } from '../../machines/pipeline.js';
 import type { ResolvedConnection } from '../connections/connections-service.js';
 import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
 import { formatLsn, parseLsn } from '../core/lsn.js';
+import type { Sink } from '../core/sink.js';
 import type { Source, SourceSnapshot } from '../core/source.js';
 import {
   type SlotMissingError,
+  SourceCleanupError,
   SourceNotReadyError,
   TableNotReplicableError,
 } from '../core/source-errors.js';
@@ -14,7 +16,6 @@ import type { Logger } from '../log/logger.js';
 import { resolveSnapshotOptions } from '../pipelines/snapshot-options.js';
 import { parseTableName } from '../pipelines/table-name.js';
 import { findSinkKind } from '../sinks/registry.js';
-import type { Sink } from '../sinks/types.js';
 import { findSourceKind } from '../source/registry.js';
 import { type PipelineTableRow, pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineDefinitionWrite, type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
@@ -291,14 +292,18 @@ export class ReplicationRunner {
   }
 
   /** Drops the slot and publication the pipeline owns on its source, if it ever made them. */
+  /** Drops what the pipeline owns at its source. @throws SourceCleanupError naming it, and how to drop it by hand. */
   async dropSourceObjects(pipelineId: string): Promise<void> {
     if (!(await pipelinesStore.isSourcePrepared(this.deps.pool, pipelineId))) return;
     const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
     if (!row) return;
     const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
-    const source = await this.openSource(resolved);
+    const source = this.createSource(resolved);
     try {
+      await source.connect();
       await source.dropOwned(pipelineId);
+    } catch (error) {
+      throw new SourceCleanupError(source.ownedObjects(pipelineId), messageOf(error), { cause: error });
     } finally {
       await source.close();
     }

@@ -2,9 +2,9 @@ import type { DatabasePool } from 'slonik';
 import { type ChangeEvent, type ColumnValue, type Row, type TableSchema, tableKey } from '../core/change.js';
 import type { SourceRelation } from '../core/change-stream.js';
 import { diffSchemas, isCompatible, type SchemaChangeItem } from '../core/schema-diff.js';
+import type { Sink } from '../core/sink.js';
 import type { Source } from '../core/source.js';
 import type { Logger } from '../log/logger.js';
-import type { Sink } from '../sinks/types.js';
 import { type SchemaProposal, schemaStore } from '../store/schema-store.js';
 import { splitDecided, withoutKept } from './kept-decisions.js';
 

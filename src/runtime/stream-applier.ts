@@ -1,9 +1,9 @@
 import { type ChangeEvent, tableKey } from '../core/change.js';
 import type { StreamItem } from '../core/change-stream.js';
 import { formatLsn } from '../core/lsn.js';
+import type { Sink } from '../core/sink.js';
 import type { Logger } from '../log/logger.js';
 import type { BatchLimits } from '../sinks/registry.js';
-import type { Sink } from '../sinks/types.js';
 import type { BackfillCoordinator } from './backfill/backfill-coordinator.js';
 import { nextOrWake, onAbort, type WakeSource } from './next-or-wake.js';
 import type { PipelineStats } from './pipeline-stats.js';

@@ -4,9 +4,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { pgClientConfigOfDsn } from '../../src/connections/pg-client-config.js';
 import type { ChangeEvent, ColumnSchema, Row, TableRef, TableSchema } from '../../src/core/change.js';
+import { type ChangeBatch, FencedError, type Sink } from '../../src/core/sink.js';
 import { MIN_ROWS_FOR_COPY } from '../../src/sinks/postgres/apply-plan.js';
 import { createPostgresSink } from '../../src/sinks/postgres/postgres-sink.js';
-import { type ChangeBatch, FencedError, type Sink } from '../../src/sinks/types.js';
 import { createDatabase } from '../support/pg-cluster.js';
 
 /** Builds a source table schema; `*` after a column name marks a key column. */

@@ -1,9 +1,9 @@
 import type { DatabasePool } from 'slonik';
 import { type ChangeEvent, type TableSchema, tableKey } from '../../core/change.js';
+import type { Sink } from '../../core/sink.js';
 import type { PartitionPlan, Source, SourceSnapshot, TransactionVisibility } from '../../core/source.js';
 import type { Logger } from '../../log/logger.js';
 import type { SnapshotOptions } from '../../pipelines/snapshot-options.js';
-import type { Sink } from '../../sinks/types.js';
 import { pipelineTablesStore } from '../../store/pipeline-tables-store.js';
 import { snapshotPartitionsStore } from '../../store/snapshot-partitions-store.js';
 import type { PipelineStats } from '../pipeline-stats.js';

@@ -1,7 +1,7 @@
 import type { TableSchema } from '../../core/change.js';
+import type { Sink } from '../../core/sink.js';
 import type { PlannedPartition, SnapshotReader, SourceSnapshot } from '../../core/source.js';
 import type { Logger } from '../../log/logger.js';
-import type { Sink } from '../../sinks/types.js';
 import type { PipelineStats } from '../pipeline-stats.js';
 import { RowCounter } from './row-counter.js';
 
@@ -90,9 +90,13 @@ export async function runSnapshot(options: SnapshotRunOptions): Promise<void> {
     remaining.set(job.name, todo.length);
     for (const partition of todo) queue.push({ job, partition });
   }
+  /** Every partition of the table is in: the sink finishes it (its key, built once) before it streams. */
+  const tableDone = async (job: TableSnapshotJob, rows: number) => {
+    await options.sink.finishSnapshot(job.table);
+    await progress.tableDone(job.name, rows);
+  };
   for (const job of jobs) {
-    if ((remaining.get(job.name) ?? 0) === 0)
-      await progress.tableDone(job.name, stats.tables.get(job.name)?.rowsDone ?? 0);
+    if ((remaining.get(job.name) ?? 0) === 0) await tableDone(job, stats.tables.get(job.name)?.rowsDone ?? 0);
   }
 
   const worker = async () => {
@@ -114,7 +118,7 @@ export async function runSnapshot(options: SnapshotRunOptions): Promise<void> {
         const left = (remaining.get(item.job.name) ?? 1) - 1;
         remaining.set(item.job.name, left);
         if (left === 0) {
-          await progress.tableDone(item.job.name, table?.rowsDone ?? rows);
+          await tableDone(item.job, table?.rowsDone ?? rows);
           options.logger.info({ table: item.job.name, rows: table?.rowsDone }, 'table snapshot done');
         }
       }

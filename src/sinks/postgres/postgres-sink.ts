@@ -4,14 +4,14 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Checkpoint, ColumnValue, TableRef, TableSchema } from '../../core/change.js';
 import type { SchemaChangeItem } from '../../core/schema-diff.js';
-import { healsByRetrying, sqlstateOf } from '../../core/sqlstate.js';
 import {
   type ChangeBatch,
   FencedError,
   type Sink,
   type SinkContext,
   type SnapshotPartition,
-} from '../types.js';
+} from '../../core/sink.js';
+import { healsByRetrying, sqlstateOf } from '../../core/sqlstate.js';
 import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
 import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
 import {

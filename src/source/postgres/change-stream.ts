@@ -1,4 +1,8 @@
-import type { ChangeEvent } from '../../core/change.js';
+import type {
+  ChangeStream as AnyChangeStream,
+  ChangeStreamStats as AnyChangeStreamStats,
+  StreamItem as AnyStreamItem,
+} from '../../core/change-stream.js';
 import type { RelationInfo } from './pgoutput-decoder.js';
 import {
   ReplicationConnection,
@@ -9,15 +13,10 @@ import { TransactionAssembler } from './transaction-assembler.js';
 
 export { SOURCE_SESSION_OPTIONS } from './replication-connection.js';
 
-/** What the change stream yields, in commit order; a transaction's items are never interleaved with another's. */
+/** The core's stream items, a relation carrying all that pgoutput says of it (its replica identity too). */
 export type StreamItem =
-  | { kind: 'begin'; xid: number; commitTimeMs: number }
-  | { kind: 'relation'; relation: RelationInfo }
-  | { kind: 'change'; change: ChangeEvent }
-  /** `endLsn`: the end of the commit record, the position to acknowledge once the transaction is durable. */
-  | { kind: 'commit'; xid: number; endLsn: bigint }
-  /** No transaction is open and the server has sent everything up to `walEnd`: safe to ack it when nothing is in flight. */
-  | { kind: 'idle'; walEnd: bigint };
+  | Exclude<AnyStreamItem, { kind: 'relation' }>
+  | { kind: 'relation'; relation: RelationInfo };
 
 /** Pino-compatible logger subset. */
 export interface SourceLogger {
@@ -37,31 +36,17 @@ export interface ChangeStreamOptions extends ReplicationConnectionOptions {
   queueCapacity?: number;
 }
 
-export interface ChangeStreamStats {
-  transactions: number;
-  streamedTransactions: number;
+export interface ChangeStreamStats extends AnyChangeStreamStats {
   abortedStreamedTransactions: number;
   abortedSubtransactions: number;
-  /** Streamed transactions too big for memory, spooled to disk. */
-  spilledTransactions: number;
   /** Received messages held while a streamed transaction replays, now and at most. */
   bufferedMessages: number;
   maxBufferedMessages: number;
-  /** Items waiting for the consumer. */
-  queuedItems: number;
 }
 
-export interface ChangeStream {
-  /**
-   * Every item that arrived since the last call, in order (waits while there is none); null once
-   * closed. Rejects with SlotMissingError, SourceConnectionError or PgoutputProtocolError, after
-   * the items that came before the failure.
-   */
+/** The core's change stream; it also rejects with PgoutputProtocolError, and close() deletes the spool files. */
+export interface ChangeStream extends AnyChangeStream {
   next(): Promise<StreamItem[] | null>;
-  /** Reports `lsn` (a commit end LSN, or an idle walEnd) as durably applied: the slot may advance to it. */
-  ack(lsn: bigint): void;
-  /** Stops replication, ends the items and deletes the spool files. */
-  close(): Promise<void>;
   stats(): ChangeStreamStats;
 }
 

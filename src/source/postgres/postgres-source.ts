@@ -126,6 +126,11 @@ class PostgresSource implements Source {
     return dropSlotAndPublication(this.session(), pipelineId);
   }
 
+  ownedObjects(pipelineId: string) {
+    const slot = slotName(pipelineId);
+    return { what: `replication slot '${slot}'`, dropByHand: `SELECT pg_drop_replication_slot('${slot}')` };
+  }
+
   exportSnapshot(): Promise<SourceSnapshot> {
     return exportSnapshot(this.connection);
   }

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { LogicalReplicationService } from 'pg-logical-replication';
+import { formatLsn, maxLsn, normalizeLsn, parseLsn } from '../../core/lsn.js';
 import { SlotMissingError, SourceConnectionError, sqlState } from './errors.js';
-import { formatLsn, maxLsn, normalizeLsn, parseLsn } from './lsn.js';
 import { PgoutputStreamingPlugin } from './pgoutput-plugin.js';
 import { slotStatus } from './slot.js';
 

@@ -1,7 +1,7 @@
+import { formatLsn } from '../../core/lsn.js';
 import { decodeChange, RelationCache, type TransactionInfo } from './change-mapper.js';
 import type { ChangeStreamStats, SourceLogger, StreamItem } from './change-stream.js';
 import { PgoutputProtocolError } from './errors.js';
-import { formatLsn } from './lsn.js';
 import { pgTimestampToIso, pgTimestampToUnixMs, Reader, readRelation } from './pgoutput-decoder.js';
 import { SpoolDirectory, StreamSpool } from './stream-spool.js';
 
