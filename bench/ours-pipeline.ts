@@ -1,33 +1,32 @@
 import { waitFor } from '../test/support/replication-fixture.js';
-import type { TestService } from '../test/support/service.js';
 import type { Replication } from './replication.js';
-import { call } from './service-api.js';
+import { call, type ServiceClient } from './service-api.js';
 import { slotOf, waitSlotInactive } from './source-slot.js';
 import { BENCH_TABLE } from './workloads.js';
 
-const NAME = 'bench';
-
 /**
- * Our pipeline for `BENCH_TABLE`, made and started through the REST API with default sink
- * properties (it creates the sink table itself), returned once the snapshot is done.
+ * Our pipeline `name` for `BENCH_TABLE`, made and started through the REST API with default sink
+ * properties (it creates the sink table itself), returned once the snapshot is done. Its
+ * connections are `<name>-src` and `<name>-dst`.
  */
 export async function createOursPipeline(
-  service: TestService,
+  service: ServiceClient,
   sourceUrl: string,
   sinkUrl: string,
+  name = 'bench',
 ): Promise<Replication> {
-  await call(service, 'POST', '/v1/connections', { name: 'bench-src', type: 'postgres', dsn: sourceUrl });
-  await call(service, 'POST', '/v1/connections', { name: 'bench-dst', type: 'postgres', dsn: sinkUrl });
+  await call(service, 'POST', '/v1/connections', { name: `${name}-src`, type: 'postgres', dsn: sourceUrl });
+  await call(service, 'POST', '/v1/connections', { name: `${name}-dst`, type: 'postgres', dsn: sinkUrl });
   await call(service, 'POST', '/v1/pipelines', {
-    name: NAME,
-    source: { connection: 'bench-src', tables: [BENCH_TABLE] },
-    sink: { connection: 'bench-dst', properties: {} },
+    name,
+    source: { connection: `${name}-src`, tables: [BENCH_TABLE] },
+    sink: { connection: `${name}-dst`, properties: {} },
   });
-  await call(service, 'PUT', `/v1/pipelines/${NAME}/state`, { state: 'start' });
+  await call(service, 'PUT', `/v1/pipelines/${name}/state`, { state: 'start' });
   await waitFor(async () => {
-    const pipeline = await call(service, 'GET', `/v1/pipelines/${NAME}`);
+    const pipeline = await call(service, 'GET', `/v1/pipelines/${name}`);
     if (pipeline.state === 'failed') throw new Error(`pipeline failed: ${pipeline.error}`);
-    return (await call(service, 'GET', `/v1/pipelines/${NAME}/progress`)).phase === 'streaming';
+    return (await call(service, 'GET', `/v1/pipelines/${name}/progress`)).phase === 'streaming';
   }, 'our pipeline to finish its snapshot');
   const slot = await slotOf(sourceUrl);
   return {
@@ -36,11 +35,18 @@ export async function createOursPipeline(
     sinkUrl,
     slot,
     pause: async () => {
-      await call(service, 'PUT', `/v1/pipelines/${NAME}/state`, { state: 'pause' });
+      await call(service, 'PUT', `/v1/pipelines/${name}/state`, { state: 'pause' });
       await waitSlotInactive(sourceUrl, slot);
     },
     resume: async () => {
-      await call(service, 'PUT', `/v1/pipelines/${NAME}/state`, { state: 'resume' });
+      await call(service, 'PUT', `/v1/pipelines/${name}/state`, { state: 'resume' });
     },
   };
+}
+
+/** Deletes the pipeline `name` and its connections (the slot and publication go with it). */
+export async function deleteOursPipeline(service: ServiceClient, name = 'bench'): Promise<void> {
+  await call(service, 'DELETE', `/v1/pipelines/${name}`);
+  await call(service, 'DELETE', `/v1/connections/${name}-dst`);
+  await call(service, 'DELETE', `/v1/connections/${name}-src`);
 }

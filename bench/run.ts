@@ -4,22 +4,17 @@ import { join } from 'node:path';
 import { availableBinDirs, createDatabase, startPgCluster } from '../test/support/pg-cluster.js';
 import { sqlOn } from '../test/support/replication-fixture.js';
 import { startTestService, testConfig } from '../test/support/service.js';
-import { drainBacklog } from './backlog.js';
 import { dropDecodeSlots, runDecodeBenchmark } from './decode.js';
 import { decodeDetailTable, decodeRatios, decodeSummaryTable } from './decode-report.js';
-import { createNativeSubscription, dropNativeSubscription } from './native-subscription.js';
-import { createOursPipeline } from './ours-pipeline.js';
-import {
-  codeVersion,
-  detailTable,
-  machineInfo,
-  type RunRecord,
-  summaryTable,
-  writeBenchmarksMd,
-} from './report.js';
+import { type DrainSource, drainFromSource, type RunRecord } from './drain.js';
+import { drainDetailTable, drainSummaryTable, drainTargets } from './drain-report.js';
+import { type MemoryResults, memoryOptions, runMemoryBenchmark } from './memory.js';
+import { memoryPhaseTable, memorySummaryTable, memoryTargets } from './memory-report.js';
+import { codeVersion, machineInfo, writeBenchmarksMd } from './report.js';
+import { serviceCli } from './service-process.js';
 import { runSnapshotBenchmark } from './snapshot.js';
 import { snapshotDetailTable, snapshotSummaryTable, snapshotTargets } from './snapshot-report.js';
-import { BENCH_TABLE_DDL, benchRuns, benchScale, workloads } from './workloads.js';
+import { benchRuns, benchScale } from './workloads.js';
 
 const log = (message: string) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
 
@@ -43,6 +38,22 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     console.error(`${signal}: stopping what the benchmark started`);
     void cleanUp().finally(() => process.exit(130));
   });
+}
+
+/**
+ * The PostgreSQL binaries to drain from: every version the harness has (the embedded one first),
+ * or those named in BENCH_SOURCES (`embedded`, `debian-15`, comma-separated).
+ */
+function drainBinDirs(): { label: string; binDir: string }[] {
+  const all = availableBinDirs();
+  const wanted = process.env.BENCH_SOURCES?.split(',').map((s) => s.trim());
+  if (!wanted) return all;
+  const picked = all.filter((d) => wanted.includes(d.label));
+  if (picked.length !== wanted.length)
+    throw new Error(
+      `BENCH_SOURCES: one of ${wanted.join(', ')} is not among ${all.map((d) => d.label).join(', ')}`,
+    );
+  return picked;
 }
 
 async function main(): Promise<void> {
@@ -83,36 +94,41 @@ async function main(): Promise<void> {
 
   const drainLoad = loadavg()[0] ?? 0;
   log(`backlog drain; 1-minute load average now ${drainLoad.toFixed(2)}`);
-  const [srcOurs, srcNative, sinkOurs, sinkNative] = await Promise.all([
-    createDatabase(source.adminUrl, 'src_ours'),
-    createDatabase(source.adminUrl, 'src_native'),
-    createDatabase(sink.adminUrl, 'sink_ours'),
-    createDatabase(sink.adminUrl, 'sink_native'),
-  ]);
-  await Promise.all([sqlOn(srcOurs, BENCH_TABLE_DDL), sqlOn(srcNative, BENCH_TABLE_DDL)]);
-
-  log('creating our pipeline and the native subscription');
-  const ours = await createOursPipeline(service, srcOurs, sinkOurs);
-  await ours.pause();
-  const native = await createNativeSubscription(srcNative, sinkNative);
-  cleanups.push({ what: 'native subscription', run: () => dropNativeSubscription(sinkNative) });
-  await native.pause();
-
+  const [sinkVersion] = await sqlOn<{ v: string }>(
+    sink.adminUrl,
+    "SELECT current_setting('server_version') AS v",
+  );
+  const drainSources: DrainSource[] = [];
   const results: RunRecord[] = [];
-  for (let run = 1; run <= runs; run++) {
-    for (const [i, workload] of workloads(scale).entries()) {
-      // Alternating who goes first (per workload and per run) keeps warm caches from favouring one side.
-      for (const system of (run + i) % 2 === 1 ? [ours, native] : [native, ours]) {
-        log(`run ${run}/${runs}, ${system.name}: ${workload.label}`);
-        const result = await drainBacklog(system, workload, 240_000);
-        log(`  drained in ${result.seconds.toFixed(2)} s, ${Math.round(result.eventsPerSecond)} events/s`);
-        results.push({ run, ...result });
-      }
-    }
+  for (const dir of drainBinDirs()) {
+    // The embedded source is the one already running; any other version gets a cluster for its drains.
+    const own =
+      dir.binDir === binDir ? undefined : await startPgCluster(`bench-source-${dir.label}`, dir.binDir);
+    if (own) cleanups.push({ what: `${dir.label} source cluster`, run: own.stop });
+    const cluster = own ?? source;
+    const [version] = await sqlOn<{ v: string }>(
+      cluster.adminUrl,
+      "SELECT current_setting('server_version') AS v",
+    );
+    const drainSource: DrainSource = { cluster, version: version?.v ?? 'unknown', label: dir.label };
+    drainSources.push(drainSource);
+    results.push(
+      ...(await drainFromSource({
+        service,
+        source: drainSource,
+        sinkAdminUrl: sink.adminUrl,
+        sinkMajor: sink.majorVersion,
+        scale,
+        runs,
+        log,
+        defer: (what, run) => cleanups.push({ what, run }),
+      })),
+    );
+    await own?.stop();
   }
 
-  // Last: nothing of the service streams now (both drain systems are paused), so this process
-  // runs our change stream alone.
+  // Nothing of the service streams now (the drain systems are gone), so this process runs our
+  // change stream alone.
   log(`decoding; 1-minute load average now ${(loadavg()[0] ?? 0).toFixed(2)}`);
   cleanups.push({
     what: 'decode slots',
@@ -126,8 +142,31 @@ async function main(): Promise<void> {
     log,
   });
 
+  // The memory section runs the service in processes of its own; the one in this process is idle.
+  let memory: MemoryResults | undefined;
+  if (process.env.BENCH_MEMORY !== 'off') {
+    log(`memory; 1-minute load average now ${(loadavg()[0] ?? 0).toFixed(2)}`);
+    try {
+      memory = await runMemoryBenchmark({
+        sourceAdminUrl: source.adminUrl,
+        sinkAdminUrl: sink.adminUrl,
+        options: memoryOptions(scale, serviceCli()),
+        log,
+      });
+    } catch (error) {
+      // The sections before it are still written; the file keeps the memory section it had.
+      console.error('memory benchmark failed:', error);
+      process.exitCode = 1;
+    }
+  }
+
   const peakRssMiB = process.resourceUsage().maxRSS / 1024;
-  const settings = [scale === 1 ? '' : `BENCH_SCALE=${scale}`, runs === 3 ? '' : `BENCH_RUNS=${runs}`];
+  const settings = [
+    scale === 1 ? '' : `BENCH_SCALE=${scale}`,
+    runs === 3 ? '' : `BENCH_RUNS=${runs}`,
+    process.env.BENCH_SOURCES ? `BENCH_SOURCES=${process.env.BENCH_SOURCES}` : '',
+    process.env.BENCH_MEMORY === 'off' ? 'BENCH_MEMORY=off' : '',
+  ];
   const command = [...settings.filter(Boolean), 'npm run bench'].join(' ');
   const path = join(process.cwd(), 'BENCHMARKS.md');
   writeBenchmarksMd(path, {
@@ -138,16 +177,24 @@ async function main(): Promise<void> {
     runs,
     machine,
     results,
+    drainSources,
+    sinkVersion: sinkVersion?.v ?? 'unknown',
     peakRssMiB,
     snapshot,
     drainLoad,
     decode,
+    ...(memory ? { memory } : {}),
   });
   console.log(`\nSnapshot\n\n${snapshotSummaryTable(snapshot)}\n\n${snapshotDetailTable(snapshot)}\n`);
   console.log(snapshotTargets(snapshot).join('\n'));
-  console.log(`\nBacklog drain\n\n${summaryTable(results)}\n\n${detailTable(results)}\n`);
+  console.log(`\nBacklog drain\n\n${drainSummaryTable(results)}\n\n${drainDetailTable(results)}\n`);
+  console.log(drainTargets(results).join('\n'));
   console.log(`\nDecoding\n\n${decodeSummaryTable(decode)}\n\n${decodeDetailTable(decode)}\n`);
   console.log(decodeRatios(decode).join('\n'));
+  if (memory) {
+    console.log(`\nMemory\n\n${memorySummaryTable(memory)}\n\n${memoryPhaseTable(memory)}\n`);
+    console.log(memoryTargets(memory).join('\n'));
+  }
   console.log(`peak RSS of this process: ${peakRssMiB.toFixed(0)} MiB; report written to ${path}`);
 }
 

@@ -7,6 +7,9 @@ const MiB = 2 ** 20;
 interface SystemMedian {
   system: SnapshotSystem;
   seconds: number;
+  /** Fastest and slowest copy. */
+  minSeconds: number;
+  maxSeconds: number;
   rowsPerSecond: number;
   mibPerSecond: number;
   /** Median CPU seconds of every process involved. */
@@ -25,6 +28,8 @@ function medians(s: SnapshotResults): SystemMedian[] {
       {
         system,
         seconds,
+        minSeconds: Math.min(...runs.map((r) => r.seconds)),
+        maxSeconds: Math.max(...runs.map((r) => r.seconds)),
         rowsPerSecond: s.source.rows / seconds,
         mibPerSecond: s.source.tableBytes / MiB / seconds,
         cpuSeconds: median(runs.map((r) => r.cpu.self + r.cpu.children + r.cpu.source + r.cpu.sink)),
@@ -43,11 +48,24 @@ export function snapshotSummaryTable(s: SnapshotResults): string {
   const pipe = all.find((m) => m.system.kind === 'pipe');
   const native = all.find((m) => m.system.kind === 'native');
   return table(
-    ['system', 'median s', 'rows/s', 'MiB/s', 'vs COPY pipe', 'vs native', 'CPU s', 'maxRSS MiB after'],
+    [
+      'system',
+      'median s',
+      's min / max',
+      'rows/s',
+      'rows/s min / max',
+      'MiB/s',
+      'vs COPY pipe',
+      'vs native',
+      'CPU s',
+      'maxRSS MiB after',
+    ],
     all.map((m) => [
       m.system.label,
       secs(m.seconds),
+      `${secs(m.minSeconds)} / ${secs(m.maxSeconds)}`,
       rate(m.rowsPerSecond),
+      `${rate(s.source.rows / m.maxSeconds)} / ${rate(s.source.rows / m.minSeconds)}`,
       m.mibPerSecond.toFixed(1),
       ratio(m, pipe),
       ratio(m, native),
@@ -180,8 +198,8 @@ the exit of its processes.
 
 ${snapshotSummaryTable(s)}
 
-Median of ${runs} cop${runs === 1 ? 'y' : 'ies'} each; "vs" columns are rows/s ratios (> 1: that row's system was faster);
-CPU s is the median sum over all processes.
+Median of ${runs} cop${runs === 1 ? 'y' : 'ies'} each, with the fastest and the slowest; "vs" columns are ratios of the
+median rows/s (> 1: that row's system was faster); CPU s is the median sum over all processes.
 
 ${snapshotTargets(s)
   .map((t) => `- ${t}`)
