@@ -81,7 +81,7 @@ describe('planning a batch', () => {
     ]);
   });
 
-  it('keeps the order between groups', () => {
+  it('folds each row to its final state, and applies a truncate in its place', () => {
     const steps = plan([
       ins({ id: '1', name: 'a', body: null }),
       del({ id: '1' }),
@@ -90,10 +90,47 @@ describe('planning a batch', () => {
       { ...base, op: 'truncate', table: other, tables: [other, items] },
       ins({ id: '3', name: 'd', body: null }),
     ]);
-    expect(steps.map((s) => s.verb)).toEqual(['INSERT', 'DELETE', 'INSERT', 'INSERT', 'TRUNCATE', 'INSERT']);
-    expect(steps[2]?.text).toContain('"r"."other"');
-    expect(steps[4]?.text).toBe('TRUNCATE "r"."other", "r"."items"');
-    expect(steps[1]?.values).toEqual([['1']]);
+    // Insert, delete, insert of one key is its last image; the truncate comes after what preceded it.
+    expect(steps.map((s) => s.verb)).toEqual(['INSERT', 'INSERT', 'TRUNCATE', 'INSERT']);
+    expect(steps[0]?.text).toContain('"r"."items"');
+    expect(steps[0]?.values).toEqual([['1'], ['c'], [null]]);
+    expect(steps[1]?.text).toContain('"r"."other"');
+    expect(steps[2]?.text).toBe('TRUNCATE "r"."other", "r"."items"');
+    expect(steps[3]?.values).toEqual([['3'], ['d'], [null]]);
+  });
+
+  it('writes interleaved changes of many transactions as one statement per kind', () => {
+    // pgbench-like: every transaction updates a shared row, inserts one and deletes an older one.
+    const changes: ChangeEvent[] = [];
+    for (let i = 1; i <= 100; i++) {
+      changes.push(upd({ id: '0', name: `total ${i}`, body: 'x' }));
+      changes.push(ins({ id: String(i), name: 'new', body: 'y' }));
+      if (i % 2 === 0) changes.push(del({ id: String(i - 1) }));
+    }
+    const steps = plan(changes);
+    expect(steps.map((s) => s.verb)).toEqual(['DELETE', 'INSERT']);
+    expect(steps[0]?.values).toEqual([Array.from({ length: 50 }, (_, i) => String(2 * i + 1))]);
+    const [ids, names] = steps[1]?.values as string[][];
+    expect(ids?.[0]).toBe('0');
+    expect(names?.[0]).toBe('total 100');
+    expect(ids).toEqual(['0', ...Array.from({ length: 50 }, (_, i) => String(2 * i + 2))]);
+  });
+
+  it('merges an update that did not send every column into the earlier image of its row', () => {
+    const steps = plan([
+      ins({ id: '1', name: 'a', body: 'long' }),
+      upd({ id: '1', name: 'b' }, { unchangedToast: ['body'] }),
+      upd({ id: '2', name: 'n2' }, { unchangedToast: ['body'] }),
+      upd({ id: '2', body: 'b2' }, { unchangedToast: ['name'] }),
+      upd({ id: '3', name: 'n3' }, { unchangedToast: ['body'] }),
+      del({ id: '3' }),
+    ]);
+    expect(steps.map((s) => s.verb)).toEqual(['DELETE', 'INSERT', 'UPDATE']);
+    expect(steps[0]?.values).toEqual([['3']]);
+    // The insert's image with the update's new name, the TOAST column from the insert.
+    expect(steps[1]?.values).toEqual([['1'], ['b'], ['long']]);
+    // Two partial updates of one row: the columns of both, each its latest value.
+    expect(steps[2]?.values).toEqual([['2'], ['n2'], ['b2'], ['2']]);
   });
 
   it('never writes unchanged TOAST columns and updates those rows in place', () => {
@@ -102,9 +139,9 @@ describe('planning a batch', () => {
       upd({ id: '2', name: 'n2', body: 'ignored' }, { unchangedToast: ['body'] }),
       upd({ id: '3', name: 'n3', body: 'b3' }),
     ]);
-    expect(steps.map((s) => s.verb)).toEqual(['UPDATE', 'INSERT']);
-    expect(steps[0]?.text).not.toContain('"body"');
-    expect(steps[0]?.values).toEqual([
+    expect(steps.map((s) => s.verb)).toEqual(['INSERT', 'UPDATE']);
+    expect(steps[1]?.text).not.toContain('"body"');
+    expect(steps[1]?.values).toEqual([
       ['1', '2'],
       ['n1', 'n2'],
       ['1', '2'],

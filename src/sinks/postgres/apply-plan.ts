@@ -104,63 +104,122 @@ function newKeyImage(table: TargetTable, event: ChangeEvent, present: ColumnSche
 const sameColumns = (a: ColumnSchema[], b: ColumnSchema[]): boolean =>
   a === b || (a.length === b.length && a.every((c, i) => c === b[i]));
 
+/** Where a row stands at the end of a stretch of the batch. */
+type FinalState =
+  | { kind: 'delete'; key: ColumnValue[] }
+  /** A whole image (or every column the stream sent) to write, inserting the row if it is not there. */
+  | { kind: 'upsert'; key: ColumnValue[]; values: Map<ColumnSchema, ColumnValue>; insert: boolean }
+  /** Some columns of a row that is there; the others keep their stored values (unchanged TOAST). */
+  | { kind: 'update'; key: ColumnValue[]; values: Map<ColumnSchema, ColumnValue> };
+
 /**
- * Turns the changes of a batch into set-based statements. Consecutive changes of one table and
- * kind share a statement, and groups run in event order; within one group a later image of a key
- * replaces an earlier one (a statement cannot touch a row twice, and only the last image counts).
+ * Turns the changes of a batch into set-based statements. The batch is one sink transaction, so
+ * only where each row ends up matters: the changes are folded into each row's final state (the
+ * last image, a delete, or the columns an update changed, merged into an earlier image of the same
+ * row), and every table gets at most one delete, one upsert and one update per set of columns,
+ * however its changes interleave. A truncate, and an update that moves a row to a new key without
+ * sending all its columns, are applied in their place: what comes before them is written first.
  */
 export function planBatch(
   changes: readonly ChangeEvent[],
   lookup: (ref: TableRef) => TargetTable,
   maxRows = MAX_ROWS_PER_STATEMENT,
 ): Statement[] {
-  const groups: Group[] = [];
-  const add = (
-    kind: 'upsert' | 'update' | 'delete',
-    table: TargetTable,
-    columns: ColumnSchema[],
-    insert = false,
-  ) => {
-    const last = groups.at(-1);
-    if (last?.kind === kind && last.table === table && sameColumns(last.columns, columns)) {
-      if (!insert) last.inserts = false;
-      return last.rows;
+  const statements: Statement[] = [];
+  let finals = new Map<TargetTable, Map<string, FinalState>>();
+  const writeFinals = () => {
+    for (const [table, rows] of finals) {
+      for (const group of groupsOf(table, rows)) statements.push(...statementsOf(group, maxRows));
     }
-    const rows = new Map<string, ColumnValue[]>();
-    groups.push({ kind, table, columns, rows, inserts: insert });
-    return rows;
+    finals = new Map();
   };
 
   for (const event of changes) {
     if (event.op === 'truncate') {
+      writeFinals();
       const targets = (event.tables ?? [event.table]).map((ref) => lookup(ref).target);
-      groups.push({ kind: 'truncate', targets });
+      statements.push(...statementsOf({ kind: 'truncate', targets }, maxRows));
       continue;
     }
     const table = lookup(event.table);
+    let rows = finals.get(table);
+    if (!rows) {
+      rows = new Map();
+      finals.set(table, rows);
+    }
     if (event.op === 'delete') {
       const key = keyValues(table, event.key ?? event.before, 'delete');
-      add('delete', table, table.keys).set(keyOf(key), key);
+      rows.set(keyOf(key), { kind: 'delete', key });
       continue;
     }
     const { columns, missing } = presentColumns(table, event);
-    const row = columns.map((c) => event.after?.[c.name] ?? null);
     const newKey = keyValues(table, newKeyImage(table, event, columns), event.op);
     const oldImage = event.op === 'update' ? (event.key ?? event.before) : undefined;
     const oldKey = oldImage ? keyValues(table, oldImage, 'update key') : newKey;
     const moved = keyOf(oldKey) !== keyOf(newKey);
+    const values = new Map(columns.map((c) => [c, event.after?.[c.name] ?? null]));
+    const at = keyOf(newKey);
+    const prior = rows.get(at);
     if (event.op === 'insert' || !missing) {
-      // A moved row is deleted at its old key first; the new image is complete, so it is upserted.
-      if (moved) add('delete', table, table.keys).set(keyOf(oldKey), oldKey);
-      add('upsert', table, columns, event.op === 'insert').set(keyOf(newKey), row);
+      // A moved row leaves its old key; the new image is complete, so it is upserted.
+      if (moved) rows.set(keyOf(oldKey), { kind: 'delete', key: oldKey });
+      // Only a row first seen here by its insert may be copied in: another change may have left it in the sink.
+      rows.set(at, { kind: 'upsert', key: newKey, values, insert: event.op === 'insert' && !prior });
     } else if (moved) {
-      // Missing columns keep their stored values only if the row is updated in place.
-      groups.push({ kind: 'move', table, columns, row: [...row, ...oldKey] });
+      // Missing columns keep their stored values only if the row is updated in place, in its turn.
+      writeFinals();
+      const row = [...values.values(), ...oldKey];
+      statements.push(...statementsOf({ kind: 'move', table, columns, row }, maxRows));
     } else if (columns.length > 0) {
-      add('update', table, columns).set(keyOf(newKey), [...row, ...newKey]);
+      if (prior?.kind === 'upsert' || prior?.kind === 'update') {
+        // The columns this update sent replace those of the earlier image; the others stay as they were.
+        const merged = new Map(prior.values);
+        for (const [column, value] of values) merged.set(column, value);
+        rows.set(at, { ...prior, values: merged, ...(prior.kind === 'upsert' ? { insert: false } : {}) });
+      } else if (prior?.kind !== 'delete') {
+        // After a delete the row is gone, and an update of it (which a source cannot send) changes nothing.
+        rows.set(at, { kind: 'update', key: newKey, values });
+      }
     }
   }
-  return groups.flatMap((group) => statementsOf(group, maxRows));
+  writeFinals();
+  return statements;
+}
+
+/** One table's final states as groups of one statement kind and one set of columns: deletes first. */
+function groupsOf(table: TargetTable, rows: Map<string, FinalState>): Group[] {
+  const deletes: Group = { kind: 'delete', table, columns: table.keys, rows: new Map(), inserts: false };
+  const upserts: RowGroup[] = [];
+  const updates: RowGroup[] = [];
+  const groupFor = (list: RowGroup[], columns: ColumnSchema[], make: () => RowGroup) => {
+    const found = list.find((g) => sameColumns(g.columns, columns));
+    if (found) return found;
+    const group = make();
+    list.push(group);
+    return group;
+  };
+  for (const [at, state] of rows) {
+    if (state.kind === 'delete') {
+      deletes.rows.set(at, state.key);
+      continue;
+    }
+    // Columns in table order, so that equal sets share a group.
+    const columns = table.source.columns.filter((c) => state.values.has(c));
+    const row = columns.map((c) => state.values.get(c) ?? null);
+    if (state.kind === 'upsert') {
+      const group = groupFor(upserts, columns, () => ({ table, columns, rows: new Map(), inserts: true }));
+      if (!state.insert) group.inserts = false;
+      group.rows.set(at, row);
+    } else {
+      const group = groupFor(updates, columns, () => ({ table, columns, rows: new Map(), inserts: false }));
+      group.rows.set(at, [...row, ...state.key]);
+    }
+  }
+  return [
+    ...(deletes.rows.size > 0 ? [deletes] : []),
+    ...upserts.map((g): Group => ({ kind: 'upsert', ...g })),
+    ...updates.map((g): Group => ({ kind: 'update', ...g })),
+  ];
 }
 
 /** Column-major parameters: one array per column over the given rows. */
