@@ -145,6 +145,23 @@ function sampler(pid: number) {
   };
 }
 
+/** The figures of a scenario whose rows are all in: its phases, CPU and peak; then checks and cleans up. */
+async function endScenario(
+  service: ServiceProcess,
+  s: ReturnType<typeof sampler>,
+  cpuBefore: number,
+  urls: { source: string; sink: string },
+  workload: Workload,
+  name: string,
+) {
+  const phases = s.stop();
+  const cpuSeconds = cpuSecondsOf(service.pid) - cpuBefore;
+  const peakMiB = (processMemory(service.pid)?.hwmKiB ?? Number.NaN) / MiB;
+  await checkDigest(urls.source, urls.sink, workload.label);
+  await deleteOursPipeline(service, name);
+  return { phases, cpuSeconds, peakMiB };
+}
+
 /** Waits until row `id` is visible, then until the sink holds `rows` rows; seconds since `started` to each. */
 async function waitRows(sinkUrl: string, workload: Workload, started: number, failIf: () => Promise<void>) {
   const timeoutMs = Math.max(600_000, workload.rows * 2);
@@ -273,11 +290,7 @@ async function queueScenario(
         `  sink back after ${writeSeconds.toFixed(1)} s of writing and ${options.downSeconds} s held; draining`,
       );
       const { first, last } = await waitRows(urls.sink, workload, started, failIfFailed(service, name));
-      const phases = s.stop();
-      const cpuSeconds = cpuSecondsOf(service.pid) - cpuBefore;
-      const peakMiB = (processMemory(service.pid)?.hwmKiB ?? Number.NaN) / MiB;
-      await checkDigest(urls.source, urls.sink, workload.label);
-      await deleteOursPipeline(service, name);
+      const { phases, cpuSeconds, peakMiB } = await endScenario(service, s, cpuBefore, urls, workload, name);
       return {
         key: 'queue' as const,
         label: `Sink stopped while ${workload.rows.toLocaleString('en-US')} single-row transactions queue up`,
@@ -321,11 +334,7 @@ async function bigScenario(
     s.phase('committed: applying');
     const started = performance.now();
     const { first, last } = await waitRows(urls.sink, workload, started, failIfFailed(service, name));
-    const phases = s.stop();
-    const cpuSeconds = cpuSecondsOf(service.pid) - cpuBefore;
-    const peakMiB = (processMemory(service.pid)?.hwmKiB ?? Number.NaN) / MiB;
-    await checkDigest(urls.source, urls.sink, workload.label);
-    await deleteOursPipeline(service, name);
+    const { phases, cpuSeconds, peakMiB } = await endScenario(service, s, cpuBefore, urls, workload, name);
     return {
       key: 'big' as const,
       label: `One transaction of ${workload.rows.toLocaleString('en-US')} rows`,
