@@ -510,10 +510,8 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
       await fc.assert(
         fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 30 }), async (steps) => {
           round++;
-          const [one, many] = ['one', 'many'].map((how) => ({
-            schema: `folded_${how}_${round}`,
-            table: 'items',
-          }));
+          const one = { schema: `folded_one_${round}`, table: 'items' };
+          const many = { schema: `folded_many_${round}`, table: 'items' };
           // Turn the steps into a change sequence a source could send: rows exist only where the model says.
           const rows = new Map<string, Row>();
           const changes: ChangeEvent[] = [];
