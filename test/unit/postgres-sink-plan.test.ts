@@ -110,7 +110,7 @@ describe('planning a batch', () => {
     const steps = plan(changes);
     expect(steps.map((s) => s.verb)).toEqual(['DELETE', 'INSERT']);
     expect(steps[0]?.values).toEqual([Array.from({ length: 50 }, (_, i) => String(2 * i + 1))]);
-    const [ids, names] = steps[1]?.values as string[][];
+    const [ids, names] = (steps[1]?.values ?? []) as string[][];
     expect(ids?.[0]).toBe('0');
     expect(names?.[0]).toBe('total 100');
     expect(ids).toEqual(['0', ...Array.from({ length: 50 }, (_, i) => String(2 * i + 2))]);
