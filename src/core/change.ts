@@ -15,8 +15,18 @@ export interface TableRef {
   table: string;
 }
 
+// Every change of a table shares one ref (the source's), and its key is asked for per change.
+const keys = new WeakMap<TableRef, string>();
+
 /** `schema.table`, the key tables go by in definitions, progress and the store. */
-export const tableKey = (ref: TableRef): string => `${ref.schema}.${ref.table}`;
+export function tableKey(ref: TableRef): string {
+  let key = keys.get(ref);
+  if (key === undefined) {
+    key = `${ref.schema}.${ref.table}`;
+    keys.set(ref, key);
+  }
+  return key;
+}
 
 /** One column of a source table, as the sink needs it to create and write its copy. */
 export interface ColumnSchema {

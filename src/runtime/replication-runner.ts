@@ -1,28 +1,24 @@
 import type { DatabasePool } from 'slonik';
 import type { Phase } from '../../machines/pipeline.js';
-import type { ResolvedConnection } from '../connections/connections-service.js';
-import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
+import { type TableSchema, tableKey } from '../core/change.js';
 import { formatLsn, parseLsn } from '../core/lsn.js';
 import type { Sink } from '../core/sink.js';
 import type { Source, SourceSnapshot } from '../core/source.js';
-import {
-  type SlotMissingError,
-  SourceCleanupError,
-  SourceNotReadyError,
-  TableNotReplicableError,
-} from '../core/source-errors.js';
-import { AppError, validationFailed } from '../errors/app-error.js';
+import { type SlotMissingError, SourceCleanupError } from '../core/source-errors.js';
 import type { Logger } from '../log/logger.js';
 import { resolveSnapshotOptions } from '../pipelines/snapshot-options.js';
-import { parseTableName } from '../pipelines/table-name.js';
-import { findSinkKind } from '../sinks/registry.js';
-import { findSourceKind } from '../source/registry.js';
 import { type PipelineTableRow, pipelineTablesStore } from '../store/pipeline-tables-store.js';
-import { type PipelineDefinitionWrite, type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
+import { pipelinesStore } from '../store/pipelines-store.js';
 import { schemaStore } from '../store/schema-store.js';
 import { BackfillCoordinator } from './backfill/backfill-coordinator.js';
+import {
+  checkDefinition,
+  type DefinitionToCheck,
+  PREFLIGHT_CONNECT_TIMEOUT_MS,
+} from './definition-checks.js';
 import { messageOf } from './error-kinds.js';
 import { refuseOwnSourceAsSink } from './own-source-guard.js';
+import { type ConnectionResolver, PipelineEndpoints, type Resolved } from './pipeline-endpoints.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import { SchemaGuard } from './schema-guard.js';
 import { watchSlot } from './slot-monitor.js';
@@ -37,9 +33,6 @@ export interface RunControl {
   backfill?: (tables: readonly string[]) => Promise<void>;
 }
 
-/** Resolves a connection name of a project to its type and the settings to connect with. */
-export type ConnectionResolver = (projectId: string, name: string) => Promise<ResolvedConnection>;
-
 export interface RunnerDeps {
   pool: DatabasePool;
   resolveConnection: ConnectionResolver;
@@ -51,19 +44,7 @@ export interface RunnerDeps {
 /** 10 GiB: a day of a busy database's WAL, long before most disks fill. */
 export const DEFAULT_WARN_RETAINED_WAL_BYTES = 10 * 1024 ** 3;
 
-/** The parts of a definition that are checked against the servers before it is stored or started. */
-export type DefinitionToCheck = Pick<
-  PipelineDefinitionWrite,
-  'sourceConnection' | 'sourceTables' | 'sinkConnection' | 'sinkProperties'
->;
-
-/** What one start of the data plane works with: the definition as it is now, resolved. */
-interface Resolved {
-  row: PipelineRow;
-  source: ResolvedConnection;
-  sink: ResolvedConnection;
-  tables: TableRef[];
-}
+export type { ConnectionResolver, DefinitionToCheck };
 
 /**
  * The data plane of a pipeline: checks and prepares the source and sink, snapshots the tables
@@ -71,12 +52,16 @@ interface Resolved {
  * definition afresh, which is how a changed definition is picked up without a process restart.
  */
 export class ReplicationRunner {
-  constructor(private readonly deps: RunnerDeps) {}
+  private readonly endpoints: PipelineEndpoints;
+
+  constructor(private readonly deps: RunnerDeps) {
+    this.endpoints = new PipelineEndpoints(deps);
+  }
 
   /** Checks the source and sink and creates what the pipeline owns; throws what a person must fix. */
   async prepare(pipelineId: string): Promise<void> {
-    const resolved = await this.resolve(pipelineId);
-    const source = await this.openSource(resolved.source);
+    const resolved = await this.endpoints.resolve(pipelineId);
+    const source = await this.endpoints.openSource(resolved.source);
     try {
       await source.checkReady();
       const schemas = await source.describeTables(resolved.tables);
@@ -84,7 +69,7 @@ export class ReplicationRunner {
       await source.publish(pipelineId, resolved.tables);
       // The shapes the sink has: a change of the source still under review is not the sink's yet.
       const shapes = await this.knownShapes(pipelineId, schemas, await this.syncTables(resolved));
-      const sink = this.createSink(resolved);
+      const sink = this.endpoints.createSink(resolved);
       try {
         await sink.open([...shapes.known.values()]);
       } finally {
@@ -103,9 +88,9 @@ export class ReplicationRunner {
     onPhase: (phase: Phase) => void,
     control: RunControl = {},
   ): Promise<ApplyOutcome> {
-    const resolved = await this.resolve(pipelineId);
+    const resolved = await this.endpoints.resolve(pipelineId);
     const log = this.deps.logger.child({ pipeline: resolved.row.name });
-    const source = await this.openSource(resolved.source);
+    const source = await this.endpoints.openSource(resolved.source);
     let sink: Sink | undefined;
     // The snapshot of a slot just created, held until the tables are copied in it.
     let slotSnapshot: SourceSnapshot | undefined;
@@ -116,7 +101,7 @@ export class ReplicationRunner {
       await source.publish(pipelineId, resolved.tables);
       const tableRows = await this.syncTables(resolved);
       const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
-      sink = this.createSink(resolved);
+      sink = this.endpoints.createSink(resolved);
       await sink.open([...shapes.known.values()]);
       const checkpoint = await sink.readCheckpoint();
       // This worker holds the pipeline's lease, so the slot is its own to claim. A slot is created
@@ -206,7 +191,7 @@ export class ReplicationRunner {
           next: () => stream.next(),
           ack: (lsn) => stream.ack(lsn),
           sink,
-          limits: this.batchLimits(resolved),
+          limits: this.endpoints.batchLimits(resolved),
           epoch: control.epoch ?? 1,
           startLsn: startPosition,
           tables: new Set(resolved.tables.map(tableKey)),
@@ -234,46 +219,9 @@ export class ReplicationRunner {
     }
   }
 
-  /**
-   * Checks a definition before it is stored or started: the source's wal_level, replication rights
-   * and every table's key, and that the sink is not the source's own tables. A source that cannot
-   * be reached at all is not judged (it is checked again at start); any other problem is a 422
-   * naming what to do.
-   */
-  async checkDefinition(projectId: string, d: DefinitionToCheck): Promise<void> {
-    const connection = d.sourceConnection;
-    const resolved = await this.resolveConnection(projectId, connection, 'source.connection');
-    const sink = await this.resolveConnection(projectId, d.sinkConnection, 'sink.connection');
-    // Properties and table mappings were checked when the definition was written; connections
-    // may have changed since.
-    const kind = findSinkKind(sink.type);
-    if (!kind) throw validationFailed('sink.connection', `a ${sink.type} connection cannot be a sink`);
-    const tables = d.sourceTables.map((t) => parseTableName(t) as TableRef);
-    const source = this.createSource(resolved);
-    try {
-      await source.connect({ timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS });
-    } catch (error) {
-      await source.close();
-      if (isUnreachable(error)) return;
-      throw validationFailed('source.connection', `cannot connect to '${connection}': ${messageOf(error)}`);
-    }
-    try {
-      await source.checkReady();
-      const schemas = await source.describeTables(tables);
-      await refuseOwnSourceAsSink(
-        source,
-        tables,
-        { type: sink.type, connection: sink.pg, properties: d.sinkProperties },
-        PREFLIGHT_CONNECT_TIMEOUT_MS,
-      );
-      await kind.preflight?.(sink.pg, d.sinkProperties, schemas, PREFLIGHT_CONNECT_TIMEOUT_MS);
-    } catch (error) {
-      if (error instanceof SourceNotReadyError) throw validationFailed('source.connection', error.message);
-      if (error instanceof TableNotReplicableError) throw validationFailed('source.tables', error.message);
-      throw error;
-    } finally {
-      await source.close();
-    }
+  /** Checks a definition against the servers before it is stored or started (see definition-checks). */
+  checkDefinition(projectId: string, definition: DefinitionToCheck): Promise<void> {
+    return checkDefinition(this.endpoints, projectId, definition);
   }
 
   /** Runs an approved schema change on the pipeline's sink. */
@@ -282,8 +230,8 @@ export class ReplicationRunner {
     proposed: TableSchema,
     statements: readonly string[],
   ): Promise<{ skipped: string[] }> {
-    const resolved = await this.resolve(pipelineId);
-    const sink = this.createSink(resolved);
+    const resolved = await this.endpoints.resolve(pipelineId);
+    const sink = this.endpoints.createSink(resolved);
     try {
       return await sink.applySchemaChange(proposed, statements);
     } finally {
@@ -291,14 +239,13 @@ export class ReplicationRunner {
     }
   }
 
-  /** Drops the slot and publication the pipeline owns on its source, if it ever made them. */
   /** Drops what the pipeline owns at its source. @throws SourceCleanupError naming it, and how to drop it by hand. */
   async dropSourceObjects(pipelineId: string): Promise<void> {
     if (!(await pipelinesStore.isSourcePrepared(this.deps.pool, pipelineId))) return;
     const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
     if (!row) return;
     const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
-    const source = this.createSource(resolved);
+    const source = this.endpoints.createSource(resolved);
     try {
       await source.connect();
       await source.dropOwned(pipelineId);
@@ -309,50 +256,6 @@ export class ReplicationRunner {
     }
   }
 
-  private async resolve(pipelineId: string): Promise<Resolved> {
-    const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
-    if (!row) throw new AppError('NOT_FOUND', `pipeline ${pipelineId} does not exist`);
-    const source = await this.resolveConnection(row.project_id, row.source_connection, 'source.connection');
-    const sink = await this.resolveConnection(row.project_id, row.sink_connection, 'sink.connection');
-    const tables = row.source_tables.map((t) => parseTableName(t) as TableRef);
-    return { row, source, sink, tables };
-  }
-
-  /** A connection the definition names; a missing one is a 422 on the field that names it. */
-  private async resolveConnection(
-    projectId: string,
-    name: string,
-    field: string,
-  ): Promise<ResolvedConnection> {
-    try {
-      return await this.deps.resolveConnection(projectId, name);
-    } catch (error) {
-      if (error instanceof AppError && error.code === 'NOT_FOUND') {
-        throw validationFailed(field, `connection '${name}' does not exist`);
-      }
-      throw error;
-    }
-  }
-
-  /** A source on the connection, not yet connected; a type that cannot be a source is a 422. */
-  private createSource(connection: ResolvedConnection): Source {
-    const kind = findSourceKind(connection.type);
-    if (!kind)
-      throw validationFailed('source.connection', `a ${connection.type} connection cannot be a source`);
-    return kind.create(connection.pg);
-  }
-
-  private async openSource(connection: ResolvedConnection): Promise<Source> {
-    const source = this.createSource(connection);
-    try {
-      await source.connect();
-    } catch (error) {
-      await source.close();
-      throw error;
-    }
-    return source;
-  }
-
   private refuseOwnSource(source: Source, resolved: Resolved): Promise<void> {
     return refuseOwnSourceAsSink(
       source,
@@ -360,27 +263,6 @@ export class ReplicationRunner {
       { type: resolved.sink.type, connection: resolved.sink.pg, properties: resolved.row.sink_properties },
       PREFLIGHT_CONNECT_TIMEOUT_MS,
     );
-  }
-
-  private sinkKind(resolved: Resolved) {
-    const kind = findSinkKind(resolved.sink.type);
-    if (!kind)
-      throw validationFailed('sink.connection', `a ${resolved.sink.type} connection cannot be a sink`);
-    return kind;
-  }
-
-  private createSink(resolved: Resolved): Sink {
-    const kind = this.sinkKind(resolved);
-    kind.parseProperties(resolved.row.sink_properties);
-    return kind.create({
-      pipelineId: resolved.row.id,
-      connection: resolved.sink.pg,
-      properties: resolved.row.sink_properties,
-    });
-  }
-
-  private batchLimits(resolved: Resolved) {
-    return this.sinkKind(resolved).parseProperties(resolved.row.sink_properties).batch;
   }
 
   /**
@@ -419,22 +301,4 @@ export class ReplicationRunner {
     );
     return pipelineTablesStore.list(this.deps.pool, resolved.row.id);
   }
-}
-
-const PREFLIGHT_CONNECT_TIMEOUT_MS = 3_000;
-
-// Network-level failures: the server may simply be down for now, which says nothing about the definition.
-function isUnreachable(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return (
-    [
-      'ECONNREFUSED',
-      'ENOTFOUND',
-      'EAI_AGAIN',
-      'ETIMEDOUT',
-      'EHOSTUNREACH',
-      'ENETUNREACH',
-      'ECONNRESET',
-    ].includes(String(code)) || /timeout/i.test(messageOf(error))
-  );
 }

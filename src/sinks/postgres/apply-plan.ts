@@ -108,9 +108,25 @@ const sameColumns = (a: ColumnSchema[], b: ColumnSchema[]): boolean =>
 type FinalState =
   | { kind: 'delete'; key: ColumnValue[] }
   /** A whole image (or every column the stream sent) to write, inserting the row if it is not there. */
-  | { kind: 'upsert'; key: ColumnValue[]; values: Map<ColumnSchema, ColumnValue>; insert: boolean }
+  | { kind: 'upsert'; key: ColumnValue[]; columns: ColumnSchema[]; row: ColumnValue[]; insert: boolean }
   /** Some columns of a row that is there; the others keep their stored values (unchanged TOAST). */
-  | { kind: 'update'; key: ColumnValue[]; values: Map<ColumnSchema, ColumnValue> };
+  | { kind: 'update'; key: ColumnValue[]; columns: ColumnSchema[]; row: ColumnValue[] };
+
+/** The columns of both images in table order, each with its value from `later` where it has one. */
+function mergeImages(
+  table: TargetTable,
+  earlier: { columns: ColumnSchema[]; row: ColumnValue[] },
+  later: { columns: ColumnSchema[]; row: ColumnValue[] },
+): { columns: ColumnSchema[]; row: ColumnValue[] } {
+  const columns = table.source.columns.filter(
+    (c) => earlier.columns.includes(c) || later.columns.includes(c),
+  );
+  const row = columns.map((c) => {
+    const at = later.columns.indexOf(c);
+    return at >= 0 ? (later.row[at] ?? null) : (earlier.row[earlier.columns.indexOf(c)] ?? null);
+  });
+  return { columns, row };
+}
 
 /**
  * Turns the changes of a batch into set-based statements. The batch is one sink transaction, so
@@ -157,28 +173,26 @@ export function planBatch(
     const oldImage = event.op === 'update' ? (event.key ?? event.before) : undefined;
     const oldKey = oldImage ? keyValues(table, oldImage, 'update key') : newKey;
     const moved = keyOf(oldKey) !== keyOf(newKey);
-    const values = new Map(columns.map((c) => [c, event.after?.[c.name] ?? null]));
+    const row = columns.map((c) => event.after?.[c.name] ?? null);
     const at = keyOf(newKey);
     const prior = rows.get(at);
     if (event.op === 'insert' || !missing) {
       // A moved row leaves its old key; the new image is complete, so it is upserted.
       if (moved) rows.set(keyOf(oldKey), { kind: 'delete', key: oldKey });
       // Only a row first seen here by its insert may be copied in: another change may have left it in the sink.
-      rows.set(at, { kind: 'upsert', key: newKey, values, insert: event.op === 'insert' && !prior });
+      rows.set(at, { kind: 'upsert', key: newKey, columns, row, insert: event.op === 'insert' && !prior });
     } else if (moved) {
       // Missing columns keep their stored values only if the row is updated in place, in its turn.
       writeFinals();
-      const row = [...values.values(), ...oldKey];
-      statements.push(...statementsOf({ kind: 'move', table, columns, row }, maxRows));
+      statements.push(...statementsOf({ kind: 'move', table, columns, row: [...row, ...oldKey] }, maxRows));
     } else if (columns.length > 0) {
       if (prior?.kind === 'upsert' || prior?.kind === 'update') {
         // The columns this update sent replace those of the earlier image; the others stay as they were.
-        const merged = new Map(prior.values);
-        for (const [column, value] of values) merged.set(column, value);
-        rows.set(at, { ...prior, values: merged, ...(prior.kind === 'upsert' ? { insert: false } : {}) });
+        const merged = mergeImages(table, prior, { columns, row });
+        rows.set(at, { ...prior, ...merged, ...(prior.kind === 'upsert' ? { insert: false } : {}) });
       } else if (prior?.kind !== 'delete') {
         // After a delete the row is gone, and an update of it (which a source cannot send) changes nothing.
-        rows.set(at, { kind: 'update', key: newKey, values });
+        rows.set(at, { kind: 'update', key: newKey, columns, row });
       }
     }
   }
@@ -203,9 +217,7 @@ function groupsOf(table: TargetTable, rows: Map<string, FinalState>): Group[] {
       deletes.rows.set(at, state.key);
       continue;
     }
-    // Columns in table order, so that equal sets share a group.
-    const columns = table.source.columns.filter((c) => state.values.has(c));
-    const row = columns.map((c) => state.values.get(c) ?? null);
+    const { columns, row } = state;
     if (state.kind === 'upsert') {
       const group = groupFor(upserts, columns, () => ({ table, columns, rows: new Map(), inserts: true }));
       if (!state.insert) group.inserts = false;
@@ -265,7 +277,16 @@ function statementsOf(group: Group, maxRows: number): Statement[] {
   const statements: Statement[] = [];
   for (let i = 0; i < rows.length; i += maxRows) {
     const part = rows.slice(i, i + maxRows);
-    const statement: Statement = { text, values: transpose(part, width), rows: rowsOf };
+    // Column-major parameters only when asked for: rows that go in by COPY never need them.
+    let values: ColumnValue[][] | undefined;
+    const statement: Statement = {
+      text,
+      get values() {
+        values ??= transpose(part, width);
+        return values;
+      },
+      rows: rowsOf,
+    };
     if (copy) statement.copy = { text: copyFromSql(table.target, columns), target: table.target, rows: part };
     statements.push(statement);
   }

@@ -1,0 +1,78 @@
+import type { TableRef } from '../core/change.js';
+import { SourceNotReadyError, TableNotReplicableError } from '../core/source-errors.js';
+import { validationFailed } from '../errors/app-error.js';
+import { parseTableName } from '../pipelines/table-name.js';
+import type { PipelineDefinitionWrite } from '../store/pipelines-store.js';
+import { messageOf } from './error-kinds.js';
+import { refuseOwnSourceAsSink } from './own-source-guard.js';
+import type { PipelineEndpoints } from './pipeline-endpoints.js';
+
+/** The parts of a definition that are checked against the servers before it is stored or started. */
+export type DefinitionToCheck = Pick<
+  PipelineDefinitionWrite,
+  'sourceConnection' | 'sourceTables' | 'sinkConnection' | 'sinkProperties'
+>;
+
+/** How long a check waits for a server before it counts as unreachable. */
+export const PREFLIGHT_CONNECT_TIMEOUT_MS = 3_000;
+
+/**
+ * Checks a definition before it is stored or started: the source's wal_level, replication rights
+ * and every table's key, and that the sink is not the source's own tables. A source that cannot
+ * be reached at all is not judged (it is checked again at start); any other problem is a 422
+ * naming what to do.
+ */
+export async function checkDefinition(
+  endpoints: PipelineEndpoints,
+  projectId: string,
+  d: DefinitionToCheck,
+): Promise<void> {
+  const connection = d.sourceConnection;
+  const resolved = await endpoints.connection(projectId, connection, 'source.connection');
+  const sink = await endpoints.connection(projectId, d.sinkConnection, 'sink.connection');
+  // Properties and table mappings were checked when the definition was written; connections
+  // may have changed since.
+  const kind = endpoints.sinkKind(sink.type);
+  const tables = d.sourceTables.map((t) => parseTableName(t) as TableRef);
+  const source = endpoints.createSource(resolved);
+  try {
+    await source.connect({ timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS });
+  } catch (error) {
+    await source.close();
+    if (isUnreachable(error)) return;
+    throw validationFailed('source.connection', `cannot connect to '${connection}': ${messageOf(error)}`);
+  }
+  try {
+    await source.checkReady();
+    const schemas = await source.describeTables(tables);
+    await refuseOwnSourceAsSink(
+      source,
+      tables,
+      { type: sink.type, connection: sink.pg, properties: d.sinkProperties },
+      PREFLIGHT_CONNECT_TIMEOUT_MS,
+    );
+    await kind.preflight?.(sink.pg, d.sinkProperties, schemas, PREFLIGHT_CONNECT_TIMEOUT_MS);
+  } catch (error) {
+    if (error instanceof SourceNotReadyError) throw validationFailed('source.connection', error.message);
+    if (error instanceof TableNotReplicableError) throw validationFailed('source.tables', error.message);
+    throw error;
+  } finally {
+    await source.close();
+  }
+}
+
+// Network-level failures: the server may simply be down for now, which says nothing about the definition.
+function isUnreachable(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return (
+    [
+      'ECONNREFUSED',
+      'ENOTFOUND',
+      'EAI_AGAIN',
+      'ETIMEDOUT',
+      'EHOSTUNREACH',
+      'ENETUNREACH',
+      'ECONNRESET',
+    ].includes(String(code)) || /timeout/i.test(messageOf(error))
+  );
+}

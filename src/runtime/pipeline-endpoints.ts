@@ -1,0 +1,92 @@
+import type { DatabasePool } from 'slonik';
+import type { ResolvedConnection } from '../connections/connections-service.js';
+import type { TableRef } from '../core/change.js';
+import type { BatchLimits, Sink, SinkKind } from '../core/sink.js';
+import type { Source } from '../core/source.js';
+import { AppError, validationFailed } from '../errors/app-error.js';
+import { parseTableName } from '../pipelines/table-name.js';
+import { findSinkKind } from '../sinks/registry.js';
+import { findSourceKind } from '../source/registry.js';
+import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
+
+/** Resolves a connection name of a project to its type and the settings to connect with. */
+export type ConnectionResolver = (projectId: string, name: string) => Promise<ResolvedConnection>;
+
+/** What one start of the data plane works with: the definition as it is now, resolved. */
+export interface Resolved {
+  row: PipelineRow;
+  source: ResolvedConnection;
+  sink: ResolvedConnection;
+  tables: TableRef[];
+}
+
+/**
+ * A pipeline's definition turned into its source and its sink: the one place the runtime meets the
+ * source and sink registries. A connection or type that cannot serve is a 422 on the field naming it.
+ */
+export class PipelineEndpoints {
+  constructor(private readonly deps: { pool: DatabasePool; resolveConnection: ConnectionResolver }) {}
+
+  /** The pipeline's definition as stored now, its connections resolved. */
+  async resolve(pipelineId: string): Promise<Resolved> {
+    const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
+    if (!row) throw new AppError('NOT_FOUND', `pipeline ${pipelineId} does not exist`);
+    const source = await this.connection(row.project_id, row.source_connection, 'source.connection');
+    const sink = await this.connection(row.project_id, row.sink_connection, 'sink.connection');
+    const tables = row.source_tables.map((t) => parseTableName(t) as TableRef);
+    return { row, source, sink, tables };
+  }
+
+  /** A connection the definition names; a missing one is a 422 on the field that names it. */
+  async connection(projectId: string, name: string, field: string): Promise<ResolvedConnection> {
+    try {
+      return await this.deps.resolveConnection(projectId, name);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'NOT_FOUND') {
+        throw validationFailed(field, `connection '${name}' does not exist`);
+      }
+      throw error;
+    }
+  }
+
+  /** A source on the connection, not yet connected. */
+  createSource(connection: ResolvedConnection): Source {
+    const kind = findSourceKind(connection.type);
+    if (!kind)
+      throw validationFailed('source.connection', `a ${connection.type} connection cannot be a source`);
+    return kind.create(connection.pg);
+  }
+
+  /** A source on the connection, connected. */
+  async openSource(connection: ResolvedConnection): Promise<Source> {
+    const source = this.createSource(connection);
+    try {
+      await source.connect();
+    } catch (error) {
+      await source.close();
+      throw error;
+    }
+    return source;
+  }
+
+  sinkKind(type: string): SinkKind {
+    const kind = findSinkKind(type);
+    if (!kind) throw validationFailed('sink.connection', `a ${type} connection cannot be a sink`);
+    return kind;
+  }
+
+  /** The pipeline's sink, not yet opened. */
+  createSink(resolved: Resolved): Sink {
+    const kind = this.sinkKind(resolved.sink.type);
+    kind.parseProperties(resolved.row.sink_properties);
+    return kind.create({
+      pipelineId: resolved.row.id,
+      connection: resolved.sink.pg,
+      properties: resolved.row.sink_properties,
+    });
+  }
+
+  batchLimits(resolved: Resolved): BatchLimits {
+    return this.sinkKind(resolved.sink.type).parseProperties(resolved.row.sink_properties).batch;
+  }
+}
