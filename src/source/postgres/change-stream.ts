@@ -32,7 +32,7 @@ export interface ChangeStreamOptions extends ReplicationConnectionOptions {
   spoolDir?: string;
   /** Bytes of a streamed transaction held in memory before it spills to a spool file. Default 8 MiB. */
   memoryLimitBytes?: number;
-  /** Items decoded ahead of the consumer before the socket is paused. Default 20 000. */
+  /** Items decoded ahead of the consumer before the socket is paused. Default 5 000. */
   queueCapacity?: number;
 }
 
@@ -94,7 +94,7 @@ class ChangeStreamRunner {
   private shutdownDone: Promise<void> | undefined;
 
   constructor(options: ChangeStreamOptions) {
-    this.highWater = options.queueCapacity ?? 20_000;
+    this.highWater = options.queueCapacity ?? 5_000;
     this.assembler = new TransactionAssembler({
       emit: (item) => this.push(item),
       spoolDir: options.spoolDir,
