@@ -2,7 +2,7 @@
  * Drains the backlog workloads with our pipeline alone, to profile it: run under
  * `node --cpu-prof --cpu-prof-dir=<dir> --import tsx bench/profile-drain.ts`, then summarise the
  * profile with `tsx bench/profile-summary.ts <dir>/*.cpuprofile`. PROFILE_WORKLOADS picks
- * workloads by index (`0,1`), BENCH_SCALE scales them.
+ * workloads by index (`0,1`; 2 is the concurrent-clients one), BENCH_SCALE scales them.
  */
 import { rmSync } from 'node:fs';
 import { availableBinDirs, createDatabase, startPgCluster } from '../test/support/pg-cluster.js';
@@ -10,7 +10,7 @@ import { sqlOn } from '../test/support/replication-fixture.js';
 import { startTestService, testConfig } from '../test/support/service.js';
 import { drainBacklog } from './backlog.js';
 import { createOursPipeline } from './ours-pipeline.js';
-import { BENCH_TABLE_DDL, benchScale, workloads } from './workloads.js';
+import { BENCH_TABLE_DDL, benchScale, concurrentWorkload, workloads } from './workloads.js';
 
 const picked = (process.env.PROFILE_WORKLOADS ?? '0,1').split(',').map(Number);
 const { binDir } = availableBinDirs()[0]!;
@@ -25,7 +25,9 @@ try {
   await sqlOn(src, BENCH_TABLE_DDL);
   const ours = await createOursPipeline(service, src, dst);
   await ours.pause();
-  for (const [i, workload] of workloads(benchScale()).entries()) {
+  const scale = benchScale();
+  const all = [...workloads(scale), concurrentWorkload(Math.max(1, Math.round(100_000 * scale)))];
+  for (const [i, workload] of all.entries()) {
     if (!picked.includes(i)) continue;
     const cpu = process.cpuUsage();
     const result = await drainBacklog(ours, workload, 600_000);
