@@ -1,11 +1,12 @@
 /**
- * Reader of PostgreSQL's COPY text format, the bulk format of snapshots: one row per line ending in
+ * Reader and writer of PostgreSQL's COPY text format, the bulk format of snapshots: one row per line ending in
  * a newline, fields separated by TAB, `\N` for NULL, backslash escapes (`\\`, `\t`, `\n`, `\r`, `\b`,
  * `\f`, `\v`, octal `\123`, hex `\x41`; a backslash before any other character, newline and TAB
  * included, stands for that character), UTF-8. Escaped bytes (octal, hex) are bytes of the UTF-8
  * text, as COPY FROM reads them: `\303\251` is `é`. A line `\.` alone ends the data.
  *
  * Lines and fields are sliced out of the decoded text; only a field holding a backslash is rebuilt.
+ * The writer escapes only what must be: backslash, newline, carriage return and TAB.
  */
 import type { ColumnSchema, ColumnValue, Row } from './change.js';
 
@@ -283,4 +284,23 @@ export async function* copyTextRows(
   for (let batch = reader.ready.shift(); batch; batch = reader.ready.shift()) yield batch;
   const rest = reader.rest();
   if (rest.length > 0) yield rest;
+}
+
+const COPY_SPECIAL = /[\\\n\r\t]/;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+const escapeField = (value: string): string =>
+  COPY_SPECIAL.test(value) ? value.replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c] as string) : value;
+
+/** Rows in COPY text format, UTF-8: the bytes a `COPY ... FROM STDIN` of their columns reads. */
+export function copyTextOf(rows: readonly (readonly ColumnValue[])[]): Buffer {
+  let text = '';
+  for (const row of rows) {
+    for (let i = 0; i < row.length; i++) {
+      const value = row[i];
+      if (i > 0) text += '\t';
+      text += value === null || value === undefined ? '\\N' : escapeField(value);
+    }
+    text += '\n';
+  }
+  return Buffer.from(text, 'utf8');
 }

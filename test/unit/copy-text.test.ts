@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ColumnValue, Row } from '../../src/core/change.js';
-import { CopyTextError, copyTextRows, parseCopyTextLine } from '../../src/core/copy-text.js';
+import { CopyTextError, copyTextOf, copyTextRows, parseCopyTextLine } from '../../src/core/copy-text.js';
 
 const columns = (...names: string[]) => names.map((name) => ({ name }));
 
@@ -345,6 +345,20 @@ describe('copyTextRows round trip', () => {
       lastNewline: fc.boolean(),
     }),
   );
+
+  it('reads back exactly what copyTextOf writes', async () => {
+    await fc.assert(
+      fc.asyncProperty(table, async ({ width, rows: values }) => {
+        const names = Array.from({ length: width }, (_, i) => `c${i}`);
+        const got: Row[] = [];
+        for await (const batch of copyTextRows(Readable.from([copyTextOf(values)]), columns(...names)))
+          got.push(...batch);
+        expect(got).toEqual(values.map((row) => Object.fromEntries(row.map((v, i) => [names[i], v]))));
+      }),
+      { numRuns: 500 },
+    );
+    expect(copyTextOf([['a\tb', null, 'c\\d\r\n', '']]).toString()).toBe('a\\tb\t\\N\tc\\\\d\\r\\n\t\n');
+  });
 
   it('reads back what was encoded, however the bytes are cut', async () => {
     await fc.assert(

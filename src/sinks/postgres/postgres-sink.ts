@@ -2,7 +2,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import type { Checkpoint, ColumnValue, TableRef, TableSchema } from '../../core/change.js';
+import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
+import { copyTextOf } from '../../core/copy-text.js';
 import type { SchemaChangeItem } from '../../core/schema-diff.js';
 import {
   type ChangeBatch,
@@ -277,7 +278,7 @@ class PostgresSink implements Sink {
     if ((this.copyRefusedUntil.get(key) ?? 0) > Date.now()) return false;
     await client.query('SAVEPOINT copy_rows');
     try {
-      await pipeline(Readable.from([copyText(copy.rows)]), client.query(copyFrom(copy.text)));
+      await pipeline(Readable.from([copyTextOf(copy.rows)]), client.query(copyFrom(copy.text)));
       await client.query('RELEASE SAVEPOINT copy_rows');
       return true;
     } catch {
@@ -331,25 +332,6 @@ class PostgresSink implements Sink {
 
 /** How long a table whose COPY of inserts failed is written by upserts only. */
 const COPY_COOL_DOWN_MS = 60_000;
-
-/** Rows in COPY text format: tab-separated, `\N` for null, backslash escapes. */
-function copyText(rows: readonly ColumnValue[][]): Buffer {
-  let text = '';
-  for (const row of rows) {
-    for (let i = 0; i < row.length; i++) {
-      const value = row[i];
-      if (i > 0) text += '\t';
-      text += value === null || value === undefined ? '\\N' : escapeCopy(value);
-    }
-    text += '\n';
-  }
-  return Buffer.from(text, 'utf8');
-}
-
-const COPY_SPECIAL = /[\\\n\r\t]/;
-const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-const escapeCopy = (value: string): string =>
-  COPY_SPECIAL.test(value) ? value.replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c] as string) : value;
 
 /** How long a sink session may sit idle inside a transaction before the server ends it. */
 export const IDLE_IN_TRANSACTION_LIMIT_MS = 30_000;
