@@ -21,8 +21,8 @@ export interface Resolved {
 }
 
 /**
- * A pipeline's definition turned into its source and its sink: the one place the runtime meets the
- * source and sink registries. A connection or type that cannot serve is a 422 on the field naming it.
+ * A pipeline's definition turned into its source and its sink, through the source and sink
+ * registries. A connection or type that cannot serve is a 422 on the field naming it.
  */
 export class PipelineEndpoints {
   constructor(private readonly deps: { pool: DatabasePool; resolveConnection: ConnectionResolver }) {}

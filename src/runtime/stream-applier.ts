@@ -84,6 +84,10 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     options.onApplied?.(changes.length, checkpointLsn);
   };
 
+  /** Whether the batch holds a batch's worth (`times` over: the bound of what waits for a write). */
+  const full = (times = 1) =>
+    batch.length >= limits.maxEvents * times || batchBytes >= limits.maxBytes * times;
+
   const resetBatchFigures = () => {
     batchBytes = batch.reduce((sum, c) => sum + valueBytes(c), 0);
     if (batch.length === 0 && !writing) stats.oldestPendingCommitMs = null;
@@ -116,8 +120,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
   /** Starts writing the committed transactions, unless the sink is busy or the batch still gathers. */
   const startWrite = () => {
     if (writing || writeFailed || committedCount === 0) return;
-    const full = batch.length >= limits.maxEvents || batchBytes >= limits.maxBytes;
-    if (!full && limits.maxWaitMs > 0 && Date.now() < batchStartedAt + limits.maxWaitMs) return;
+    if (!full() && limits.maxWaitMs > 0 && Date.now() < batchStartedAt + limits.maxWaitMs) return;
     const taken = takeCommitted();
     if (!taken) return;
     const [changes, lsn] = taken;
@@ -185,7 +188,6 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     clearTimeout(deadline);
     deadline = undefined;
   };
-  const overfull = () => batch.length >= limits.maxEvents * 2 || batchBytes >= limits.maxBytes * 2;
 
   /** Takes in one item; 'hold' when a schema review stops the stream before it. */
   const take = async (item: StreamItem): Promise<'hold' | undefined> => {
@@ -226,7 +228,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
           stats.oldestPendingCommitMs = null;
         }
         // A full batch starts its write without waiting for the rest of what arrived.
-        if (batch.length >= limits.maxEvents || batchBytes >= limits.maxBytes) startWrite();
+        if (full()) startWrite();
         return;
       case 'idle':
         // Nothing open and nothing pending: the source is idle, so its position can advance (heartbeat).
@@ -263,7 +265,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         deadline.unref();
       }
       // Backpressure: a full batch waits for the write under way rather than growing without end.
-      if (writing && overfull()) {
+      if (writing && full(2)) {
         await settle();
         continue;
       }
@@ -275,7 +277,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
       if (items === null) break;
       for (const item of items) {
         if ((await take(item)) === 'hold') return 'held-for-schema';
-        if (writing && overfull()) await settle();
+        if (writing && full(2)) await settle();
         if (writeFailed) throw (writeFailed as { error: unknown }).error;
       }
     }
