@@ -1,7 +1,19 @@
 import type { FastifyInstance } from 'fastify';
+import { AuditFile, auditFilePath } from './audit/audit-file.js';
+import { AuditLog } from './audit/audit-log.js';
+import { AccountService } from './auth/account-service.js';
+import { Authenticator } from './auth/authenticator.js';
+import { SecretHasher } from './auth/secret-token.js';
+import { Sessions } from './auth/sessions.js';
+import {
+  checkAuditFile,
+  checkAuthTables,
+  loadMetricsToken,
+  warnWithoutAdmin,
+} from './auth/startup-checks.js';
+import { TokenService } from './auth/token-service.js';
 import type { Config } from './config/options.js';
 import { ConnectionsService } from './connections/connections-service.js';
-import { SYSTEM_CONTEXT } from './context.js';
 import { FleetReconciler } from './fleet/fleet-reconciler.js';
 import { WorkerRegistry } from './fleet/worker-registry.js';
 import { HealthService } from './health/health-service.js';
@@ -32,12 +44,17 @@ export interface RunningService {
 }
 
 export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  if (config.auth.mode === 'enabled') {
-    throw new Error(
-      'auth.mode: "enabled" is not available in this version; use "none" behind an authenticating proxy',
-    );
-  }
-  const secrets = new SecretBox(loadMasterKey(config.auth.masterKeyFile, config.dataDir));
+  const authEnabled = config.auth.mode === 'enabled';
+  // Checks that need no database come first, so a bad key or file fails before anything starts.
+  const masterKey = loadMasterKey(config.auth.masterKeyFile, config.dataDir, !authEnabled);
+  const secrets = new SecretBox(masterKey);
+  const hasher = new SecretHasher(masterKey);
+  const metricsToken =
+    authEnabled && config.auth.metricsTokenFile ? loadMetricsToken(config.auth.metricsTokenFile) : undefined;
+  const auditFile = new AuditFile(auditFilePath(config.dataDir));
+  if (authEnabled) await checkAuditFile(auditFile);
+  else
+    await checkAuditFile(auditFile).catch((error) => logger.warn({ err: error }, 'audit file not writable'));
   const stops: (() => Promise<void>)[] = [];
   const stop = async () => {
     for (const step of stops.reverse())
@@ -49,6 +66,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await migrate(location.databaseUrl, logger);
     const pool = await createStorePool(location.databaseUrl);
     stops.push(() => pool.end());
+    if (authEnabled) {
+      await checkAuthTables(pool);
+      await warnWithoutAdmin(pool, logger);
+    }
 
     const worker = new WorkerRegistry(pool, logger.child({ component: 'worker' }), config.leaseTtlMs);
     await worker.start();
@@ -84,6 +105,19 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await fleet.start();
     stops.push(() => fleet.stop());
 
+    const sessions = new Sessions(pool, hasher, {
+      ttlMs: config.auth.sessionTtlMs,
+      maxLifetimeMs: config.auth.sessionMaxLifetimeMs,
+      secureCookie: config.auth.cookieSecure,
+    });
+    if (authEnabled) {
+      const sweep = setInterval(() => {
+        sessions.sweep().catch((error) => logger.warn({ err: error }, 'expired sessions not swept'));
+      }, 10 * 60_000);
+      sweep.unref();
+      stops.push(async () => clearInterval(sweep));
+    }
+    const audit = new AuditLog(pool, auditFile, logger.child({ component: 'audit' }));
     const app = await buildApp({
       logger,
       services: {
@@ -95,8 +129,17 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         schemaDecisions: new SchemaDecisions(pool, runner, supervisor),
         metrics,
         fleet: { pool, leaseTtlMs: config.leaseTtlMs },
+        accounts: new AccountService(pool),
+        tokens: new TokenService(pool, hasher),
+        audit,
+        sessions: authEnabled ? sessions : undefined,
       },
-      resolveContext: () => SYSTEM_CONTEXT,
+      auth: {
+        mode: config.auth.mode,
+        authenticator: authEnabled ? new Authenticator(pool, hasher, sessions) : undefined,
+        metricsToken,
+        trustedOrigins: config.auth.publicUrl ? [config.auth.publicUrl] : [],
+      },
     });
     // Closing the app stops accepting connections and waits for in-flight requests.
     stops.push(() => app.close());

@@ -14,8 +14,19 @@ export interface Config {
     mode: 'none' | 'enabled';
     /** Sliding session lifetime in milliseconds. */
     sessionTtlMs: number;
-    /** File holding the 32-byte master key as 64 hex characters; generated in dataDir when absent. */
+    /**
+     * File holding the 32-byte master key as 64 hex characters. Unset: `<dataDir>/master.key`,
+     * generated there on a first start with authentication off (never with it on).
+     */
     masterKeyFile: string | undefined;
+    /** Absolute cap on a session's life, however active. */
+    sessionMaxLifetimeMs: number;
+    /** Whether the session cookie is marked Secure: `auto` when the request came over https. */
+    cookieSecure: 'auto' | 'always' | 'never';
+    /** File holding the bearer secret a Prometheus scraper sends to `/metrics` while authentication is on. */
+    metricsTokenFile: string | undefined;
+    /** The address users reach the service at (`https://replicator.example.com`): SSO callbacks and the trusted origin. */
+    publicUrl: string | undefined;
   };
   log: { level: LogLevel };
   /** Retained WAL of a pipeline's slot above which the pipeline shows a warning. */
@@ -71,7 +82,29 @@ export const OPTIONS: readonly OptionSpec[] = [
   {
     key: 'auth.master_key_file',
     flag: 'auth-master-key-file',
-    description: 'file with the 64-hex-char master key',
+    description: 'file with the 64-hex-char master key (default <data_dir>/master.key)',
+  },
+  {
+    key: 'auth.session_max_lifetime',
+    flag: 'auth-session-max-lifetime',
+    default: '7d',
+    description: 'absolute cap on a session, however active',
+  },
+  {
+    key: 'auth.cookie_secure',
+    flag: 'auth-cookie-secure',
+    default: 'auto',
+    description: 'Secure attribute of the session cookie: auto (when served over https), true or false',
+  },
+  {
+    key: 'auth.metrics_token_file',
+    flag: 'auth-metrics-token-file',
+    description: 'file with the bearer secret that opens /metrics to a scraper when auth is enabled',
+  },
+  {
+    key: 'auth.public_url',
+    flag: 'auth-public-url',
+    description: 'URL users reach the service at (SSO callbacks, trusted origin)',
   },
   { key: 'log.level', flag: 'log-level', default: 'info', description: LOG_LEVELS.join(', ') },
   {
@@ -135,6 +168,21 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
   if (sessionTtlMs === undefined) {
     throw new ConfigError('auth.session_ttl', `must be a duration such as 12h or 90m (got "${ttlText}")`);
   }
+  const maxText = value('auth.session_max_lifetime') as string;
+  const sessionMaxLifetimeMs = parseDuration(maxText);
+  if (sessionMaxLifetimeMs === undefined || sessionMaxLifetimeMs < sessionTtlMs) {
+    throw new ConfigError(
+      'auth.session_max_lifetime',
+      `must be a duration at least auth.session_ttl, such as 7d (got "${maxText}")`,
+    );
+  }
+  const publicUrl = value('auth.public_url') || undefined;
+  if (publicUrl !== undefined && !/^https?:\/\/[^/?#\s]+\/?$/.test(publicUrl)) {
+    throw new ConfigError(
+      'auth.public_url',
+      `must be a scheme and host such as https://replicator.example.com (got "${publicUrl}")`,
+    );
+  }
   const databaseUrl = value('database_url') || undefined;
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('database_url', 'must be a postgres:// or postgresql:// URL');
@@ -175,6 +223,12 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
       mode: oneOf('auth.mode', value('auth.mode') as string, ['none', 'enabled'] as const),
       sessionTtlMs,
       masterKeyFile: value('auth.master_key_file') || undefined,
+      sessionMaxLifetimeMs,
+      cookieSecure: { auto: 'auto', true: 'always', false: 'never' }[
+        oneOf('auth.cookie_secure', value('auth.cookie_secure') as string, ['auto', 'true', 'false'] as const)
+      ] as Config['auth']['cookieSecure'],
+      metricsTokenFile: value('auth.metrics_token_file') || undefined,
+      publicUrl: publicUrl?.replace(/\/$/, ''),
     },
     log: { level: oneOf('log.level', value('log.level') as string, LOG_LEVELS) },
   };

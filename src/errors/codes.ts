@@ -7,7 +7,18 @@ export const ERROR_CODES = {
   BAD_REQUEST: 400,
   /** Authentication is enabled and the request carries no valid session or token. */
   UNAUTHENTICATED: 401,
-  /** The caller is authenticated but its role does not allow the operation. */
+  /** A sign-in named an unknown e-mail, a wrong password or a disabled user (the answer does not say which). */
+  INVALID_CREDENTIALS: 401,
+  /**
+   * A single sign-on (OIDC or SAML) did not complete: the sign-in attempt is unknown, expired or
+   * already used, the identity provider refused it, its answer could not be verified, or the
+   * identity it named may not sign in. The message says which, without secrets; start again.
+   */
+  SSO_FAILED: 401,
+  /**
+   * The caller is authenticated but its role does not allow the operation, or a state-changing
+   * request signed in by session cookie came from another origin.
+   */
   FORBIDDEN: 403,
   /** The named pipeline, connection or route does not exist. */
   NOT_FOUND: 404,
@@ -19,12 +30,31 @@ export const ERROR_CODES = {
   ALREADY_EXISTS: 409,
   /** The connection is referenced by a pipeline; stop or edit the pipeline first, or delete with `?force=true`. */
   CONNECTION_IN_USE: 409,
+  /**
+   * The change would leave no enabled user holding admin at organization scope (disabling,
+   * deleting or unbinding the last one), which would lock everyone out. Make another user an
+   * organization admin first.
+   */
+  LAST_ADMIN: 409,
+  /** The workspace still holds projects; move them to another workspace or delete them first. */
+  WORKSPACE_IN_USE: 409,
+  /** The project still holds pipelines or connections; delete them first (the message names them). */
+  PROJECT_IN_USE: 409,
+  /**
+   * The default workspace and the default project cannot be deleted: requests without a project of
+   * their own (authentication off, a session with nowhere else to go) act in them. They may be renamed.
+   */
+  DEFAULT_NOT_DELETABLE: 409,
   /** The pipeline's current state does not allow the requested action. */
   INVALID_TRANSITION: 409,
   /** The schema proposal named in the request is no longer the pending one; read it again. */
   STALE_PROPOSAL: 409,
   /** The sink refused the DDL of an approved schema change; the pipeline keeps waiting. */
   SCHEMA_CHANGE_FAILED: 409,
+  /** `POST /v1/admin/bootstrap` after an organization admin exists: sign in as that admin instead. */
+  ADMIN_EXISTS: 409,
+  /** Sessions and API tokens exist only while authentication is enabled (`auth.mode: enabled`). */
+  AUTH_DISABLED: 409,
   /** The request body exceeds the size limit. */
   PAYLOAD_TOO_LARGE: 413,
   /** The request body is not `application/json`. */
@@ -33,6 +63,8 @@ export const ERROR_CODES = {
   VALIDATION_FAILED: 422,
   /** The path is a WebSocket (`/v1/live`): open it with an `Upgrade: websocket` request. */
   UPGRADE_REQUIRED: 426,
+  /** Too many sign-in or bootstrap attempts from this address; wait for the `Retry-After` seconds. */
+  RATE_LIMITED: 429,
   /** The request's headers together exceed the size limit (16 KiB). */
   HEADERS_TOO_LARGE: 431,
   /**

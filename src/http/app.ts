@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import cookie from '@fastify/cookie';
+import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { DatabasePool } from 'slonik';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { AccountService } from '../auth/account-service.js';
+import type { Sessions } from '../auth/sessions.js';
+import type { TokenService } from '../auth/token-service.js';
 import type { ConnectionsService } from '../connections/connections-service.js';
 import type { HealthService } from '../health/health-service.js';
 import type { LiveHub } from '../live/live-hub.js';
@@ -13,11 +19,14 @@ import type { PipelineStatusService } from '../pipelines/pipeline-status-service
 import type { PipelinesService } from '../pipelines/pipelines-service.js';
 import type { SchemaDecisions } from '../runtime/schema-decisions.js';
 import { VERSION } from '../version.js';
+import { installAuditHook } from './audit-hook.js';
+import { type AuthGuardOptions, installAuthGuard } from './auth-guard.js';
 import { clientErrorHandler } from './client-error.js';
 import { installErrorHandling } from './error-handler.js';
 import { frameworkErrors } from './framework-errors.js';
 import { installNotFoundHandling } from './not-found.js';
-import { type ContextResolver, installRequestContext } from './request-context.js';
+import { adminRoutes } from './routes/admin.js';
+import { authRoutes } from './routes/auth.js';
 import { connectionRoutes } from './routes/connections.js';
 import { healthRoutes } from './routes/health.js';
 import { liveRoutes } from './routes/live.js';
@@ -25,6 +34,7 @@ import { metricsRoutes } from './routes/metrics.js';
 import { pipelineStatusRoutes } from './routes/pipeline-status.js';
 import { pipelineRoutes } from './routes/pipelines.js';
 import { schemaReviewRoutes } from './routes/schema-review.js';
+import { tokenRoutes } from './routes/tokens.js';
 import { workerRoutes } from './routes/workers.js';
 import { installStrictQuery } from './strict-query.js';
 import { installWebSocket } from './websocket.js';
@@ -39,18 +49,23 @@ export interface AppServices {
   metrics: ServiceMetrics;
   /** The metadata store and lease time, for the fleet listing. */
   fleet: { pool: DatabasePool; leaseTtlMs: number };
+  accounts: AccountService;
+  tokens: TokenService;
+  audit: AuditLog;
+  /** Absent while authentication is off. */
+  sessions: Sessions | undefined;
 }
 
 export interface AppOptions {
   logger: Logger;
   services: AppServices;
-  resolveContext: ContextResolver;
+  auth: AuthGuardOptions;
 }
 
 /** Request bodies larger than this are refused with 413. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
-export async function buildApp({ logger, services, resolveContext }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ logger, services, auth }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -73,7 +88,10 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
   installErrorHandling(app);
   installNotFoundHandling(app);
   installStrictQuery(app);
-  installRequestContext(app, resolveContext);
+  await app.register(cookie);
+  await app.register(rateLimit, { global: false });
+  installAuthGuard(app, auth);
+  installAuditHook(app, services.audit);
   installHttpMetrics(app, services.metrics.http);
 
   await app.register(swagger, {
@@ -85,7 +103,25 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
         { name: 'pipelines' },
         { name: 'schema review' },
         { name: 'operations' },
+        { name: 'authentication' },
       ],
+      components: {
+        securitySchemes: {
+          bearerToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An API token (rpl_tok_...), made with POST /v1/tokens',
+          },
+          sessionCookie: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'service_session',
+            description: 'The session cookie set by POST /v1/auth/login or an SSO login',
+          },
+        },
+      },
+      // Required while auth.mode is enabled; routes marked public override it with an empty list.
+      security: [{ bearerToken: [] }, { sessionCookie: [] }],
     },
   });
 
@@ -100,7 +136,17 @@ export async function buildApp({ logger, services, resolveContext }: AppOptions)
       await v1.register(liveRoutes, { hub: services.live });
       await v1.register(schemaReviewRoutes, { decisions: services.schemaDecisions });
       await v1.register(workerRoutes, services.fleet);
-      v1.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+      await v1.register(adminRoutes, { accounts: services.accounts });
+      await v1.register(authRoutes, {
+        pool: services.fleet.pool,
+        accounts: services.accounts,
+        sessions: services.sessions,
+        audit: services.audit,
+      });
+      await v1.register(tokenRoutes, { tokens: services.tokens });
+      v1.get('/openapi.json', { config: { permission: 'authenticated' }, schema: { hide: true } }, () =>
+        app.swagger(),
+      );
     },
     { prefix: '/v1' },
   );

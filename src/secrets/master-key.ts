@@ -4,16 +4,26 @@ import { dirname, join } from 'node:path';
 import { ConfigError } from '../config/options.js';
 
 const KEY_PATTERN = /^[0-9a-f]{64}$/i;
+const KEY = 'auth.master_key_file';
+const HOW_TO_MAKE = 'make one with: (umask 077; openssl rand -hex 32 > FILE)';
+
+export const defaultMasterKeyPath = (dataDir: string) => join(dataDir, 'master.key');
 
 /**
- * Reads the master key (32 bytes as 64 hex characters). With no `auth.master_key_file`, a key is
- * generated once in the data directory, so a single instance needs no set-up; a fleet must point
- * every instance at the same key file.
+ * Reads the master key (32 bytes as 64 hex characters). With no `auth.master_key_file`, the key
+ * is `<dataDir>/master.key`, generated there on a first start when `mayGenerate` (authentication
+ * off), so a single instance needs no set-up. With authentication on nothing is generated: the
+ * key must exist, readable by its owner only, or the service refuses to start. A fleet points
+ * every instance at the same key.
  */
-export function loadMasterKey(masterKeyFile: string | undefined, dataDir: string): Buffer {
-  const path = masterKeyFile ?? join(dataDir, 'master.key');
-  const key = 'auth.master_key_file';
-  if (!masterKeyFile && !existsSync(path)) {
+export function loadMasterKey(
+  masterKeyFile: string | undefined,
+  dataDir: string,
+  mayGenerate: boolean,
+): Buffer {
+  const path = masterKeyFile ?? defaultMasterKeyPath(dataDir);
+  const generated = !masterKeyFile && mayGenerate;
+  if (generated && !existsSync(path)) {
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
   }
@@ -21,12 +31,18 @@ export function loadMasterKey(masterKeyFile: string | undefined, dataDir: string
   try {
     text = readFileSync(path, 'utf8').trim();
   } catch (error) {
-    throw new ConfigError(key, `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new ConfigError(KEY, `cannot read ${path} (${code}); ${HOW_TO_MAKE.replace('FILE', path)}`);
   }
   if ((statSync(path).mode & 0o077) !== 0) {
-    if (!masterKeyFile) chmodSync(path, 0o600);
-    else throw new ConfigError(key, `${path} must not be readable by group or others (chmod 600 it)`);
+    if (generated) chmodSync(path, 0o600);
+    else throw new ConfigError(KEY, `${path} must not be readable by group or others: chmod 600 ${path}`);
   }
-  if (!KEY_PATTERN.test(text)) throw new ConfigError(key, `${path} must hold exactly 64 hex characters`);
+  if (!KEY_PATTERN.test(text)) {
+    throw new ConfigError(
+      KEY,
+      `${path} must hold exactly 64 hex characters; ${HOW_TO_MAKE.replace('FILE', path)}`,
+    );
+  }
   return Buffer.from(text, 'hex');
 }

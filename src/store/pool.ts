@@ -1,5 +1,7 @@
 import { createPool, type DatabasePool, type Interceptor, SchemaValidationError } from 'slonik';
 
+export const DEFAULT_ORGANIZATION_ID = '00000000-0000-4000-8000-000000000001';
+export const DEFAULT_WORKSPACE_ID = '00000000-0000-4000-8000-000000000003';
 export const DEFAULT_PROJECT_ID = '00000000-0000-4000-8000-000000000002';
 
 // Rows are checked against the zod schema given with sql.type, so a drifted schema fails loudly.

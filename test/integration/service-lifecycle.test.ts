@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -49,7 +49,7 @@ describe('service lifecycle', () => {
       storeUrl,
       "SELECT password_sealed FROM connections WHERE name = 'a'",
     );
-    const box = new SecretBox(loadMasterKey(undefined, config.dataDir));
+    const box = new SecretBox(loadMasterKey(undefined, config.dataDir, true));
     expect(box.open(row?.password_sealed as string)).toBe('pw1');
   });
 
@@ -171,16 +171,36 @@ describe('command line', () => {
     );
   });
 
-  it('refuses auth mode enabled, which this version does not have', () => {
-    const { code, stderr } = runCli([
-      'serve',
-      '--auth-mode',
-      'enabled',
-      '--data-dir',
-      mkdtempSync(join(tmpdir(), 'r-')),
-    ]);
-    expect(code).toBe(1);
-    expect(stderr).toContain('auth.mode: "enabled" is not available in this version');
+  it('refuses auth mode enabled with exit 2 and one line naming the failed check and its fix', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'r-'));
+    const serve = (...flags: string[]) =>
+      runCli(['serve', '--auth-mode', 'enabled', '--data-dir', dataDir, ...flags]);
+    const expectRefusal = (result: { code: number | null; stderr: string }, ...parts: string[]) => {
+      expect(result.code).toBe(2);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      for (const part of parts) expect(result.stderr).toContain(part);
+    };
+    // No key: enabled mode never generates one.
+    expectRefusal(serve(), 'auth.master_key_file', 'openssl rand -hex 32');
+    const keyFile = join(dataDir, 'master.key');
+    writeFileSync(keyFile, 'ab'.repeat(32), { mode: 0o644 });
+    chmodSync(keyFile, 0o644);
+    expectRefusal(serve(), 'auth.master_key_file', `chmod 600 ${keyFile}`);
+    writeFileSync(keyFile, 'not hex at all');
+    chmodSync(keyFile, 0o600);
+    expectRefusal(serve(), 'auth.master_key_file', 'exactly 64 hex characters');
+    writeFileSync(keyFile, 'ab'.repeat(32));
+    // The audit file cannot be appended to (a directory stands in its place, which even root cannot append to).
+    mkdirSync(join(dataDir, 'audit.log'));
+    expectRefusal(serve(), 'audit file', 'writable by the service user');
+    rmdirSync(join(dataDir, 'audit.log'));
+    const tokenFile = join(dataDir, 'metrics.token');
+    writeFileSync(tokenFile, 'short', { mode: 0o600 });
+    expectRefusal(
+      serve('--auth-metrics-token-file', tokenFile),
+      'auth.metrics_token_file',
+      'at least 32 characters',
+    );
   });
 
   it('migrates a database and exits', async () => {

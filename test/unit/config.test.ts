@@ -21,12 +21,45 @@ describe('configuration', () => {
       listen: { host: '127.0.0.1', port: 7600 },
       dataDir: './data',
       databaseUrl: undefined,
-      auth: { mode: 'none', sessionTtlMs: 12 * 3_600_000, masterKeyFile: undefined },
+      auth: {
+        mode: 'none',
+        sessionTtlMs: 12 * 3_600_000,
+        masterKeyFile: undefined,
+        sessionMaxLifetimeMs: 7 * 24 * 3_600_000,
+        cookieSecure: 'auto',
+        metricsTokenFile: undefined,
+        publicUrl: undefined,
+      },
       log: { level: 'info' },
       slotWalWarningBytes: 10 * 1024 ** 3,
       leaseTtlMs: 15_000,
       connections: { allowUnixSockets: false, tlsFileDir: undefined },
     });
+  });
+
+  it('reads the authentication keys and refuses bad values naming the key', () => {
+    const config = load([
+      '--auth-session-max-lifetime',
+      '2d',
+      '--auth-cookie-secure',
+      'true',
+      '--auth-public-url',
+      'https://replicator.example.com/',
+    ]);
+    expect(config.auth).toMatchObject({
+      sessionMaxLifetimeMs: 2 * 24 * 3_600_000,
+      cookieSecure: 'always',
+      publicUrl: 'https://replicator.example.com',
+    });
+    expect(() => load(['--auth-session-max-lifetime', '1h'])).toThrow(
+      'auth.session_max_lifetime: must be a duration at least auth.session_ttl',
+    );
+    expect(() => load(['--auth-cookie-secure', 'yes'])).toThrow(
+      'auth.cookie_secure: must be one of auto, true, false',
+    );
+    expect(() => load(['--auth-public-url', 'https://x.example/path'])).toThrow(
+      'auth.public_url: must be a scheme and host',
+    );
   });
 
   it('keeps local access off unless the operator turns it on', () => {

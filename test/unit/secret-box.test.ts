@@ -31,21 +31,21 @@ describe('secrets at rest', () => {
 
   it('generates a 0600 key in the data directory once', () => {
     const dir = mkdtempSync(join(tmpdir(), 'key-'));
-    const key = loadMasterKey(undefined, dir);
+    const key = loadMasterKey(undefined, dir, true);
     expect(key).toHaveLength(32);
     expect(statSync(join(dir, 'master.key')).mode & 0o777).toBe(0o600);
-    expect(loadMasterKey(undefined, dir).equals(key)).toBe(true);
+    expect(loadMasterKey(undefined, dir, true).equals(key)).toBe(true);
   });
 
   it('refuses a configured key file that is malformed or readable by others', () => {
     const dir = mkdtempSync(join(tmpdir(), 'key-'));
     const file = join(dir, 'k');
     writeFileSync(file, 'abc', { mode: 0o600 });
-    expect(() => loadMasterKey(file, dir)).toThrow('auth.master_key_file: ');
-    expect(() => loadMasterKey(file, dir)).toThrow('64 hex characters');
+    expect(() => loadMasterKey(file, dir, false)).toThrow('auth.master_key_file: ');
+    expect(() => loadMasterKey(file, dir, false)).toThrow('64 hex characters');
     writeFileSync(file, randomBytes(32).toString('hex'));
     chmodSync(file, 0o644);
-    expect(() => loadMasterKey(file, dir)).toThrow('chmod 600');
-    expect(() => loadMasterKey(join(dir, 'missing'), dir)).toThrow('cannot read');
+    expect(() => loadMasterKey(file, dir, false)).toThrow('chmod 600');
+    expect(() => loadMasterKey(join(dir, 'missing'), dir, false)).toThrow('cannot read');
   });
 });

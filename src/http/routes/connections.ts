@@ -17,13 +17,17 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{ connections: Connecti
 ) => {
   app.get(
     '/connections',
-    { schema: { tags, summary: 'List connections', response: { 200: Type.Array(Connection) } } },
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: 'List connections', response: { 200: Type.Array(Connection) } },
+    },
     (request) => connections.list(request.ctx),
   );
 
   app.post(
     '/connections',
     {
+      config: { permission: 'edit', action: 'connection.create' },
       schema: {
         tags,
         summary: 'Create a connection',
@@ -40,6 +44,7 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{ connections: Connecti
   app.get(
     '/connections/:name',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         summary: 'Get a connection',
@@ -53,6 +58,7 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{ connections: Connecti
   app.put(
     '/connections/:name',
     {
+      config: { permission: 'edit', action: 'connection.update' },
       schema: {
         tags,
         summary: 'Replace a connection (type and DSN); the name cannot change',
@@ -67,6 +73,7 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{ connections: Connecti
   app.delete(
     '/connections/:name',
     {
+      config: { permission: 'edit', action: 'connection.delete' },
       schema: {
         tags,
         summary:

@@ -6,6 +6,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ health: HealthService }> 
   app.get(
     '/health',
     {
+      config: { permission: 'authenticated' },
       schema: {
         tags: ['operations'],
         summary: 'Health of this instance and the fleet; 503 when a check fails',

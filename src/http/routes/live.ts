@@ -10,6 +10,7 @@ export const liveRoutes: FastifyPluginAsync<{ hub: LiveHub }> = async (app, { hu
   app.route({
     method: 'GET',
     url: '/live',
+    config: { permission: 'read' },
     schema: {
       tags: ['operations'],
       summary: 'Live pipeline states and progress (WebSocket, JSON messages)',

@@ -6,6 +6,7 @@ export const metricsRoutes: FastifyPluginAsyncTypebox<{ registry: Registry }> = 
   app.get(
     '/metrics',
     {
+      config: { permission: 'metrics' },
       schema: {
         tags: ['operations'],
         summary: 'Metrics of this instance and the pipelines it runs, in the Prometheus text format',

@@ -22,6 +22,7 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
   app.put(
     '/pipelines/:name/state',
     {
+      config: { permission: 'operate', action: 'pipeline.state' },
       schema: {
         tags,
         summary:
@@ -37,6 +38,7 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
   app.post(
     '/pipelines/:name/backfill',
     {
+      config: { permission: 'operate', action: 'pipeline.backfill' },
       schema: {
         tags,
         summary:
@@ -54,6 +56,7 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
   app.get(
     '/pipelines/:name/metrics',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         summary: 'Throughput, lag and counters',
@@ -67,6 +70,7 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
   app.get(
     '/pipelines/:name/progress',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         summary: 'Snapshot progress per table',
@@ -80,6 +84,7 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
   app.get(
     '/pipelines/:name/runs',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         summary: 'Run history, newest first, paged with a cursor',

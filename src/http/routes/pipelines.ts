@@ -13,13 +13,17 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
 ) => {
   app.get(
     '/pipelines',
-    { schema: { tags, summary: 'List pipelines', response: { 200: Type.Array(PipelineSummary) } } },
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: 'List pipelines', response: { 200: Type.Array(PipelineSummary) } },
+    },
     (request) => pipelines.list(request.ctx),
   );
 
   app.post(
     '/pipelines',
     {
+      config: { permission: 'edit', action: 'pipeline.create' },
       schema: {
         tags,
         summary: 'Create a pipeline (stopped)',
@@ -36,6 +40,7 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
   app.get(
     '/pipelines/:name',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         summary: 'Get a pipeline',
@@ -49,6 +54,7 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
   app.put(
     '/pipelines/:name',
     {
+      config: { permission: 'edit', action: 'pipeline.update' },
       schema: {
         tags,
         summary: 'Replace the definition of a pipeline; a running pipeline reloads it without a restart',
@@ -63,6 +69,7 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
   app.delete(
     '/pipelines/:name',
     {
+      config: { permission: 'edit', action: 'pipeline.delete' },
       schema: {
         tags,
         summary:

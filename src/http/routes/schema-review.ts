@@ -40,6 +40,7 @@ export const schemaReviewRoutes: FastifyPluginAsyncTypebox<{ decisions: SchemaDe
   app.get(
     '/pipelines/:name/schema/proposed',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         summary: 'The schema change the pipeline waits on; 404 NOT_FOUND when none is pending',
@@ -54,6 +55,7 @@ export const schemaReviewRoutes: FastifyPluginAsyncTypebox<{ decisions: SchemaDe
     app.post(
       `/pipelines/:name/schema/${decision}`,
       {
+        config: { permission: 'edit', action: `schema.${decision}` },
         schema: {
           tags,
           summary:

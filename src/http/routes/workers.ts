@@ -26,6 +26,7 @@ export const workerRoutes: FastifyPluginAsyncTypebox<{ pool: DatabasePool; lease
   app.get(
     '/workers',
     {
+      config: { permission: 'authenticated' },
       schema: {
         tags: ['operations'],
         summary: 'The workers of the fleet, newest first',

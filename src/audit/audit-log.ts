@@ -1,0 +1,36 @@
+import { type DatabasePool, sql } from 'slonik';
+import { z } from 'zod';
+import type { Logger } from '../log/logger.js';
+import type { AuditEvent } from './audit-event.js';
+import type { AuditFile } from './audit-file.js';
+
+const StoredRow = z.object({ id: z.number(), at: z.string() });
+
+/**
+ * Appends audit events to the database (the trail the API reads) and to the JSON-lines file. The
+ * table refuses updates and deletes by trigger, so the trail only grows.
+ */
+export class AuditLog {
+  constructor(
+    private readonly pool: DatabasePool,
+    private readonly file: AuditFile,
+    private readonly logger: Logger,
+  ) {}
+
+  async record(event: AuditEvent): Promise<void> {
+    try {
+      const row = await this.pool.one(sql.type(StoredRow)`
+        INSERT INTO audit_events (actor_type, actor_id, actor_name, action, target, project_id,
+                                  source_address, outcome, status, request_id, details)
+        VALUES (${event.actorType}, ${event.actorId ?? null}, ${event.actorName}, ${event.action},
+                ${event.target ?? null}, ${event.projectId ?? null}, ${event.sourceAddress ?? null},
+                ${event.outcome}, ${event.status ?? null}, ${event.requestId ?? null},
+                ${sql.jsonb(JSON.parse(JSON.stringify(event.details ?? {})))})
+        RETURNING id, at`);
+      await this.file.append({ ...event, ...row });
+    } catch (error) {
+      // The call it records has already happened; losing its trace is logged loudly, not hidden.
+      this.logger.error({ err: error, action: event.action }, 'audit event could not be recorded');
+    }
+  }
+}

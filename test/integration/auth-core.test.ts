@@ -1,0 +1,195 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { ADMIN, ApiCaller, enableAuth } from '../support/auth-client.js';
+import { createDatabase } from '../support/pg-cluster.js';
+import { startTestService, type TestService, testConfig } from '../support/service.js';
+
+const cluster = inject('pgClusters')[0] as { adminUrl: string };
+
+describe('authentication enabled: bootstrap, sessions, tokens', () => {
+  let service: TestService;
+  let storeUrl: string;
+  let dataDir: string;
+
+  beforeAll(async () => {
+    storeUrl = await createDatabase(cluster.adminUrl, 'auth_core');
+    const config = enableAuth(testConfig(storeUrl));
+    dataDir = config.dataDir;
+    service = await startTestService(config);
+  });
+  afterAll(() => service?.stop());
+
+  it('refuses every anonymous call with exactly {"error":"unauthenticated"}', async () => {
+    const anonymous = new ApiCaller(service.url);
+    for (const [method, path] of [
+      ['GET', '/v1/pipelines'],
+      ['GET', '/v1/connections'],
+      ['POST', '/v1/connections'],
+      ['GET', '/v1/health'],
+      ['GET', '/v1/workers'],
+      ['GET', '/v1/nothing-here'],
+      ['GET', '/metrics'],
+    ] as const) {
+      const res = await anonymous.call(method, path, method === 'POST' ? {} : undefined);
+      expect(res.status, `${method} ${path}`).toBe(401);
+      expect(res.text).toBe('{"error":"unauthenticated"}');
+    }
+  });
+
+  it('bootstraps the first admin once; a weak password is refused with the reason', async () => {
+    const anonymous = new ApiCaller(service.url);
+    const weak = await anonymous.call('POST', '/v1/admin/bootstrap', { ...ADMIN, password: 'password1234' });
+    expect(weak.status).toBe(422);
+    expect(weak.body.error).toMatch(/password: is too easy to guess/);
+    const short = await anonymous.call('POST', '/v1/admin/bootstrap', { ...ADMIN, password: 'short' });
+    expect(short.body.error).toMatch(/at least 12 characters/);
+    const created = await anonymous.call('POST', '/v1/admin/bootstrap', ADMIN);
+    expect(created.status).toBe(201);
+    expect(created.body.user).toMatchObject({ email: ADMIN.email, display_name: ADMIN.display_name });
+    expect(created.text).not.toContain('argon2');
+    const again = await anonymous.call('POST', '/v1/admin/bootstrap', { ...ADMIN, email: 'eve@example.com' });
+    expect(again.status).toBe(409);
+    expect(again.body.code).toBe('ADMIN_EXISTS');
+  });
+
+  it('stores the password with argon2id at OWASP parameters', async () => {
+    const client = new pg.Client({ connectionString: storeUrl });
+    await client.connect();
+    const { rows } = await client.query('SELECT password_hash FROM users');
+    await client.end();
+    expect(rows[0].password_hash).toMatch(/^\$argon2id\$v=19\$m=47104,t=1,p=1\$/);
+  });
+
+  it('signs in with a session cookie: HttpOnly, SameSite=Lax, Path=/, a new id at every login', async () => {
+    const browser = new ApiCaller(service.url);
+    const wrong = await browser.login(ADMIN.email, 'not the password at all');
+    expect(wrong.status).toBe(401);
+    expect(wrong.body.code).toBe('INVALID_CREDENTIALS');
+    const res = await browser.login(ADMIN.email, ADMIN.password);
+    expect(res.status).toBe(200);
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith('service_session=')) as string;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Lax/);
+    expect(cookie).toMatch(/Path=\//);
+    expect(cookie).not.toMatch(/Secure/);
+    expect(res.body).toMatchObject({ via: 'session', role: 'admin', organization_admin: true });
+    const first = browser.cookie;
+    expect((await browser.call('GET', '/v1/pipelines')).status).toBe(200);
+
+    // A second login from the same browser: a new id, and the old one no longer works.
+    await browser.login(ADMIN.email, ADMIN.password);
+    expect(browser.cookie).not.toBe(first);
+    const stale = new ApiCaller(service.url);
+    stale.cookie = first;
+    expect((await stale.call('GET', '/v1/pipelines')).status).toBe(401);
+
+    const out = await browser.call('POST', '/v1/auth/logout');
+    expect(out.status).toBe(204);
+    expect((await browser.call('GET', '/v1/pipelines')).status).toBe(401);
+  });
+
+  it('refuses a state-changing session call from another origin (CSRF)', async () => {
+    const browser = new ApiCaller(service.url);
+    await browser.login(ADMIN.email, ADMIN.password);
+    const forged = await browser.call(
+      'POST',
+      '/v1/connections',
+      { name: 'c1', type: 'postgres', dsn: 'postgres://u:p@db.example/x' },
+      { origin: 'https://evil.example' },
+    );
+    expect(forged.status).toBe(403);
+    expect(forged.body.code).toBe('FORBIDDEN');
+    browser.origin = undefined;
+    const bare = await browser.call('POST', '/v1/connections', {
+      name: 'c1',
+      type: 'postgres',
+      dsn: 'postgres://u:p@db.example/x',
+    });
+    expect(bare.status).toBe(403);
+    browser.origin = service.url;
+    const same = await browser.call('POST', '/v1/connections', {
+      name: 'c1',
+      type: 'postgres',
+      dsn: 'postgres://u:p@db.example/x',
+    });
+    expect(same.status).toBe(201);
+  });
+
+  it('makes a token shown once, accepts it as Bearer, lists it without the secret, and revokes it', async () => {
+    const browser = new ApiCaller(service.url);
+    await browser.login(ADMIN.email, ADMIN.password);
+    const made = await browser.call('POST', '/v1/tokens', { name: 'ci', lifetime_hours: 2 });
+    expect(made.status).toBe(201);
+    expect(made.body.token).toMatch(/^rpl_tok_[a-z2-7]{32}$/);
+    const hours = (Date.parse(made.body.expires_at) - Date.now()) / 3_600_000;
+    expect(hours).toBeGreaterThan(1.9);
+    expect(hours).toBeLessThanOrEqual(2);
+
+    const ci = ApiCaller.withToken(service.url, made.body.token);
+    expect((await ci.call('GET', '/v1/connections')).status).toBe(200);
+    const me = await ci.call('GET', '/v1/auth/session');
+    expect(me.body).toMatchObject({ via: 'token', role: 'admin' });
+    // A token does not make tokens: a stolen one cannot be used to persist.
+    expect((await ci.call('POST', '/v1/tokens', { name: 'more' })).status).toBe(403);
+
+    const listed = await browser.call('GET', '/v1/tokens');
+    expect(listed.body.map((t: { name: string }) => t.name)).toContain('ci');
+    expect(listed.text).not.toContain(made.body.token);
+
+    expect((await browser.call('DELETE', `/v1/tokens/${made.body.id}`)).status).toBe(204);
+    const revoked = await ci.call('GET', '/v1/connections');
+    expect(revoked.status).toBe(401);
+    expect(revoked.text).toBe('{"error":"unauthenticated"}');
+  });
+
+  it('refuses an expired token with 401', async () => {
+    const browser = new ApiCaller(service.url);
+    await browser.login(ADMIN.email, ADMIN.password);
+    const made = await browser.call('POST', '/v1/tokens', { name: 'short-lived', lifetime_hours: 1 });
+    const client = new pg.Client({ connectionString: storeUrl });
+    await client.connect();
+    await client.query("UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE id = $1", [
+      made.body.id,
+    ]);
+    await client.end();
+    expect(
+      (await ApiCaller.withToken(service.url, made.body.token).call('GET', '/v1/pipelines')).status,
+    ).toBe(401);
+  });
+
+  it('writes every mutating call and every login to the audit file as JSON lines', async () => {
+    const lines = readFileSync(join(dataDir, 'audit.log'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    const actions = lines.map((l) => `${l.action} ${l.outcome}`);
+    expect(actions).toContain('admin.bootstrap success');
+    expect(actions).toContain('auth.login denied');
+    expect(actions).toContain('auth.login success');
+    expect(actions).toContain('token.create success');
+    expect(actions).toContain('token.revoke success');
+    expect(actions).toContain('connection.create denied');
+    expect(actions).toContain('connection.create success');
+    const created = lines.find((l) => l.action === 'connection.create' && l.outcome === 'success');
+    expect(created).toMatchObject({
+      actor: { type: 'user', name: ADMIN.email },
+      target: 'connection:c1',
+      source_address: '127.0.0.1',
+      status: 201,
+    });
+    expect(JSON.stringify(lines)).not.toContain(ADMIN.password);
+  });
+
+  it('rate-limits sign-in attempts with 429 and Retry-After', async () => {
+    const browser = new ApiCaller(service.url);
+    let last = await browser.login('nobody@example.com', 'wrong password number 0');
+    for (let i = 1; i < 15 && last.status !== 429; i++) {
+      last = await browser.login('nobody@example.com', `wrong password number ${i}`);
+    }
+    expect(last.status).toBe(429);
+    expect(last.body.code).toBe('RATE_LIMITED');
+    expect(Number(last.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+});
