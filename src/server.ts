@@ -31,6 +31,7 @@ import { SecretBox } from './secrets/secret-box.js';
 import { locateMetadataStore } from './store/metadata-store.js';
 import { migrate } from './store/migrate.js';
 import { createStorePool } from './store/pool.js';
+import { createTenancyServices } from './tenancy/tenancy-services.js';
 
 /** A started service: its HTTP address and a way to stop it in reverse order of start. */
 export interface RunningService {
@@ -133,6 +134,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         tokens: new TokenService(pool, hasher),
         audit,
         sessions: authEnabled ? sessions : undefined,
+        tenancy: createTenancyServices(pool, sessions),
       },
       auth: {
         mode: config.auth.mode,

@@ -18,6 +18,7 @@ import type { ServiceMetrics } from '../metrics/metrics-registry.js';
 import type { PipelineStatusService } from '../pipelines/pipeline-status-service.js';
 import type { PipelinesService } from '../pipelines/pipelines-service.js';
 import type { SchemaDecisions } from '../runtime/schema-decisions.js';
+import type { TenancyServices } from '../tenancy/tenancy-services.js';
 import { VERSION } from '../version.js';
 import { installAuditHook } from './audit-hook.js';
 import { type AuthGuardOptions, installAuthGuard } from './auth-guard.js';
@@ -26,6 +27,7 @@ import { installErrorHandling } from './error-handler.js';
 import { frameworkErrors } from './framework-errors.js';
 import { installNotFoundHandling } from './not-found.js';
 import { adminRoutes } from './routes/admin.js';
+import { auditRoutes } from './routes/audit.js';
 import { authRoutes } from './routes/auth.js';
 import { connectionRoutes } from './routes/connections.js';
 import { healthRoutes } from './routes/health.js';
@@ -33,9 +35,13 @@ import { liveRoutes } from './routes/live.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { pipelineStatusRoutes } from './routes/pipeline-status.js';
 import { pipelineRoutes } from './routes/pipelines.js';
+import { projectRoutes } from './routes/projects.js';
+import { roleBindingRoutes } from './routes/role-bindings.js';
 import { schemaReviewRoutes } from './routes/schema-review.js';
 import { tokenRoutes } from './routes/tokens.js';
+import { userRoutes } from './routes/users.js';
 import { workerRoutes } from './routes/workers.js';
+import { workspaceRoutes } from './routes/workspaces.js';
 import { installStrictQuery } from './strict-query.js';
 import { installWebSocket } from './websocket.js';
 
@@ -54,6 +60,8 @@ export interface AppServices {
   audit: AuditLog;
   /** Absent while authentication is off. */
   sessions: Sessions | undefined;
+  /** Users, workspaces, projects and role bindings, for organization admins. */
+  tenancy: TenancyServices;
 }
 
 export interface AppOptions {
@@ -144,6 +152,11 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
         audit: services.audit,
       });
       await v1.register(tokenRoutes, { tokens: services.tokens });
+      await v1.register(auditRoutes, { pool: services.fleet.pool });
+      await v1.register(userRoutes, { users: services.tenancy.users });
+      await v1.register(workspaceRoutes, { workspaces: services.tenancy.workspaces });
+      await v1.register(projectRoutes, { projects: services.tenancy.projects });
+      await v1.register(roleBindingRoutes, { roleBindings: services.tenancy.roleBindings });
       v1.get('/openapi.json', { config: { permission: 'authenticated' }, schema: { hide: true } }, () =>
         app.swagger(),
       );

@@ -182,6 +182,38 @@ describe('authentication enabled: bootstrap, sessions, tokens', () => {
     expect(JSON.stringify(lines)).not.toContain(ADMIN.password);
   });
 
+  it('shows the trail to an organization admin, paged, and the store refuses to change or delete it', async () => {
+    const browser = new ApiCaller(service.url);
+    await browser.login(ADMIN.email, ADMIN.password);
+    const logins = await browser.call('GET', '/v1/audit-events?action=auth.login&outcome=success&limit=2');
+    expect(logins.status).toBe(200);
+    expect(logins.body.events).toHaveLength(2);
+    expect(logins.body.events[0]).toMatchObject({
+      action: 'auth.login',
+      outcome: 'success',
+      actor: { type: 'user' },
+    });
+    expect(logins.body.events[0].id).toBeGreaterThan(logins.body.events[1].id);
+    const next = await browser.call(
+      'GET',
+      `/v1/audit-events?action=auth.login&outcome=success&limit=2&cursor=${logins.body.next_cursor}`,
+    );
+    expect(next.body.events[0].id).toBeLessThan(logins.body.events[1].id);
+    expect((await browser.call('GET', '/v1/audit-events?limit=0')).status).toBe(422);
+
+    const client = new pg.Client({ connectionString: storeUrl });
+    await client.connect();
+    try {
+      await expect(client.query("UPDATE audit_events SET actor_name = 'someone else'")).rejects.toThrow(
+        'append-only',
+      );
+      await expect(client.query('DELETE FROM audit_events')).rejects.toThrow('append-only');
+      await expect(client.query('TRUNCATE audit_events')).rejects.toThrow('append-only');
+    } finally {
+      await client.end();
+    }
+  });
+
   it('rate-limits sign-in attempts with 429 and Retry-After', async () => {
     const browser = new ApiCaller(service.url);
     let last = await browser.login('nobody@example.com', 'wrong password number 0');

@@ -1,0 +1,36 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { DatabasePool } from 'slonik';
+import { listAuditEvents } from '../../audit/audit-store.js';
+import { validationFailed } from '../../errors/app-error.js';
+import { AuditPage, AuditQuery } from '../schemas/audit.js';
+import { errorResponses } from '../schemas/common.js';
+
+/** `GET /v1/audit-events`: the trail for organization admins. It has no update or delete, by design. */
+export const auditRoutes: FastifyPluginAsyncTypebox<{ pool: DatabasePool }> = async (app, { pool }) => {
+  app.get(
+    '/audit-events',
+    {
+      config: { permission: 'organization' },
+      schema: {
+        tags: ['authentication'],
+        summary:
+          'The audit trail, newest first: every state-changing call, sign-in, token and role change, with its actor, target, source address and outcome',
+        querystring: AuditQuery,
+        response: { 200: AuditPage, ...errorResponses(400, 401, 403, 422) },
+      },
+    },
+    async (request) => {
+      const { limit, cursor, action, actor_id, project_id, outcome } = request.query;
+      const size = limit === undefined ? 100 : Number(limit);
+      if (size < 1 || size > 500) throw validationFailed('limit', 'must be from 1 to 500');
+      return listAuditEvents(pool, {
+        limit: size,
+        beforeId: cursor === undefined ? undefined : Number(cursor),
+        action,
+        actorId: actor_id,
+        projectId: project_id,
+        outcome,
+      });
+    },
+  );
+};

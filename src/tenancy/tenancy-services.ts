@@ -1,0 +1,23 @@
+import type { DatabasePool } from 'slonik';
+import { ProjectsService } from './projects-service.js';
+import { RoleBindingsService } from './role-bindings-service.js';
+import { type SessionEnder, UsersService } from './users-service.js';
+import { WorkspacesService } from './workspaces-service.js';
+
+/** The services behind the tenancy management API (organization admins). */
+export interface TenancyServices {
+  users: UsersService;
+  workspaces: WorkspacesService;
+  projects: ProjectsService;
+  roleBindings: RoleBindingsService;
+}
+
+/** `sessions` ends a user's sessions when it is disabled or deleted or its password changes. */
+export function createTenancyServices(pool: DatabasePool, sessions: SessionEnder): TenancyServices {
+  return {
+    users: new UsersService(pool, sessions),
+    workspaces: new WorkspacesService(pool),
+    projects: new ProjectsService(pool),
+    roleBindings: new RoleBindingsService(pool),
+  };
+}
