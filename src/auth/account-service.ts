@@ -2,6 +2,7 @@ import { type DatabasePool, sql, UniqueIntegrityConstraintViolationError } from 
 import { AppError, validationFailed } from '../errors/app-error.js';
 import { DEFAULT_ORGANIZATION_ID } from '../store/pool.js';
 import { hashPassword, passwordProblem, verifyNothing, verifyPassword } from './password.js';
+import { toUserView } from './user-view.js';
 import { findUserByEmail, insertUser, organizationAdminExists, type UserRow } from './users-store.js';
 
 // Serialises bootstraps across instances sharing the store, so two first admins cannot both win.
@@ -14,19 +15,6 @@ export interface NewAccount {
   email: string;
   displayName: string;
   password: string;
-}
-
-/** A user as the API shows it: never the password hash. */
-export function toUserView(user: UserRow) {
-  return {
-    id: user.id,
-    email: user.email,
-    display_name: user.display_name,
-    disabled: user.disabled,
-    password_set: user.password_hash !== null,
-    created_at: user.created_at,
-    updated_at: user.updated_at,
-  };
 }
 
 /** Checks an e-mail, display name and password for a new account; throws 422 naming the field. */

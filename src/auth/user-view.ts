@@ -1,4 +1,4 @@
-import type { UserRow } from '../auth/users-store.js';
+import type { UserRow } from './users-store.js';
 
 /** A user as the API shows it: the password hash never leaves the service, only whether one is set. */
 export interface UserView {
