@@ -112,6 +112,10 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
         { name: 'schema review' },
         { name: 'operations' },
         { name: 'authentication' },
+        { name: 'users' },
+        { name: 'workspaces' },
+        { name: 'projects' },
+        { name: 'role bindings' },
       ],
       components: {
         securitySchemes: {
