@@ -133,7 +133,10 @@ export function installAuthGuard(app: FastifyInstance, options: AuthGuardOptions
     request.ctx = ctx ?? ANONYMOUS;
     if (permission === 'public') return;
     if (!ctx) return refuseUnauthenticated(reply);
-    if (ctx.principal?.kind === 'user' && !SAFE_METHODS.has(request.method)) {
+    // A WebSocket handshake is a GET, but a page of any site may open one with the user's cookie
+    // and read what it carries: it is checked like a state-changing call.
+    const upgrade = request.headers.upgrade?.toLowerCase() === 'websocket';
+    if (ctx.principal?.kind === 'user' && (upgrade || !SAFE_METHODS.has(request.method))) {
       if (!sameOrigin(request, options.trustedOrigins)) {
         throw new AppError(
           'FORBIDDEN',

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import WebSocket from 'ws';
 import { ADMIN, ApiCaller, enableAuth } from '../support/auth-client.js';
 import { createDatabase } from '../support/pg-cluster.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
@@ -115,6 +116,30 @@ describe('authentication enabled: bootstrap, sessions, tokens', () => {
       dsn: 'postgres://u:p@db.example/x',
     });
     expect(same.status).toBe(201);
+  });
+
+  it('opens the live feed to a signed-in page of its own origin only (no cross-site WebSocket hijacking)', async () => {
+    const browser = new ApiCaller(service.url);
+    await browser.login(ADMIN.email, ADMIN.password);
+    const wsUrl = `${service.url.replace('http', 'ws')}/v1/live`;
+    const open = (headers: Record<string, string>) =>
+      new Promise<{ status?: number; message?: string }>((resolve) => {
+        const socket = new WebSocket(wsUrl, { headers });
+        socket.on('message', (data) => {
+          resolve({ message: String(data) });
+          socket.close();
+        });
+        socket.on('unexpected-response', (_req, res) => {
+          resolve({ status: res.statusCode });
+          res.resume();
+        });
+        socket.on('error', () => {});
+      });
+    const cookie = browser.cookie as string;
+    expect(await open({ cookie, origin: 'https://evil.example' })).toEqual({ status: 403 });
+    expect(await open({})).toEqual({ status: 401 });
+    const own = await open({ cookie, origin: service.url });
+    expect(JSON.parse(own.message as string)).toMatchObject({ type: 'hello' });
   });
 
   it('makes a token shown once, accepts it as Bearer, lists it without the secret, and revokes it', async () => {
