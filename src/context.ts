@@ -14,7 +14,10 @@ export interface Principal {
   sessionHash?: string;
   /** The caller's role in the active project (through any scope), if any. */
   role: Role | undefined;
-  /** Whether the user holds admin at organization scope (a token never does: it is bound to a project). */
+  /**
+   * Whether the user holds admin at organization scope; a token carries it only when it is not
+   * capped below admin.
+   */
   organizationAdmin: boolean;
 }
 

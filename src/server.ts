@@ -4,7 +4,9 @@ import { AuditLog } from './audit/audit-log.js';
 import { AccountService } from './auth/account-service.js';
 import { Authenticator } from './auth/authenticator.js';
 import { SecretHasher } from './auth/secret-token.js';
+import { SessionService } from './auth/session-service.js';
 import { Sessions } from './auth/sessions.js';
+import { createSso } from './auth/sso/index.js';
 import {
   checkAuditFile,
   checkAuthTables,
@@ -119,6 +121,20 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       stops.push(async () => clearInterval(sweep));
     }
     const audit = new AuditLog(pool, auditFile, logger.child({ component: 'audit' }));
+    // SSO needs the address the identity provider sends the browser back to.
+    const sso =
+      authEnabled && config.auth.publicUrl
+        ? createSso({
+            pool,
+            secrets,
+            hasher,
+            sessions,
+            audit,
+            publicUrl: config.auth.publicUrl,
+            logger: logger.child({ component: 'sso' }),
+            allowInsecureIssuers: config.auth.ssoAllowInsecureIssuers ?? false,
+          })
+        : undefined;
     const app = await buildApp({
       logger,
       services: {
@@ -134,6 +150,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         tokens: new TokenService(pool, hasher),
         audit,
         sessions: authEnabled ? sessions : undefined,
+        sessionAdmin: new SessionService(pool),
+        sso,
         tenancy: createTenancyServices(pool, sessions),
       },
       auth: {
@@ -141,6 +159,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         authenticator: authEnabled ? new Authenticator(pool, hasher, sessions) : undefined,
         metricsToken,
         trustedOrigins: config.auth.publicUrl ? [config.auth.publicUrl] : [],
+        loginAttemptsPerMinute: config.auth.loginAttemptsPerMinute,
       },
     });
     // Closing the app stops accepting connections and waits for in-flight requests.

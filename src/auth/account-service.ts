@@ -67,10 +67,11 @@ export class AccountService {
 
   /**
    * The user an e-mail and password prove, or undefined. An unknown e-mail costs the same time as
-   * a wrong password, so the answer does not tell which accounts exist.
+   * a wrong password, so the answer does not tell which accounts exist. Nobody signs in while no
+   * organization admin exists.
    */
   async verifyPassword(email: string, password: string): Promise<UserRow | undefined> {
-    const user = await findUserByEmail(this.pool, email);
+    const user = (await organizationAdminExists(this.pool)) ? await findUserByEmail(this.pool, email) : null;
     if (!user?.password_hash) return verifyNothing(password).then(() => undefined);
     const ok = await verifyPassword(user.password_hash, password);
     return ok && !user.disabled ? user : undefined;

@@ -5,7 +5,7 @@ import { weakerRole } from './roles.js';
 import type { SecretHasher } from './secret-token.js';
 import type { Sessions } from './sessions.js';
 import { findLiveToken, touchToken } from './tokens-store.js';
-import { findUser } from './users-store.js';
+import { findUser, organizationAdminExists } from './users-store.js';
 
 /** What a request presents: a bearer token, a session cookie, both or neither. */
 export interface Credentials {
@@ -26,6 +26,10 @@ export class Authenticator {
   ) {}
 
   async authenticate(credentials: Credentials): Promise<RequestContext | undefined> {
+    if (credentials.bearer === undefined && credentials.session === undefined) return undefined;
+    // Without an admin nobody is signed in (the specification's rule), even with a live session
+    // or token left from before the last admin went: bootstrap first.
+    if (!(await organizationAdminExists(this.pool))) return undefined;
     if (credentials.bearer !== undefined) return this.fromToken(credentials.bearer);
     if (credentials.session !== undefined) return this.fromSession(credentials.session);
     return undefined;

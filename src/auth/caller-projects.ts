@@ -1,12 +1,12 @@
 import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
 import { AppError, notFound } from '../errors/app-error.js';
+import { isRecordId } from '../store/record-id.js';
 import { resolveStanding } from './role-resolution.js';
 import { ROLES, type Role, roleRank } from './roles.js';
 import { findUser } from './users-store.js';
 
 const ProjectRole = z.object({ id: z.string(), name: z.string(), role: z.enum(ROLES) });
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Every project a user holds a role in (through any scope), with the strongest role, by name. */
 export async function projectsOf(db: CommonQueryMethods, userId: string) {
@@ -39,7 +39,7 @@ export async function projectForUser(
   userId: string,
   nameOrId: string,
 ): Promise<string> {
-  const byId = UUID.test(nameOrId);
+  const byId = isRecordId(nameOrId);
   const match = (await projectsOf(db, userId)).find((p) =>
     byId ? p.id === nameOrId.toLowerCase() : p.name === nameOrId,
   );

@@ -1,13 +1,13 @@
 import type { DatabasePool } from 'slonik';
 import type { RequestContext } from '../context.js';
 import { AppError, notFound } from '../errors/app-error.js';
+import { isRecordId } from '../store/record-id.js';
 import { type Role, roleRank } from './roles.js';
 import { newSecret, type SecretHasher, TOKEN_PREFIX } from './secret-token.js';
 import { findToken, insertToken, listTokens, revokeToken, type TokenRow } from './tokens-store.js';
 
 export const TOKEN_DEFAULT_LIFETIME_HOURS = 720;
 export const TOKEN_MAX_LIFETIME_HOURS = 8_760;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface NewToken {
   name: string;
@@ -86,7 +86,7 @@ export class TokenService {
   /** Revokes one of the caller's tokens (a project admin: any token of the project). Idempotent. */
   async revoke(ctx: RequestContext, id: string) {
     const principal = requireUser(ctx);
-    const row = UUID.test(id) ? await findToken(this.pool, ctx.projectId, id) : null;
+    const row = isRecordId(id) ? await findToken(this.pool, ctx.projectId, id) : null;
     if (!row || (row.user_id !== principal.userId && principal.role !== 'admin')) throw notFound('token', id);
     return toTokenView(await revokeToken(this.pool, row.id));
   }

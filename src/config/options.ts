@@ -25,6 +25,13 @@ export interface Config {
     cookieSecure: 'auto' | 'always' | 'never';
     /** File holding the bearer secret a Prometheus scraper sends to `/metrics` while authentication is on. */
     metricsTokenFile: string | undefined;
+    /** Sign-in and bootstrap attempts allowed per client address and minute, per instance. */
+    loginAttemptsPerMinute: number;
+    /**
+     * Lets SSO providers live at plain-http loopback addresses. Only for tests, which run their own
+     * providers on 127.0.0.1: never read from a file, flag or environment.
+     */
+    ssoAllowInsecureIssuers?: boolean;
     /** The address users reach the service at (`https://replicator.example.com`): SSO callbacks and the trusted origin. */
     publicUrl: string | undefined;
   };
@@ -102,6 +109,12 @@ export const OPTIONS: readonly OptionSpec[] = [
     description: 'file with the bearer secret that opens /metrics to a scraper when auth is enabled',
   },
   {
+    key: 'auth.login_attempts_per_minute',
+    flag: 'auth-login-attempts-per-minute',
+    default: '10',
+    description: 'sign-in and bootstrap attempts per client address and minute',
+  },
+  {
     key: 'auth.public_url',
     flag: 'auth-public-url',
     description: 'URL users reach the service at (SSO callbacks, trusted origin)',
@@ -176,6 +189,14 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
       `must be a duration at least auth.session_ttl, such as 7d (got "${maxText}")`,
     );
   }
+  const attemptsText = value('auth.login_attempts_per_minute') as string;
+  const loginAttemptsPerMinute = Number(attemptsText);
+  if (!/^\d{1,6}$/.test(attemptsText) || loginAttemptsPerMinute < 1) {
+    throw new ConfigError(
+      'auth.login_attempts_per_minute',
+      `must be a whole number from 1 (got "${attemptsText}")`,
+    );
+  }
   const publicUrl = value('auth.public_url') || undefined;
   if (publicUrl !== undefined && !/^https?:\/\/[^/?#\s]+\/?$/.test(publicUrl)) {
     throw new ConfigError(
@@ -228,6 +249,7 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
         oneOf('auth.cookie_secure', value('auth.cookie_secure') as string, ['auto', 'true', 'false'] as const)
       ] as Config['auth']['cookieSecure'],
       metricsTokenFile: value('auth.metrics_token_file') || undefined,
+      loginAttemptsPerMinute,
       publicUrl: publicUrl?.replace(/\/$/, ''),
     },
     log: { level: oneOf('log.level', value('log.level') as string, LOG_LEVELS) },

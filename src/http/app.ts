@@ -7,7 +7,9 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { DatabasePool } from 'slonik';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { AccountService } from '../auth/account-service.js';
+import type { SessionService } from '../auth/session-service.js';
 import type { Sessions } from '../auth/sessions.js';
+import type { Sso } from '../auth/sso/index.js';
 import type { TokenService } from '../auth/token-service.js';
 import type { ConnectionsService } from '../connections/connections-service.js';
 import type { HealthService } from '../health/health-service.js';
@@ -33,11 +35,14 @@ import { connectionRoutes } from './routes/connections.js';
 import { healthRoutes } from './routes/health.js';
 import { liveRoutes } from './routes/live.js';
 import { metricsRoutes } from './routes/metrics.js';
+import { organizationRoutes } from './routes/organization.js';
 import { pipelineStatusRoutes } from './routes/pipeline-status.js';
 import { pipelineRoutes } from './routes/pipelines.js';
 import { projectRoutes } from './routes/projects.js';
 import { roleBindingRoutes } from './routes/role-bindings.js';
 import { schemaReviewRoutes } from './routes/schema-review.js';
+import { sessionRoutes } from './routes/sessions.js';
+import { ssoRoutes } from './routes/sso.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { userRoutes } from './routes/users.js';
 import { workerRoutes } from './routes/workers.js';
@@ -60,6 +65,9 @@ export interface AppServices {
   audit: AuditLog;
   /** Absent while authentication is off. */
   sessions: Sessions | undefined;
+  sessionAdmin: SessionService;
+  /** Present when authentication is on and `auth.public_url` is set. */
+  sso: Sso | undefined;
   /** Users, workspaces, projects and role bindings, for organization admins. */
   tenancy: TenancyServices;
 }
@@ -67,7 +75,7 @@ export interface AppServices {
 export interface AppOptions {
   logger: Logger;
   services: AppServices;
-  auth: AuthGuardOptions;
+  auth: AuthGuardOptions & { loginAttemptsPerMinute: number };
 }
 
 /** Request bodies larger than this are refused with 413. */
@@ -98,8 +106,6 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
   installStrictQuery(app);
   await app.register(cookie);
   await app.register(rateLimit, { global: false });
-  installAuthGuard(app, auth);
-  installAuditHook(app, services.audit);
   installHttpMetrics(app, services.metrics.http);
 
   await app.register(swagger, {
@@ -116,6 +122,7 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
         { name: 'workspaces' },
         { name: 'projects' },
         { name: 'role bindings' },
+        { name: 'sso providers' },
       ],
       components: {
         securitySchemes: {
@@ -138,6 +145,10 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
   });
 
   await installWebSocket(app);
+  // After the WebSocket plugin's own hook, which marks upgrade requests so that a refused one's
+  // socket is closed.
+  installAuthGuard(app, auth);
+  installAuditHook(app, services.audit);
   await app.register(metricsRoutes, { registry: services.metrics.registry });
   await app.register(
     async (v1) => {
@@ -148,15 +159,22 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
       await v1.register(liveRoutes, { hub: services.live });
       await v1.register(schemaReviewRoutes, { decisions: services.schemaDecisions });
       await v1.register(workerRoutes, services.fleet);
-      await v1.register(adminRoutes, { accounts: services.accounts });
+      await v1.register(adminRoutes, {
+        accounts: services.accounts,
+        loginAttemptsPerMinute: auth.loginAttemptsPerMinute,
+      });
       await v1.register(authRoutes, {
         pool: services.fleet.pool,
         accounts: services.accounts,
         sessions: services.sessions,
         audit: services.audit,
+        loginAttemptsPerMinute: auth.loginAttemptsPerMinute,
       });
       await v1.register(tokenRoutes, { tokens: services.tokens });
+      await v1.register(sessionRoutes, { sessions: services.sessionAdmin });
+      if (services.sso) await v1.register(ssoRoutes, { sso: services.sso });
       await v1.register(auditRoutes, { pool: services.fleet.pool });
+      await v1.register(organizationRoutes, { organization: services.tenancy.organization });
       await v1.register(userRoutes, { users: services.tenancy.users });
       await v1.register(workspaceRoutes, { workspaces: services.tenancy.workspaces });
       await v1.register(projectRoutes, { projects: services.tenancy.projects });

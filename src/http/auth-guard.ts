@@ -31,9 +31,16 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** The context of a caller that presented nothing valid (used on public routes only). */
 const ANONYMOUS: RequestContext = { projectId: DEFAULT_PROJECT_ID, actor: 'anonymous' };
 
-/** 401 exactly as the specification writes it: no `code` field. */
+/**
+ * 401 exactly as the specification writes it: no `code` field. Sent already serialized: a route's
+ * 401 response schema (`{error, code}`) would refuse the body and turn the answer into a 500.
+ */
 function refuseUnauthenticated(reply: FastifyReply) {
-  return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'unauthenticated' });
+  return reply
+    .code(401)
+    .header('www-authenticate', 'Bearer')
+    .type('application/json; charset=utf-8')
+    .send('{"error":"unauthenticated"}');
 }
 
 function bearerOf(request: FastifyRequest): string | undefined {

@@ -7,8 +7,8 @@ import {
 import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
 import { DEFAULT_PROJECT_ID, DEFAULT_WORKSPACE_ID } from '../store/pool.js';
+import { isRecordId } from '../store/record-id.js';
 import { type ProjectRow, projectsStore } from './projects-store.js';
-import { isRecordId } from './record-id.js';
 import { workspacesStore } from './workspaces-store.js';
 
 export interface ProjectCreateInput {

@@ -2,8 +2,8 @@ import { type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slon
 import type { RequestContext } from '../context.js';
 import { AppError, notFound } from '../errors/app-error.js';
 import { DEFAULT_WORKSPACE_ID } from '../store/pool.js';
+import { isRecordId } from '../store/record-id.js';
 import { projectsStore } from './projects-store.js';
-import { isRecordId } from './record-id.js';
 import { type WorkspaceRow, workspacesStore } from './workspaces-store.js';
 
 const alreadyExists = (name: string) => new AppError('ALREADY_EXISTS', `workspace '${name}' already exists`);

@@ -129,9 +129,9 @@ describe('authentication enabled: bootstrap, sessions, tokens', () => {
           resolve({ message: String(data) });
           socket.close();
         });
-        socket.on('unexpected-response', (_req, res) => {
+        socket.on('unexpected-response', (req, res) => {
           resolve({ status: res.statusCode });
-          res.resume();
+          req.destroy();
         });
         socket.on('error', () => {});
       });
@@ -239,14 +239,87 @@ describe('authentication enabled: bootstrap, sessions, tokens', () => {
     }
   });
 
-  it('rate-limits sign-in attempts with 429 and Retry-After', async () => {
+  it("lists the caller's sessions without secrets and ends one from another browser", async () => {
+    const laptop = new ApiCaller(service.url);
+    const phone = new ApiCaller(service.url);
+    await laptop.login(ADMIN.email, ADMIN.password);
+    await phone.login(ADMIN.email, ADMIN.password);
+    const listed = await laptop.call('GET', '/v1/auth/sessions');
+    expect(listed.status).toBe(200);
+    const current = listed.body.filter((row: { current: boolean }) => row.current);
+    expect(current).toHaveLength(1);
+    expect(listed.text).not.toContain((laptop.cookie as string).split('=')[1]);
+    const other = listed.body.find((row: { current: boolean }) => !row.current);
+    expect((await laptop.call('DELETE', `/v1/auth/sessions/${other.id}`)).status).toBe(204);
+    // Whichever session that was, exactly one of the two browsers is now signed out.
+    const answers = [
+      (await laptop.call('GET', '/v1/auth/session')).status,
+      (await phone.call('GET', '/v1/auth/session')).status,
+    ].sort();
+    expect(answers).toEqual([200, 401]);
+    expect((await laptop.call('DELETE', '/v1/auth/sessions/not-a-uuid')).status).toBeOneOf([401, 404]);
+  });
+
+  it('shows the organization to a signed-in caller', async () => {
     const browser = new ApiCaller(service.url);
-    let last = await browser.login('nobody@example.com', 'wrong password number 0');
-    for (let i = 1; i < 15 && last.status !== 429; i++) {
-      last = await browser.login('nobody@example.com', `wrong password number ${i}`);
+    await browser.login(ADMIN.email, ADMIN.password);
+    const organization = await browser.call('GET', '/v1/organization');
+    expect(organization.body).toMatchObject({ id: '00000000-0000-4000-8000-000000000001', name: 'default' });
+  });
+
+  it('describes the endpoints and their security in the OpenAPI document', async () => {
+    const browser = new ApiCaller(service.url);
+    await browser.login(ADMIN.email, ADMIN.password);
+    const doc = (await browser.call('GET', '/v1/openapi.json')).body;
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['bearerToken', 'sessionCookie']);
+    expect(doc.security).toEqual([{ bearerToken: [] }, { sessionCookie: [] }]);
+    for (const path of [
+      '/v1/admin/bootstrap',
+      '/v1/auth/login',
+      '/v1/auth/logout',
+      '/v1/auth/session',
+      '/v1/auth/sessions',
+      '/v1/auth/sessions/{id}',
+      '/v1/tokens',
+      '/v1/tokens/{id}',
+      '/v1/audit-events',
+      '/v1/organization',
+      '/v1/users',
+      '/v1/workspaces',
+      '/v1/projects',
+      '/v1/role-bindings',
+      '/v1/roles',
+    ]) {
+      expect(doc.paths[path], path).toBeDefined();
     }
-    expect(last.status).toBe(429);
-    expect(last.body.code).toBe('RATE_LIMITED');
-    expect(Number(last.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Public routes need no credentials; the others inherit the document's.
+    expect(doc.paths['/v1/admin/bootstrap'].post.security).toEqual([]);
+    expect(doc.paths['/v1/auth/login'].post.security).toEqual([]);
+    expect(doc.paths['/v1/tokens'].post.security).toBeUndefined();
+  });
+
+  it('rate-limits sign-in attempts with 429 and Retry-After', async () => {
+    // A second instance on the same store, at the default limit of 10 a minute.
+    const limited = await startTestService({
+      ...enableAuth(testConfig(storeUrl)),
+      auth: {
+        ...enableAuth(testConfig(storeUrl)).auth,
+        masterKeyFile: join(dataDir, 'master.key'),
+        loginAttemptsPerMinute: 10,
+      },
+    });
+    try {
+      const browser = new ApiCaller(limited.url);
+      const answers = [];
+      for (let i = 0; i < 11; i++)
+        answers.push(await browser.login('nobody@example.com', `wrong password number ${i}`));
+      expect(answers.slice(0, 10).map((a) => a.status)).toEqual(Array(10).fill(401));
+      const last = answers[10] as (typeof answers)[number];
+      expect(last.status).toBe(429);
+      expect(last.body.code).toBe('RATE_LIMITED');
+      expect(Number(last.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      await limited.stop();
+    }
   });
 });

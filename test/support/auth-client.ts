@@ -3,12 +3,18 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../../src/config/options.js';
 
-/** A config with authentication on: a fresh master key file (0600) in the data directory. */
+/**
+ * A config with authentication on: a fresh master key file (0600) in the data directory, and a
+ * sign-in limit high enough for tests that sign in many times from one address.
+ */
 export function enableAuth(config: Config): Config {
   const keyFile = join(config.dataDir, 'master.key');
   writeFileSync(keyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
   chmodSync(keyFile, 0o600);
-  return { ...config, auth: { ...config.auth, mode: 'enabled', masterKeyFile: keyFile } };
+  return {
+    ...config,
+    auth: { ...config.auth, mode: 'enabled', masterKeyFile: keyFile, loginAttemptsPerMinute: 1_000 },
+  };
 }
 
 export interface Answer<T = any> {

@@ -26,6 +26,7 @@ export function testConfig(databaseUrl: string | undefined, dataDir?: string): C
       cookieSecure: 'auto',
       metricsTokenFile: undefined,
       publicUrl: undefined,
+      loginAttemptsPerMinute: 10,
     },
     log: { level: 'silent' },
     slotWalWarningBytes: 10 * 1024 ** 3,

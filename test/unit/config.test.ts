@@ -29,6 +29,7 @@ describe('configuration', () => {
         cookieSecure: 'auto',
         metricsTokenFile: undefined,
         publicUrl: undefined,
+        loginAttemptsPerMinute: 10,
       },
       log: { level: 'info' },
       slotWalWarningBytes: 10 * 1024 ** 3,

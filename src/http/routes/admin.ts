@@ -1,17 +1,21 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AccountService } from '../../auth/account-service.js';
-import { LOGIN_RATE_LIMIT } from '../login-rate-limit.js';
+import { loginRateLimit } from '../login-rate-limit.js';
 import { BootstrapBody, BootstrapResult } from '../schemas/auth.js';
 import { errorResponses } from '../schemas/common.js';
 
-export const adminRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountService }> = async (
-  app,
-  { accounts },
-) => {
+export const adminRoutes: FastifyPluginAsyncTypebox<{
+  accounts: AccountService;
+  loginAttemptsPerMinute: number;
+}> = async (app, { accounts, loginAttemptsPerMinute }) => {
   app.post(
     '/admin/bootstrap',
     {
-      config: { permission: 'public', action: 'admin.bootstrap', rateLimit: LOGIN_RATE_LIMIT },
+      config: {
+        permission: 'public',
+        action: 'admin.bootstrap',
+        rateLimit: loginRateLimit(loginAttemptsPerMinute),
+      },
       schema: {
         tags: ['authentication'],
         summary:

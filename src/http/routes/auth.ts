@@ -7,7 +7,7 @@ import { describeCaller, projectForUser } from '../../auth/caller-projects.js';
 import type { Sessions } from '../../auth/sessions.js';
 import { AppError } from '../../errors/app-error.js';
 import { requestAuditEvent } from '../audit-hook.js';
-import { LOGIN_RATE_LIMIT } from '../login-rate-limit.js';
+import { loginRateLimit } from '../login-rate-limit.js';
 import { LoginBody, SessionInfo, SwitchProjectBody } from '../schemas/auth.js';
 import { errorResponses } from '../schemas/common.js';
 
@@ -19,6 +19,7 @@ export interface AuthRoutesOptions {
   /** Undefined while authentication is off: signing in is then refused with 409 AUTH_DISABLED. */
   sessions: Sessions | undefined;
   audit: AuditLog;
+  loginAttemptsPerMinute: number;
 }
 
 const authDisabled = () =>
@@ -27,12 +28,12 @@ const authDisabled = () =>
 /** Signing in and out with a password, and the session's view of who is signed in. */
 export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
   app,
-  { pool, accounts, sessions, audit },
+  { pool, accounts, sessions, audit, loginAttemptsPerMinute },
 ) => {
   app.post(
     '/auth/login',
     {
-      config: { permission: 'public', action: false, rateLimit: LOGIN_RATE_LIMIT },
+      config: { permission: 'public', action: false, rateLimit: loginRateLimit(loginAttemptsPerMinute) },
       schema: {
         tags,
         summary:
