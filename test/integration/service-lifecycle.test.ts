@@ -1,26 +1,18 @@
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { loadMasterKey } from '../../src/secrets/master-key.js';
 import { SecretBox } from '../../src/secrets/secret-box.js';
 import { runCli, startCliServer, stopChild } from '../support/cli-process.js';
 import { createDatabase, freePort } from '../support/pg-cluster.js';
 import { jsonRequest, startTestService, testConfig } from '../support/service.js';
+import { queryStore } from '../support/store-query.js';
 
 const [firstCluster] = inject('pgClusters');
 const adminUrl = firstCluster?.adminUrl as string;
 
-async function query<T extends pg.QueryResultRow>(url: string, text: string): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<T>(text)).rows;
-  } finally {
-    await client.end();
-  }
-}
+const query = <T = any>(url: string, text: string) => queryStore<T>(url, text);
 
 describe('service lifecycle', () => {
   it('keeps connections and pipelines across a restart, passwords still readable', async () => {

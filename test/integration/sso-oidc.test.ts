@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Config } from '../../src/config/options.js';
 import { freePort } from '../../src/net/free-port.js';
@@ -6,6 +5,7 @@ import { ADMIN, ApiCaller, enableAuth } from '../support/auth-client.js';
 import { startOidcIdp, type TestOidcIdp } from '../support/oidc-idp.js';
 import { createDatabase } from '../support/pg-cluster.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
+import { queryStore } from '../support/store-query.js';
 
 const cluster = inject('pgClusters')[0] as { adminUrl: string };
 
@@ -47,15 +47,7 @@ describe('single sign-on with OpenID Connect', () => {
   let publicUrl: string;
   let analyticsId: string;
 
-  async function query<T = any>(text: string, values: unknown[] = []): Promise<T[]> {
-    const client = new pg.Client({ connectionString: storeUrl });
-    await client.connect();
-    try {
-      return (await client.query(text, values)).rows as T[];
-    } finally {
-      await client.end();
-    }
-  }
+  const query = <T = any>(text: string, values: unknown[] = []) => queryStore<T>(storeUrl, text, values);
 
   /** Starts a sign-in in `browser`, signs in at the provider as `sub`; returns the callback URL. */
   async function throughProvider(browser: Browser, sub: string, path = '/v1/auth/sso/corp/login') {

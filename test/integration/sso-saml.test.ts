@@ -1,5 +1,4 @@
 import { inflateRawSync } from 'node:zlib';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Config } from '../../src/config/options.js';
 import { freePort } from '../../src/net/free-port.js';
@@ -14,6 +13,7 @@ import {
   type TestSamlIdp,
 } from '../support/saml-idp.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
+import { queryStore } from '../support/store-query.js';
 
 const cluster = inject('pgClusters')[0] as { adminUrl: string };
 
@@ -31,15 +31,7 @@ describe('single sign-on with SAML 2.0', () => {
   let admin: ApiCaller;
   let publicUrl: string;
 
-  async function query<T = any>(text: string, values: unknown[] = []): Promise<T[]> {
-    const client = new pg.Client({ connectionString: storeUrl });
-    await client.connect();
-    try {
-      return (await client.query(text, values)).rows as T[];
-    } finally {
-      await client.end();
-    }
-  }
+  const query = <T = any>(text: string, values: unknown[] = []) => queryStore<T>(storeUrl, text, values);
 
   /** Starts a sign-in; returns the redirect to the IdP. */
   async function start(provider = 'okta', returnTo?: string): Promise<string> {
