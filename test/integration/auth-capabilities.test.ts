@@ -191,6 +191,12 @@ describe('authentication modes: the capability table, switching none → enabled
       expectCode(await anonymous.call('GET', '/v1/tokens'), 409, 'AUTH_DISABLED', 'list');
       expectCode(await anonymous.call('DELETE', `/v1/tokens/${SOME_UUID}`), 409, 'AUTH_DISABLED', 'revoke');
     });
+
+    it('SSO: n/a (its routes do not exist; sso-oidc and sso-saml tests cover mode enabled)', async () => {
+      expectCode(await anonymous.call('GET', '/v1/auth/sso/providers'), 404, 'NOT_FOUND', 'providers');
+      expectCode(await anonymous.call('GET', '/v1/auth/sso/okta/login'), 404, 'NOT_FOUND', 'login');
+      expectCode(await anonymous.call('GET', '/v1/sso/providers'), 404, 'NOT_FOUND', 'management');
+    });
   });
 
   describe('in mode enabled (the same store, data directory and master key)', () => {
