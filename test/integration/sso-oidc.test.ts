@@ -372,6 +372,40 @@ describe('single sign-on with OpenID Connect', () => {
     expect(again).toEqual([{ role: 'editor' }]);
   });
 
+  it('never maps away the last organization admin: bootstrap must not open again', async () => {
+    const withPlatform = corp();
+    withPlatform.role_mapping.rules.push({
+      value: 'platform',
+      role: 'admin',
+      scope_type: 'organization',
+    } as never);
+    expect((await admin.call('PUT', '/v1/sso/providers/corp', withPlatform)).status).toBe(200);
+    const alice = idp.accounts.get('alice-sub') as { groups: string[] };
+    alice.groups = ['platform'];
+    await signIn('alice-sub');
+    const orgAdmin = () =>
+      query(
+        "SELECT 1 FROM role_bindings WHERE user_id = $1 AND role = 'admin' AND scope_type = 'organization'",
+        [aliceId],
+      );
+    expect(await orgAdmin()).toHaveLength(1);
+    await query('UPDATE users SET disabled = true WHERE email = $1', [ADMIN.email]);
+    try {
+      // Alice is the only admin left; the group is gone at the provider, the admin binding stays.
+      alice.groups = ['everyone'];
+      const browser = await signIn('alice-sub');
+      expect(await orgAdmin()).toHaveLength(1);
+      expect((await browser.caller().call('GET', '/v1/auth/session')).body.organization_admin).toBe(true);
+    } finally {
+      await query('UPDATE users SET disabled = false WHERE email = $1', [ADMIN.email]);
+    }
+    // With another admin back, the next sign-in takes it away as the provider says.
+    await signIn('alice-sub');
+    expect(await orgAdmin()).toHaveLength(0);
+    expect((await admin.call('PUT', '/v1/sso/providers/corp', corp())).status).toBe(200);
+    alice.groups = ['data-eng'];
+  });
+
   it('returns to a path on this service, and refuses any other return_to', async () => {
     const browser = new Browser(service.url);
     const callback = await throughProvider(

@@ -2,6 +2,7 @@ import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
 import { validationFailed } from '../../errors/app-error.js';
 import { DEFAULT_ORGANIZATION_ID, DEFAULT_PROJECT_ID } from '../../store/pool.js';
+import { lockAdminSet } from '../../tenancy/last-admin-guard.js';
 import type { Role, ScopeType } from '../roles.js';
 import type { StoredRoleMapping, StoredRoleRule } from './provider-settings.js';
 
@@ -132,6 +133,14 @@ export function mapBindings(
   return [...bindings.values()];
 }
 
+/** Whether an enabled organization admin would remain if `source`'s bindings of the user went. */
+function adminRemainsWithout(db: CommonQueryMethods, userId: string, source: string): Promise<boolean> {
+  return db.exists(sql.unsafe`
+    SELECT 1 FROM role_bindings b JOIN users u ON u.id = b.user_id
+    WHERE b.role = 'admin' AND b.scope_type = 'organization' AND NOT u.disabled
+      AND NOT (b.user_id = ${userId} AND b.source = ${source})`);
+}
+
 /**
  * Replaces the bindings this provider gave the user at earlier logins with the ones this login
  * maps to, so a group removed at the provider takes its role away at the next login. Manual
@@ -145,7 +154,14 @@ export async function replaceMappedBindings(
   bindings: MappedBinding[],
 ): Promise<void> {
   const source = bindingSource(providerName);
-  await db.query(sql.unsafe`DELETE FROM role_bindings WHERE user_id = ${userId} AND source = ${source}`);
+  // A mapping never removes the last organization admin: with none left nobody could sign in and
+  // bootstrap would open again to whoever comes first. Such a binding stays until another admin exists.
+  await lockAdminSet(db);
+  const keepsAdmin = bindings.some((b) => b.role === 'admin' && b.scopeType === 'organization');
+  const lastAdmin = !keepsAdmin && !(await adminRemainsWithout(db, userId, source));
+  await db.query(sql.unsafe`
+    DELETE FROM role_bindings WHERE user_id = ${userId} AND source = ${source}
+    ${lastAdmin ? sql.fragment`AND NOT (role = 'admin' AND scope_type = 'organization')` : sql.fragment``}`);
   for (const binding of bindings) {
     const scopeTable =
       binding.scopeType === 'organization'
