@@ -25,8 +25,10 @@ import type { Logger } from './log/logger.js';
 import { createServiceMetrics } from './metrics/metrics-registry.js';
 import { PipelineStatusService } from './pipelines/pipeline-status-service.js';
 import { PipelinesService } from './pipelines/pipelines-service.js';
+import { PipelineEndpoints } from './runtime/pipeline-endpoints.js';
 import { ReplicationRunner } from './runtime/replication-runner.js';
 import { SchemaDecisions } from './runtime/schema-decisions.js';
+import { SourceTables } from './runtime/source-tables.js';
 import { Supervisor } from './runtime/supervisor.js';
 import { loadMasterKey } from './secrets/master-key.js';
 import { SecretBox } from './secrets/secret-box.js';
@@ -80,11 +82,13 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
     const connections = new ConnectionsService(pool, secrets, config.connections);
     const pipelines = new PipelinesService(pool);
+    const resolveConnection = (projectId: string, name: string) =>
+      connections.resolve({ projectId, actor: 'system' }, name);
     const runner = new ReplicationRunner({
       pool,
       warnRetainedWalBytes: config.slotWalWarningBytes,
       logger: logger.child({ component: 'replication' }),
-      resolveConnection: (projectId, name) => connections.resolve({ projectId, actor: 'system' }, name),
+      resolveConnection,
     });
     const live = new LiveHub();
     const supervisor = new Supervisor(pool, runner, logger.child({ component: 'supervisor' }), live, {
@@ -139,6 +143,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       logger,
       services: {
         connections,
+        sourceTables: new SourceTables(new PipelineEndpoints({ pool, resolveConnection }), resolveConnection),
         pipelines,
         status: new PipelineStatusService(pool, supervisor),
         health: new HealthService(pool, config.leaseTtlMs),

@@ -40,6 +40,16 @@ export interface OwnedObjects {
   dropByHand: string;
 }
 
+/** A table of the source as offered for a pipeline. */
+export interface SourceTable {
+  table: TableRef;
+  replicable: boolean;
+  /** Why it cannot be replicated and what to do about it; null when it can. */
+  reason: string | null;
+  /** The source's estimate of its rows (0 when it has none). */
+  estimatedRows: number;
+}
+
 export interface Source {
   /** Opens the session; rejects with the driver's error (an unreachable server, a refused login). */
   connect(options?: { timeoutMs?: number }): Promise<void>;
@@ -53,6 +63,8 @@ export interface Source {
    * @throws TableNotReplicableError naming every table that cannot be replicated and why.
    */
   describeTables(tables: readonly TableRef[]): Promise<TableSchema[]>;
+  /** Every table the connected role can see, each said replicable or not (and why), for choosing. */
+  listTables(): Promise<SourceTable[]>;
   /**
    * Which server and database the session reads: equal for two sessions on the same data (a
    * standby counts as its primary); undefined when the source cannot tell.

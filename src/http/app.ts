@@ -20,6 +20,7 @@ import type { ServiceMetrics } from '../metrics/metrics-registry.js';
 import type { PipelineStatusService } from '../pipelines/pipeline-status-service.js';
 import type { PipelinesService } from '../pipelines/pipelines-service.js';
 import type { SchemaDecisions } from '../runtime/schema-decisions.js';
+import type { SourceTables } from '../runtime/source-tables.js';
 import type { TenancyServices } from '../tenancy/tenancy-services.js';
 import { VERSION } from '../version.js';
 import { installAuditHook } from './audit-hook.js';
@@ -52,6 +53,7 @@ import { installWebSocket } from './websocket.js';
 
 export interface AppServices {
   connections: ConnectionsService;
+  sourceTables: SourceTables;
   pipelines: PipelinesService;
   status: PipelineStatusService;
   health: HealthService;
@@ -152,7 +154,10 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
   await app.register(metricsRoutes, { registry: services.metrics.registry });
   await app.register(
     async (v1) => {
-      await v1.register(connectionRoutes, { connections: services.connections });
+      await v1.register(connectionRoutes, {
+        connections: services.connections,
+        sourceTables: services.sourceTables,
+      });
       await v1.register(pipelineRoutes, { pipelines: services.pipelines });
       await v1.register(pipelineStatusRoutes, { status: services.status });
       await v1.register(healthRoutes, { health: services.health });

@@ -1,20 +1,22 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ConnectionsService } from '../../connections/connections-service.js';
+import type { SourceTables } from '../../runtime/source-tables.js';
 import { errorResponses, NameParams } from '../schemas/common.js';
 import {
   Connection,
   ConnectionCreateBody,
   ConnectionReplaceBody,
   ForceQuery,
+  SourceTableView,
 } from '../schemas/connections.js';
 
 const tags = ['connections'];
 
-export const connectionRoutes: FastifyPluginAsyncTypebox<{ connections: ConnectionsService }> = async (
-  app,
-  { connections },
-) => {
+export const connectionRoutes: FastifyPluginAsyncTypebox<{
+  connections: ConnectionsService;
+  sourceTables: SourceTables;
+}> = async (app, { connections, sourceTables }) => {
   app.get(
     '/connections',
     {
@@ -53,6 +55,21 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{ connections: Connecti
       },
     },
     (request) => connections.get(request.ctx, request.params.name),
+  );
+
+  app.get(
+    '/connections/:name/tables',
+    {
+      config: { permission: 'edit' },
+      schema: {
+        tags,
+        summary:
+          "The tables a source connection's role can see, each replicable or not (and why), for choosing a pipeline's tables; connects to the source",
+        params: NameParams,
+        response: { 200: Type.Array(SourceTableView), ...errorResponses(404, 422, 502) },
+      },
+    },
+    (request) => sourceTables.list(request.ctx, request.params.name),
   );
 
   app.put(

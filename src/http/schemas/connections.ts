@@ -82,3 +82,13 @@ export const ForceQuery = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/** A table of a source connection, as offered for a pipeline. */
+export const SourceTableView = Type.Object({
+  table: Type.String({ description: 'schema.table' }),
+  replicable: Type.Boolean(),
+  reason: Type.Union([Type.String(), Type.Null()], {
+    description: 'why it cannot be replicated and what to do; null when it can',
+  }),
+  estimated_rows: Type.Integer({ description: "the source's row estimate, 0 when it has none" }),
+});

@@ -159,6 +159,45 @@ function problemOf(ref: TableRef, row: TableRow): TableProblem | null {
   return null;
 }
 
+/** A table of the source as `listTables` shows it: replicable or not, and why. */
+export interface ListedTable {
+  table: TableRef;
+  replicable: boolean;
+  /** Why it cannot be replicated, and what to do; null when it can. */
+  reason: string | null;
+  /** The planner's row estimate (`reltuples`); 0 for a table never analysed. */
+  estimatedRows: number;
+}
+
+/**
+ * Every ordinary and partitioned table outside the system schemas, by schema and name, each
+ * judged by the same rule as `readTableSchemas` (for a person choosing what to replicate).
+ */
+export async function listTables(client: pg.ClientBase): Promise<ListedTable[]> {
+  const { rows } = await client.query<TableRow & { nspname: string; relname: string; reltuples: string }>(
+    `SELECT n.nspname::text, c.relname::text, '0' AS ord, c.oid::int8::text AS relid, c.relkind::text,
+            c.relpersistence::text, c.relreplident::text, greatest(c.reltuples, 0)::int8::text AS reltuples,
+            ${indexColumns('indisprimary')} AS pk_columns,
+            ${indexColumns('indisreplident')} AS identity_columns
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE c.relkind IN ('r', 'p')
+        AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
+        AND has_schema_privilege(n.oid, 'USAGE')
+      ORDER BY n.nspname, c.relname
+      LIMIT 10000`,
+  );
+  return rows.map((row) => {
+    const table = { schema: row.nspname, table: row.relname };
+    const problem = problemOf(table, row);
+    return {
+      table,
+      replicable: problem === null,
+      reason: problem?.message ?? null,
+      estimatedRows: Number(row.reltuples),
+    };
+  });
+}
+
 /**
  * Reads the schema of each requested table, in the order given. A table is replicable iff it is
  * an ordinary logged table with a primary key or a replica identity index (and its replica

@@ -11,7 +11,7 @@ import type {
   SourceSnapshot,
 } from '../../core/source.js';
 import { SlotMissingError } from '../../core/source-errors.js';
-import { checkSourceReady, databaseIdentity, readTableSchemas } from './catalog.js';
+import { checkSourceReady, databaseIdentity, listTables, readTableSchemas } from './catalog.js';
 import { startChangeStream } from './change-stream.js';
 import type { RelationInfo } from './pgoutput-decoder.js';
 import { existingValues, schemaFromRelation } from './relation-schema.js';
@@ -65,6 +65,10 @@ class PostgresSource implements Source {
 
   async describeTables(tables: readonly TableRef[]) {
     return readTableSchemas(this.session(), tables);
+  }
+
+  async listTables() {
+    return listTables(this.session());
   }
 
   async identity(): Promise<string | undefined> {
