@@ -26,6 +26,7 @@ import { VERSION } from '../version.js';
 import { installAuditHook } from './audit-hook.js';
 import { type AuthGuardOptions, installAuthGuard } from './auth-guard.js';
 import { clientErrorHandler } from './client-error.js';
+import { installDashboard } from './dashboard.js';
 import { installErrorHandling } from './error-handler.js';
 import { frameworkErrors } from './framework-errors.js';
 import { installNotFoundHandling } from './not-found.js';
@@ -152,6 +153,7 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
   installAuthGuard(app, auth);
   installAuditHook(app, services.audit);
   await app.register(metricsRoutes, { registry: services.metrics.registry });
+  await installDashboard(app);
   await app.register(
     async (v1) => {
       await v1.register(connectionRoutes, {
