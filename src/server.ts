@@ -148,7 +148,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         status: new PipelineStatusService(pool, supervisor),
         health: new HealthService(pool, config.leaseTtlMs),
         live,
-        schemaDecisions: new SchemaDecisions(pool, runner, supervisor),
+        schemaDecisions: new SchemaDecisions(pool, runner, supervisor, live),
         metrics,
         fleet: { pool, leaseTtlMs: config.leaseTtlMs },
         accounts: new AccountService(pool),

@@ -19,6 +19,11 @@ export type LiveMessage =
   | { type: 'hello'; version: string }
   /** A pipeline changed state (or its error changed). */
   | { type: 'pipeline.state'; name: string; state: string; error: string | null }
+  /**
+   * A schema change waits for review (`pending`; read it at `/schema/proposed`), or was decided
+   * (`decided`, with the proposal's id).
+   */
+  | { type: 'pipeline.schema'; name: string; proposal_id: string | null; status: 'pending' | 'decided' }
   /** Every second, for each pipeline this instance runs. */
   | {
       type: 'pipeline.stats';

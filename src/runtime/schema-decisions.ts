@@ -1,6 +1,7 @@
 import type { DatabasePool } from 'slonik';
 import type { RequestContext } from '../context.js';
 import { AppError } from '../errors/app-error.js';
+import type { LiveHub } from '../live/live-hub.js';
 import { requirePipeline } from '../pipelines/require-pipeline.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { schemaStore } from '../store/schema-store.js';
@@ -15,6 +16,7 @@ export class SchemaDecisions {
     private readonly pool: DatabasePool,
     private readonly runner: ReplicationRunner,
     private readonly supervisor: Supervisor,
+    private readonly live: LiveHub,
   ) {}
 
   /** The schema change a pipeline waits on, or 404 when none. */
@@ -73,6 +75,12 @@ export class SchemaDecisions {
     const status = decision === 'approve' ? 'approved' : 'rejected';
     await schemaStore.decide(this.pool, pending.id, status, ctx.actor);
     await this.supervisor.relayDecision(row.id, decision);
+    this.live.publish(row.project_id, {
+      type: 'pipeline.schema',
+      name,
+      proposal_id: pending.id,
+      status: 'decided',
+    });
     return { ...pending, status, decided_by: ctx.actor, skipped };
   }
 }

@@ -26,6 +26,14 @@ export class StatsPublisher {
   /** Tells the feed at once of a state a pipeline's actor reached. */
   stateChanged(handle: PipelineHandle, state: PipelineState, error: string | null): void {
     this.hub.publish(handle.projectId, { type: 'pipeline.state', name: handle.name, state, error });
+    if (state === 'pending_schema_approval') {
+      this.hub.publish(handle.projectId, {
+        type: 'pipeline.schema',
+        name: handle.name,
+        proposal_id: null,
+        status: 'pending',
+      });
+    }
   }
 
   /** Sends the figures of every pipeline whose project someone watches to the feed (called periodically). */

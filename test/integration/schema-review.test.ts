@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import WebSocket from 'ws';
 import {
   createSourceAndSink,
   replicationDatabases,
@@ -170,6 +171,14 @@ describe('schema review', () => {
 
   it('refuses a stale proposal id, and decisions when nothing waits', async () => {
     const name = await streaming('t_stale', 'review');
+    // The live feed tells a dashboard of the change waiting and of its decision.
+    const feed = new WebSocket(`${service.url.replace('http', 'ws')}/v1/live`);
+    const schemaMessages: { name: string; status: string; proposal_id: string | null }[] = [];
+    feed.on('message', (data) => {
+      const message = JSON.parse(String(data));
+      if (message.type === 'pipeline.schema' && message.name === name) schemaMessages.push(message);
+    });
+    await new Promise((resolve) => feed.once('open', resolve));
     await changeShape(
       't_stale',
       'ALTER TABLE t_stale ADD COLUMN z int',
@@ -193,6 +202,12 @@ describe('schema review', () => {
     });
     expect(again).toMatchObject({ status: 409, body: { code: 'INVALID_TRANSITION' } });
     expect((await service.request('GET', '/v1/pipelines/nope/schema/proposed')).status).toBe(404);
+    await waitFor(async () => schemaMessages.length >= 2, 'the schema messages');
+    feed.close();
+    expect(schemaMessages).toEqual([
+      { type: 'pipeline.schema', name, proposal_id: null, status: 'pending' },
+      { type: 'pipeline.schema', name, proposal_id: p.id, status: 'decided' },
+    ]);
   });
 
   it('reject: the sink keeps its columns and the others keep replicating', async () => {
