@@ -538,7 +538,11 @@ function startWriter(source: string, first: number) {
   };
 }
 
-/** One service process of a fleet on the metadata database `store`, with a short lease. */
+/**
+ * One service process of a fleet on the metadata database `store`, with a short lease: short for
+ * a quick take-over, long enough that a busy 2-core machine does not starve a live worker's
+ * heartbeat past it.
+ */
 async function startFleetInstance(store: string, dataDir: string, keyFile: string) {
   const port = await freePort();
   const server = await startCliServer(
@@ -550,7 +554,7 @@ async function startFleetInstance(store: string, dataDir: string, keyFile: strin
       '--auth-master-key-file',
       keyFile,
       '--lease-ttl',
-      '3s',
+      '5s',
       '--log-level',
       'warn',
     ],
