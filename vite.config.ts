@@ -1,7 +1,37 @@
+import { fileURLToPath } from 'node:url';
+import { svelte } from '@sveltejs/vite-plugin-svelte';
 import { defineConfig } from 'vitest/config';
 
+const repoRoot = fileURLToPath(new URL('.', import.meta.url));
+
+/** The service the dev server proxies `/v1` (and the `/v1/live` WebSocket) to. */
+const serviceUrl = process.env.REPLICATOR_URL ?? 'http://127.0.0.1:7600';
+
 export default defineConfig({
+  // The dashboard (ui/): `npm run build:ui` writes it to dist/ui, which the service serves at /app/.
+  root: 'ui',
+  base: '/app/',
+  // Vitest runs the service's tests, which need no Svelte.
+  plugins: process.env.VITEST ? [] : [svelte({ configFile: false })],
+  build: {
+    outDir: `${repoRoot}dist/ui`,
+    emptyOutDir: true,
+    rolldownOptions: {
+      // Names are kept: the state machine diagram shows the machine's inline guards from their
+      // source text, which must read as written in machines/pipeline.ts.
+      output: { minify: { mangle: false, compress: true } },
+    },
+  },
+  server: {
+    // The Host header is passed on unchanged (no changeOrigin), so the service sees the page's
+    // origin as its own and accepts the session cookie's state-changing calls (its CSRF check).
+    proxy: {
+      '/v1': { target: serviceUrl, ws: true },
+    },
+  },
   test: {
+    // From the repository root, not from ui/.
+    root: repoRoot,
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,

@@ -2,9 +2,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { Type } from 'typebox';
 import { AppError } from '../errors/app-error.js';
 import { packageRoot } from '../paths.js';
 import './route-access.js';
+
+// The page reads its own query string (if any); the service does not judge it.
+const AnyQuery = Type.Object({}, { additionalProperties: true });
 
 /** Where `npm run build` puts the dashboard. */
 export const DASHBOARD_DIR = join(packageRoot, 'dist', 'ui');
@@ -36,16 +40,17 @@ function secureHeaders(reply: FastifyReply): void {
 export async function installDashboard(app: FastifyInstance, dir = DASHBOARD_DIR): Promise<void> {
   const built = existsSync(join(dir, 'index.html'));
   const config = { permission: 'public' as const };
+  const schema = { hide: true, querystring: AnyQuery };
   app.get('/', { config, schema: { hide: true } }, (_request, reply) => reply.redirect('/app/', 302));
   app.get('/app', { config, schema: { hide: true } }, (_request, reply) => reply.redirect('/app/', 301));
   if (!built) {
-    app.get('/app/*', { config, schema: { hide: true } }, () => {
+    app.get('/app/*', { config, schema }, () => {
       throw new AppError('NOT_FOUND', 'the dashboard is not built: run `npm run build`, then restart');
     });
     return;
   }
   await app.register(fastifyStatic, { root: dir, serve: false, decorateReply: true });
-  app.get('/app/*', { config, schema: { hide: true } }, async (request, reply) => {
+  app.get('/app/*', { config, schema }, async (request, reply) => {
     const path = (request.params as { '*': string })['*'];
     secureHeaders(reply);
     if (path.startsWith('assets/') && existsSync(join(dir, path)) && !path.includes('..')) {

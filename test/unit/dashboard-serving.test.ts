@@ -50,7 +50,7 @@ describe('the dashboard at /app/', () => {
   });
 
   it('answers the page for any path the dashboard routes itself (deep links)', async () => {
-    const deep = await app.inject('/app/pipelines/orders');
+    const deep = await app.inject('/app/pipelines/orders?tab=runs');
     expect(deep.statusCode).toBe(200);
     expect(deep.body).toContain('<title>Replicator</title>');
   });

@@ -1,0 +1,32 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+
+/** Where the browser tests leave a screenshot of each page they visit. */
+export const SCREENSHOT_DIR = join(process.cwd(), 'test-artifacts', 'screenshots');
+
+function chromiumPath(): string {
+  try {
+    return execFileSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' }).trim();
+  } catch {
+    throw new Error(
+      "chromium is not installed: install Debian's chromium package (apt-get install -y --no-install-recommends chromium); npm test's pretest installs it when run as root",
+    );
+  }
+}
+
+/** Debian's chromium, headless, with nothing reaching out to the network by itself. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: chromiumPath(),
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
+  });
+}
+
+/** Saves a full-page screenshot named after the page, as a test artifact. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
+}

@@ -1,0 +1,31 @@
+/**
+ * A pipeline as the pages show it: what the API answered, overlaid with what the live feed said
+ * since (whichever is newer wins).
+ */
+import type { LivePipeline } from './pipeline-live.svelte';
+
+export interface PipelineFigures {
+  name: string;
+  state: string;
+  events_per_second: number;
+  replication_lag_ms: number;
+  last_checkpoint_at: string | null;
+}
+
+export function withLive<T extends PipelineFigures>(
+  fetched: T,
+  fetchedAt: number,
+  live: LivePipeline | undefined,
+): T & { phase: LivePipeline['phase'] | null; error?: string | null } {
+  if (!live || live.at < fetchedAt) return { ...fetched, phase: live?.phase ?? null };
+  const merged: T & { phase: LivePipeline['phase'] | null; error?: string | null } = {
+    ...fetched,
+    phase: live.phase ?? null,
+  };
+  if (live.state !== undefined) merged.state = live.state;
+  if (live.events_per_second !== undefined) merged.events_per_second = live.events_per_second;
+  if (live.replication_lag_ms !== undefined) merged.replication_lag_ms = live.replication_lag_ms;
+  if (live.last_checkpoint_at !== undefined) merged.last_checkpoint_at = live.last_checkpoint_at;
+  if (live.error !== undefined) merged.error = live.error;
+  return merged;
+}
