@@ -1,0 +1,150 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { DASHBOARD_DIR } from '../../src/http/dashboard.js';
+import { launchChromium, screenshot } from '../support/browser.js';
+import { replicationDatabases, sqlOn, waitConverged, waitFor } from '../support/replication-fixture.js';
+import { startTestService, type TestService, testConfig } from '../support/service.js';
+
+const [cluster] = inject('pgClusters');
+const ROWS = 20_000;
+
+describe('the dashboard in a real browser', () => {
+  let service: TestService;
+  let dbs: Awaited<ReturnType<typeof replicationDatabases>>;
+  let browser: Browser;
+  let page: Page;
+  const elsewhere: string[] = [];
+
+  const open = async (path: string, heading: string) => {
+    await page.goto(`${service.url}/app/${path}`);
+    await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+  };
+  const badge = () => page.getByTestId('state-orders');
+
+  beforeAll(async () => {
+    if (!existsSync(join(DASHBOARD_DIR, 'index.html'))) {
+      throw new Error('the dashboard is not built: run `npm run build:ui` (npm test does it first)');
+    }
+    dbs = await replicationDatabases(cluster?.adminUrl as string, 'dashboard');
+    await sqlOn(
+      dbs.source,
+      `CREATE TABLE orders (id integer PRIMARY KEY, item text NOT NULL);
+       INSERT INTO orders SELECT i, 'item ' || i FROM generate_series(1, ${ROWS}) AS i;
+       CREATE TABLE notes (body text); ANALYZE orders;`,
+    );
+    service = await startTestService(testConfig(dbs.store));
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    // Everything the page loads must come from the service itself.
+    page.on('request', (request) => {
+      if (!request.url().startsWith(service.url) && !request.url().startsWith('data:'))
+        elsewhere.push(request.url());
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await service?.stop();
+  });
+
+  it('loads /app/ (and / leads there) with an empty pipelines list', async () => {
+    await page.goto(service.url);
+    await page.getByRole('heading', { level: 1, name: 'Pipelines' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/app/');
+    await expect.poll(() => page.getByTestId('live-status').getAttribute('data-status')).toBe('live');
+    await screenshot(page, '01-pipelines-empty');
+  });
+
+  it('creates the source and sink connections through the form', async () => {
+    await open('connections', 'Connections');
+    const form = page.getByRole('region', { name: 'New connection' });
+    for (const [name, dsn] of [
+      ['src', dbs.source],
+      ['dst', dbs.sink],
+    ] as const) {
+      await form.getByLabel('Name').fill(name);
+      await form.getByLabel('DSN').fill(dsn);
+      await form.getByRole('button', { name: 'Create' }).click();
+      await page.getByTestId(`connection-row-${name}`).waitFor();
+    }
+    // Passwords never reach the page.
+    expect(await page.getByTestId('connection-row-src').textContent()).not.toContain('secret');
+    await screenshot(page, '02-connections');
+  });
+
+  it('creates a pipeline from the tables the source lists, the unreplicable one disabled', async () => {
+    await open('pipelines/new', 'Create pipeline');
+    await page.getByLabel('Name', { exact: true }).fill('orders');
+    await page.getByLabel('Source connection').selectOption('src');
+    const orders = page.getByRole('checkbox', { name: 'public.orders' });
+    await orders.waitFor();
+    expect(await page.getByRole('checkbox', { name: 'public.notes' }).isDisabled()).toBe(true);
+    await orders.check();
+    await page.getByLabel('Sink connection').selectOption('dst');
+    await screenshot(page, '03-create-pipeline');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'orders' }).waitFor();
+    expect(await badge().getAttribute('data-state')).toBe('stopped');
+  });
+
+  it('starts it: the badge turns running and the copy reaches 100 % live, without a reload', async () => {
+    await open('', 'Pipelines');
+    expect(await page.getByTestId('pause-orders').isDisabled()).toBe(true);
+    await page.getByTestId('start-orders').click();
+    await expect.poll(() => badge().getAttribute('data-state'), { timeout: 30_000 }).toBe('running');
+    await page.getByTestId('pipeline-row-orders').getByRole('link', { name: 'orders' }).click();
+    await page.getByRole('heading', { level: 1, name: 'orders' }).waitFor();
+    const copy = page.getByRole('progressbar', { name: 'Copy of public.orders' });
+    await expect
+      .poll(() => copy.evaluate((bar) => (bar as HTMLProgressElement).value), { timeout: 60_000 })
+      .toBe(100);
+    await waitConverged(dbs.source, dbs.sink, 'orders');
+    await screenshot(page, '04-pipeline-detail');
+  });
+
+  it('shows a schema change waiting for review and approves it from the page', async () => {
+    await sqlOn(dbs.source, "ALTER TABLE orders ADD COLUMN note text DEFAULT 'new'");
+    await sqlOn(dbs.source, `INSERT INTO orders (id, item) VALUES (${ROWS + 1}, 'after the change')`);
+    await expect
+      .poll(() => badge().getAttribute('data-state'), { timeout: 30_000 })
+      .toBe('pending_schema_approval');
+    const review = page.getByTestId('schema-review');
+    await review.getByTestId('schema-ddl').waitFor();
+    expect(await review.getByTestId('schema-ddl').textContent()).toContain('ADD COLUMN');
+    await screenshot(page, '05-schema-review');
+    await review.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => badge().getAttribute('data-state'), { timeout: 30_000 }).toBe('running');
+    await waitFor(
+      async () =>
+        (await sqlOn(dbs.sink, `SELECT note FROM orders WHERE id = ${ROWS + 1}`))[0]?.note === 'new',
+      'the new column in the sink',
+    );
+  });
+
+  it('draws the state machine from its definition, with the pipeline state highlighted', async () => {
+    await open('machine/orders', 'State machine');
+    const diagram = page.getByTestId('machine-diagram');
+    const running = diagram.locator('[data-node="pipeline.running"]');
+    await running.waitFor();
+    await expect.poll(() => running.getAttribute('data-active')).toBe('true');
+    expect(await diagram.locator('[data-node="pipeline.pending_schema_approval"]').count()).toBe(1);
+    expect(await diagram.locator('[data-action="pause"]').count()).toBeGreaterThan(0);
+    await screenshot(page, '06-state-machine');
+  });
+
+  it('shows workers and health', async () => {
+    await open('workers', 'Workers and health');
+    await page.getByText('live', { exact: true }).first().waitFor();
+    await screenshot(page, '07-workers');
+  });
+
+  it('fits a narrow window, and made no request anywhere but the service', async () => {
+    await page.setViewportSize({ width: 400, height: 800 });
+    await open('', 'Pipelines');
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await screenshot(page, '08-pipelines-narrow');
+    expect(elsewhere).toEqual([]);
+  });
+});
