@@ -97,7 +97,7 @@ describe('the dashboard in a real browser', () => {
     await page.getByRole('heading', { level: 1, name: 'orders' }).waitFor();
     const copy = page.getByRole('progressbar', { name: 'Copy of public.orders' });
     await expect
-      .poll(() => copy.evaluate((bar) => (bar as HTMLProgressElement).value), { timeout: 60_000 })
+      .poll(() => copy.evaluate((bar) => (bar as unknown as { value: number }).value), { timeout: 60_000 })
       .toBe(100);
     await waitConverged(dbs.source, dbs.sink, 'orders');
     await screenshot(page, '04-pipeline-detail');
@@ -142,7 +142,8 @@ describe('the dashboard in a real browser', () => {
   it('fits a narrow window, and made no request anywhere but the service', async () => {
     await page.setViewportSize({ width: 400, height: 800 });
     await open('', 'Pipelines');
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    // Evaluated in the page, where the DOM is (the tests are compiled without its types).
+    const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
     expect(overflow).toBeLessThanOrEqual(0);
     await screenshot(page, '08-pipelines-narrow');
     expect(elsewhere).toEqual([]);
