@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { DASHBOARD_DIR } from '../../src/http/dashboard.js';
+import { ADMIN, ApiCaller, enableAuth } from '../support/auth-client.js';
 import { launchChromium, screenshot } from '../support/browser.js';
+import { createDatabase } from '../support/pg-cluster.js';
 import { replicationDatabases, sqlOn, waitConverged, waitFor } from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
@@ -147,5 +149,46 @@ describe('the dashboard in a real browser', () => {
     expect(overflow).toBeLessThanOrEqual(0);
     await screenshot(page, '08-pipelines-narrow');
     expect(elsewhere).toEqual([]);
+  });
+});
+
+describe('the dashboard with authentication enabled', () => {
+  let service: TestService;
+  let browser: Browser;
+  let page: Page;
+
+  beforeAll(async () => {
+    const store = await createDatabase(cluster?.adminUrl as string, 'dashboard_auth');
+    service = await startTestService(enableAuth(testConfig(store)));
+    const bootstrap = await new ApiCaller(service.url).call('POST', '/v1/admin/bootstrap', ADMIN);
+    expect(bootstrap.status).toBe(201);
+    browser = await launchChromium();
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await service?.stop();
+  });
+
+  it('asks to sign in, shows the user and project, and signs out', async () => {
+    await page.goto(`${service.url}/app/`);
+    await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+    await page.getByLabel('E-mail').fill(ADMIN.email);
+    await page.getByLabel('Password').fill('not the password at all');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect
+      .poll(async () => (await page.getByTestId('login-error').textContent()) ?? '')
+      .toMatch(/wrong/);
+    await page.getByLabel('Password').fill(ADMIN.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Pipelines' }).waitFor();
+    expect(await page.getByTestId('current-user').textContent()).toContain(ADMIN.display_name);
+    await expect.poll(() => page.getByTestId('live-status').getAttribute('data-status')).toBe('live');
+    // The session cookie is HttpOnly: scripts of the page cannot read it.
+    expect(await page.evaluate<string>('document.cookie')).not.toContain('service_session');
+    await screenshot(page, '09-signed-in');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+    await screenshot(page, '10-sign-in');
   });
 });
