@@ -115,17 +115,25 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
     openapi: {
       openapi: '3.0.3',
       info: { title: 'Replicator API', version: VERSION.slice(1) },
+      // Relative: the service's own address, whatever host and port it is reached at.
+      servers: [{ url: '/', description: 'this service' }],
       tags: [
-        { name: 'connections' },
-        { name: 'pipelines' },
-        { name: 'schema review' },
-        { name: 'operations' },
-        { name: 'authentication' },
-        { name: 'users' },
-        { name: 'workspaces' },
-        { name: 'projects' },
-        { name: 'role bindings' },
-        { name: 'sso providers' },
+        { name: 'connections', description: 'PostgreSQL sources and sinks, their DSNs and TLS material' },
+        {
+          name: 'pipelines',
+          description: 'Replication pipelines: definitions, state, backfills, metrics, runs',
+        },
+        { name: 'schema review', description: "Changes of a source table's shape waiting for a decision" },
+        { name: 'operations', description: 'Health, workers, metrics and the live feed' },
+        { name: 'authentication', description: 'Sign-in, sessions, API tokens and single sign-on' },
+        { name: 'users', description: 'Users of the organization' },
+        { name: 'workspaces', description: 'Workspaces, which hold projects' },
+        { name: 'projects', description: 'Projects, which hold connections and pipelines' },
+        {
+          name: 'role bindings',
+          description: 'Roles held by users at organization, workspace or project scope',
+        },
+        { name: 'sso providers', description: "The organization's OIDC and SAML identity providers" },
       ],
       components: {
         securitySchemes: {
@@ -144,6 +152,11 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
       },
       // Required while auth.mode is enabled; routes marked public override it with an empty list.
       security: [{ bearerToken: [] }, { sessionCookie: [] }],
+    },
+    // Schemas with an `$id` (schemas/components.ts) keep it as their name in components.schemas.
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
     },
   });
 

@@ -3,11 +3,13 @@ import type { AccountService } from '../../auth/account-service.js';
 import { loginRateLimit } from '../login-rate-limit.js';
 import { BootstrapBody, BootstrapResult } from '../schemas/auth.js';
 import { errorResponses } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 
 export const adminRoutes: FastifyPluginAsyncTypebox<{
   accounts: AccountService;
   loginAttemptsPerMinute: number;
 }> = async (app, { accounts, loginAttemptsPerMinute }) => {
+  addComponentSchemas(app);
   app.post(
     '/admin/bootstrap',
     {
@@ -17,6 +19,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
         rateLimit: loginRateLimit(loginAttemptsPerMinute),
       },
       schema: {
+        operationId: 'bootstrapAdmin',
         tags: ['authentication'],
         summary:
           'Create the first admin user, bound to admin at organization scope; works in both modes, refused with 409 ADMIN_EXISTS once an admin exists',

@@ -4,14 +4,17 @@ import { listAuditEvents } from '../../audit/audit-store.js';
 import { validationFailed } from '../../errors/app-error.js';
 import { AuditPage, AuditQuery } from '../schemas/audit.js';
 import { errorResponses } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 
 /** `GET /v1/audit-events`: the trail for organization admins. It has no update or delete, by design. */
 export const auditRoutes: FastifyPluginAsyncTypebox<{ pool: DatabasePool }> = async (app, { pool }) => {
+  addComponentSchemas(app);
   app.get(
     '/audit-events',
     {
       config: { permission: 'organization' },
       schema: {
+        operationId: 'listAuditEvents',
         tags: ['authentication'],
         summary:
           'The audit trail, newest first: every state-changing call, sign-in, token and role change, with its actor, target, source address and outcome',

@@ -9,7 +9,8 @@ import { AppError } from '../../errors/app-error.js';
 import { requestAuditEvent } from '../audit-hook.js';
 import { loginRateLimit } from '../login-rate-limit.js';
 import { LoginBody, SessionInfo, SwitchProjectBody } from '../schemas/auth.js';
-import { errorResponses } from '../schemas/common.js';
+import { errorResponses, ref } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 
 const tags = ['authentication'];
 
@@ -30,16 +31,18 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
   app,
   { pool, accounts, sessions, audit, loginAttemptsPerMinute },
 ) => {
+  addComponentSchemas(app);
   app.post(
     '/auth/login',
     {
       config: { permission: 'public', action: false, rateLimit: loginRateLimit(loginAttemptsPerMinute) },
       schema: {
+        operationId: 'login',
         tags,
         summary:
           'Sign in with e-mail and password; sets the service_session cookie (a new session id each time)',
         body: LoginBody,
-        response: { 200: SessionInfo, ...errorResponses(400, 401, 409, 415, 429) },
+        response: { 200: ref(SessionInfo), ...errorResponses(400, 401, 409, 415, 429) },
       },
     },
     async (request, reply) => {
@@ -80,6 +83,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
     {
       config: { permission: 'public', action: 'auth.logout' },
       schema: {
+        operationId: 'logout',
         tags,
         summary: 'Sign out: ends the session the cookie names and clears the cookie (204 even without one)',
         response: { 204: Type.Null(), ...errorResponses(409) },
@@ -97,9 +101,10 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
     {
       config: { permission: 'authenticated' },
       schema: {
+        operationId: 'getSession',
         tags,
         summary: 'Who is signed in: the user, the active project and the role held there',
-        response: { 200: SessionInfo, ...errorResponses(401, 409) },
+        response: { 200: ref(SessionInfo), ...errorResponses(401, 409) },
       },
     },
     async (request) => {
@@ -119,11 +124,12 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
     {
       config: { permission: 'authenticated', action: 'session.switch_project' },
       schema: {
+        operationId: 'switchProject',
         tags,
         summary:
           'Switch the active project of a session (a token keeps the project it was made in); 404 for a project you hold no role in',
         body: SwitchProjectBody,
-        response: { 200: SessionInfo, ...errorResponses(400, 401, 404, 409, 415) },
+        response: { 200: ref(SessionInfo), ...errorResponses(400, 401, 404, 409, 415) },
       },
     },
     async (request) => {

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ConnectionsService } from '../../connections/connections-service.js';
 import type { SourceTables } from '../../runtime/source-tables.js';
-import { errorResponses, NameParams } from '../schemas/common.js';
+import { errorResponses, NameParams, ref, Unauthenticated } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 import {
   Connection,
   ConnectionCreateBody,
@@ -17,11 +18,17 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{
   connections: ConnectionsService;
   sourceTables: SourceTables;
 }> = async (app, { connections, sourceTables }) => {
+  addComponentSchemas(app);
   app.get(
     '/connections',
     {
       config: { permission: 'read' },
-      schema: { tags, summary: 'List connections', response: { 200: Type.Array(Connection) } },
+      schema: {
+        operationId: 'listConnections',
+        tags,
+        summary: 'List connections',
+        response: { 200: Type.Array(ref(Connection)), 401: ref(Unauthenticated) },
+      },
     },
     (request) => connections.list(request.ctx),
   );
@@ -31,10 +38,11 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{
     {
       config: { permission: 'edit', action: 'connection.create' },
       schema: {
+        operationId: 'createConnection',
         tags,
         summary: 'Create a connection',
         body: ConnectionCreateBody,
-        response: { 201: Connection, ...errorResponses(400, 409, 415, 422) },
+        response: { 201: ref(Connection), ...errorResponses(400, 409, 415, 422) },
       },
     },
     async (request, reply) => {
@@ -48,10 +56,11 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{
     {
       config: { permission: 'read' },
       schema: {
+        operationId: 'getConnection',
         tags,
         summary: 'Get a connection',
         params: NameParams,
-        response: { 200: Connection, ...errorResponses(404) },
+        response: { 200: ref(Connection), ...errorResponses(404) },
       },
     },
     (request) => connections.get(request.ctx, request.params.name),
@@ -62,11 +71,12 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{
     {
       config: { permission: 'edit' },
       schema: {
+        operationId: 'listConnectionTables',
         tags,
         summary:
           "The tables a source connection's role can see, each replicable or not (and why), for choosing a pipeline's tables; connects to the source",
         params: NameParams,
-        response: { 200: Type.Array(SourceTableView), ...errorResponses(404, 422, 502) },
+        response: { 200: Type.Array(ref(SourceTableView)), ...errorResponses(404, 422, 502) },
       },
     },
     (request) => sourceTables.list(request.ctx, request.params.name),
@@ -77,11 +87,12 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{
     {
       config: { permission: 'edit', action: 'connection.update' },
       schema: {
+        operationId: 'replaceConnection',
         tags,
         summary: 'Replace a connection (type and DSN); the name cannot change',
         params: NameParams,
         body: ConnectionReplaceBody,
-        response: { 200: Connection, ...errorResponses(400, 404, 415, 422) },
+        response: { 200: ref(Connection), ...errorResponses(400, 404, 415, 422) },
       },
     },
     (request) => connections.replace(request.ctx, request.params.name, request.body),
@@ -92,6 +103,7 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{
     {
       config: { permission: 'edit', action: 'connection.delete' },
       schema: {
+        operationId: 'deleteConnection',
         tags,
         summary:
           'Delete a connection; refused with 409 CONNECTION_IN_USE while pipelines name it, unless force=true',

@@ -1,16 +1,20 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { HealthService } from '../../health/health-service.js';
+import { ref, Unauthenticated } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 import { Health } from '../schemas/health.js';
 
 export const healthRoutes: FastifyPluginAsyncTypebox<{ health: HealthService }> = async (app, { health }) => {
+  addComponentSchemas(app);
   app.get(
     '/health',
     {
       config: { permission: 'authenticated' },
       schema: {
+        operationId: 'getHealth',
         tags: ['operations'],
         summary: 'Health of this instance and the fleet; 503 when a check fails',
-        response: { 200: Health, 503: Health },
+        response: { 200: Health, 401: ref(Unauthenticated), 503: Health },
       },
     },
     async (_request, reply) => {

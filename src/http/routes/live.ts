@@ -4,14 +4,17 @@ import type { LiveHub } from '../../live/live-hub.js';
 import { VERSION } from '../../version.js';
 import { LIVE_LIMITS, LiveSocket } from '../live-socket.js';
 import { errorResponses } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 
 /** GET /v1/live: a WebSocket carrying LiveMessage JSON texts for the request's project. */
 export const liveRoutes: FastifyPluginAsync<{ hub: LiveHub }> = async (app, { hub }) => {
+  addComponentSchemas(app);
   app.route({
     method: 'GET',
     url: '/live',
     config: { permission: 'read' },
     schema: {
+      operationId: 'openLiveFeed',
       tags: ['operations'],
       summary: 'Live pipeline states and progress (WebSocket, JSON messages)',
       description:

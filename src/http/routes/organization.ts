@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { OrganizationService } from '../../tenancy/organization-service.js';
 import { errorResponses, Name, Timestamp } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 
 const Organization = Type.Object({ id: Type.String(), name: Type.String(), created_at: Timestamp });
 
@@ -10,11 +11,13 @@ export const organizationRoutes: FastifyPluginAsyncTypebox<{ organization: Organ
   app,
   { organization },
 ) => {
+  addComponentSchemas(app);
   app.get(
     '/organization',
     {
       config: { permission: 'authenticated' },
       schema: {
+        operationId: 'getOrganization',
         tags: ['workspaces'],
         summary: 'The organization',
         response: { 200: Organization, ...errorResponses(401) },
@@ -28,6 +31,7 @@ export const organizationRoutes: FastifyPluginAsyncTypebox<{ organization: Organ
     {
       config: { permission: 'organization', action: 'organization.update' },
       schema: {
+        operationId: 'updateOrganization',
         tags: ['workspaces'],
         summary: 'Rename the organization',
         body: Type.Object({ name: Name }, { additionalProperties: false }),

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { validationFailed } from '../../errors/app-error.js';
 import type { PipelineStatusService } from '../../pipelines/pipeline-status-service.js';
-import { errorResponses, NameParams } from '../schemas/common.js';
+import { errorResponses, NameParams, ref } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 import {
   BackfillAccepted,
   BackfillBody,
@@ -19,17 +20,19 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
   app,
   { status },
 ) => {
+  addComponentSchemas(app);
   app.put(
     '/pipelines/:name/state',
     {
       config: { permission: 'operate', action: 'pipeline.state' },
       schema: {
+        operationId: 'changePipelineState',
         tags,
         summary:
           'Start, stop, pause or resume a pipeline; 409 INVALID_TRANSITION when its state does not allow it',
         params: NameParams,
         body: StateChangeBody,
-        response: { 200: Pipeline, ...errorResponses(400, 404, 409, 415) },
+        response: { 200: ref(Pipeline), ...errorResponses(400, 404, 409, 415) },
       },
     },
     (request) => status.changeState(request.ctx, request.params.name, request.body.state),
@@ -40,6 +43,7 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
     {
       config: { permission: 'operate', action: 'pipeline.backfill' },
       schema: {
+        operationId: 'backfillPipeline',
         tags,
         summary:
           'Copy tables of a pipeline again (202). A streaming pipeline does it while its other tables keep ' +
@@ -58,6 +62,7 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
     {
       config: { permission: 'read' },
       schema: {
+        operationId: 'getPipelineMetrics',
         tags,
         summary: 'Throughput, lag and counters',
         params: NameParams,
@@ -72,6 +77,7 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
     {
       config: { permission: 'read' },
       schema: {
+        operationId: 'getPipelineProgress',
         tags,
         summary: 'Snapshot progress per table',
         params: NameParams,
@@ -86,6 +92,7 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
     {
       config: { permission: 'read' },
       schema: {
+        operationId: 'listPipelineRuns',
         tags,
         summary: 'Run history, newest first, paged with a cursor',
         params: NameParams,

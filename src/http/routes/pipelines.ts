@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { PipelinesService } from '../../pipelines/pipelines-service.js';
-import { errorResponses, NameParams } from '../schemas/common.js';
+import { errorResponses, NameParams, ref, Unauthenticated } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 import { ForceQuery } from '../schemas/connections.js';
 import { Pipeline, PipelineCreateBody, PipelineReplaceBody, PipelineSummary } from '../schemas/pipelines.js';
 
@@ -11,11 +12,17 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
   app,
   { pipelines },
 ) => {
+  addComponentSchemas(app);
   app.get(
     '/pipelines',
     {
       config: { permission: 'read' },
-      schema: { tags, summary: 'List pipelines', response: { 200: Type.Array(PipelineSummary) } },
+      schema: {
+        operationId: 'listPipelines',
+        tags,
+        summary: 'List pipelines',
+        response: { 200: Type.Array(ref(PipelineSummary)), 401: ref(Unauthenticated) },
+      },
     },
     (request) => pipelines.list(request.ctx),
   );
@@ -25,10 +32,11 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
     {
       config: { permission: 'edit', action: 'pipeline.create' },
       schema: {
+        operationId: 'createPipeline',
         tags,
         summary: 'Create a pipeline (stopped)',
         body: PipelineCreateBody,
-        response: { 201: Pipeline, ...errorResponses(400, 409, 415, 422) },
+        response: { 201: ref(Pipeline), ...errorResponses(400, 409, 415, 422) },
       },
     },
     async (request, reply) => {
@@ -42,10 +50,11 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
     {
       config: { permission: 'read' },
       schema: {
+        operationId: 'getPipeline',
         tags,
         summary: 'Get a pipeline',
         params: NameParams,
-        response: { 200: Pipeline, ...errorResponses(404) },
+        response: { 200: ref(Pipeline), ...errorResponses(404) },
       },
     },
     (request) => pipelines.get(request.ctx, request.params.name),
@@ -56,11 +65,12 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
     {
       config: { permission: 'edit', action: 'pipeline.update' },
       schema: {
+        operationId: 'replacePipeline',
         tags,
         summary: 'Replace the definition of a pipeline; a running pipeline reloads it without a restart',
         params: NameParams,
         body: PipelineReplaceBody,
-        response: { 200: Pipeline, ...errorResponses(400, 404, 415, 422) },
+        response: { 200: ref(Pipeline), ...errorResponses(400, 404, 415, 422) },
       },
     },
     (request) => pipelines.replace(request.ctx, request.params.name, request.body),
@@ -71,6 +81,7 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
     {
       config: { permission: 'edit', action: 'pipeline.delete' },
       schema: {
+        operationId: 'deletePipeline',
         tags,
         summary:
           'Stop and delete a pipeline, dropping its replication slot and publication on the source; 502 ' +

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ProjectsService } from '../../tenancy/projects-service.js';
-import { errorResponses } from '../schemas/common.js';
+import { errorResponses, ref } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 import {
   IdParams,
   Project,
@@ -17,18 +18,20 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectsServic
   app,
   { projects },
 ) => {
+  addComponentSchemas(app);
   app.get(
     '/projects',
     {
       config: { permission: 'organization' },
       schema: {
+        operationId: 'listProjects',
         tags,
         summary: 'List projects',
         description:
           'Every project of the organization, by name, with its workspace’s id and name; ?workspace=<name> ' +
           'lists only that workspace’s (an unknown workspace: 422).',
         querystring: ProjectsQuery,
-        response: { 200: Type.Array(Project), ...errorResponses(400, 422) },
+        response: { 200: Type.Array(ref(Project)), ...errorResponses(400, 422) },
       },
     },
     (request) => projects.list(request.ctx, request.query.workspace),
@@ -39,13 +42,14 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectsServic
     {
       config: { permission: 'organization', action: 'project.create' },
       schema: {
+        operationId: 'createProject',
         tags,
         summary: 'Create a project',
         description:
           'In the workspace named by `workspace` (an unknown one: 422), or the default workspace. Project ' +
           'names are unique in the organization, across workspaces (409 ALREADY_EXISTS).',
         body: ProjectCreateBody,
-        response: { 201: Project, ...errorResponses(400, 409, 415, 422) },
+        response: { 201: ref(Project), ...errorResponses(400, 409, 415, 422) },
       },
     },
     async (request, reply) => {
@@ -59,11 +63,12 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectsServic
     {
       config: { permission: 'organization' },
       schema: {
+        operationId: 'getProject',
         tags,
         summary: 'Get a project',
         description: 'Projects are named by id in paths; an id that is not a UUID names no project: 404.',
         params: IdParams,
-        response: { 200: Project, ...errorResponses(404) },
+        response: { 200: ref(Project), ...errorResponses(404) },
       },
     },
     (request) => projects.get(request.ctx, request.params.id),
@@ -74,6 +79,7 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectsServic
     {
       config: { permission: 'organization', action: 'project.update' },
       schema: {
+        operationId: 'updateProject',
         tags,
         summary: 'Rename a project or move it to another workspace',
         description:
@@ -82,7 +88,7 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectsServic
           'workspace no longer reach it and those bound at the new one do.',
         params: IdParams,
         body: ProjectUpdateBody,
-        response: { 200: Project, ...errorResponses(400, 404, 409, 415, 422) },
+        response: { 200: ref(Project), ...errorResponses(400, 404, 409, 415, 422) },
       },
     },
     (request) => projects.update(request.ctx, request.params.id, request.body),
@@ -93,6 +99,7 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectsServic
     {
       config: { permission: 'organization', action: 'project.delete' },
       schema: {
+        operationId: 'deleteProject',
         tags,
         summary: 'Delete an empty project',
         description:

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { RoleBindingsService } from '../../tenancy/role-bindings-service.js';
-import { errorResponses } from '../schemas/common.js';
+import { errorResponses, ref, Unauthenticated } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 import {
   IdParams,
   RoleBinding,
@@ -17,17 +18,19 @@ export const roleBindingRoutes: FastifyPluginAsyncTypebox<{ roleBindings: RoleBi
   app,
   { roleBindings },
 ) => {
+  addComponentSchemas(app);
   app.get(
     '/roles',
     {
       config: { permission: 'organization' },
       schema: {
+        operationId: 'listRoles',
         tags,
         summary: 'List the roles',
         description:
           'viewer, operator, editor and admin, weakest first: each may do what the one before it may. ' +
           'A role bound at a scope applies in every project inside it, and a user’s strongest applies.',
-        response: { 200: Type.Array(RoleInfo) },
+        response: { 200: Type.Array(RoleInfo), 401: ref(Unauthenticated) },
       },
     },
     (request) => roleBindings.roles(request.ctx),
@@ -38,13 +41,14 @@ export const roleBindingRoutes: FastifyPluginAsyncTypebox<{ roleBindings: RoleBi
     {
       config: { permission: 'organization' },
       schema: {
+        operationId: 'listRoleBindings',
         tags,
         summary: 'List role bindings',
         description:
           'By user e-mail, then scope. Filters, each optional: user_id, scope_type, scope_id (a malformed ' +
           'id: 422).',
         querystring: RoleBindingsQuery,
-        response: { 200: Type.Array(RoleBinding), ...errorResponses(400, 422) },
+        response: { 200: Type.Array(ref(RoleBinding)), ...errorResponses(400, 422) },
       },
     },
     (request) =>
@@ -60,6 +64,7 @@ export const roleBindingRoutes: FastifyPluginAsyncTypebox<{ roleBindings: RoleBi
     {
       config: { permission: 'organization', action: 'role_binding.create' },
       schema: {
+        operationId: 'createRoleBinding',
         tags,
         summary: 'Bind a role to a user at a scope',
         description:
@@ -68,7 +73,7 @@ export const roleBindingRoutes: FastifyPluginAsyncTypebox<{ roleBindings: RoleBi
           'scope_id or scope (its name), not both. An unknown user, role, scope type or scope is a 422 naming ' +
           'the field; the same binding twice is 409 ALREADY_EXISTS.',
         body: RoleBindingCreateBody,
-        response: { 201: RoleBinding, ...errorResponses(400, 409, 415, 422) },
+        response: { 201: ref(RoleBinding), ...errorResponses(400, 409, 415, 422) },
       },
     },
     async (request, reply) => {
@@ -82,10 +87,11 @@ export const roleBindingRoutes: FastifyPluginAsyncTypebox<{ roleBindings: RoleBi
     {
       config: { permission: 'organization' },
       schema: {
+        operationId: 'getRoleBinding',
         tags,
         summary: 'Get a role binding',
         params: IdParams,
-        response: { 200: RoleBinding, ...errorResponses(404) },
+        response: { 200: ref(RoleBinding), ...errorResponses(404) },
       },
     },
     (request) => roleBindings.get(request.ctx, request.params.id),
@@ -96,6 +102,7 @@ export const roleBindingRoutes: FastifyPluginAsyncTypebox<{ roleBindings: RoleBi
     {
       config: { permission: 'organization', action: 'role_binding.delete' },
       schema: {
+        operationId: 'deleteRoleBinding',
         tags,
         summary: 'Remove a role binding',
         description:

@@ -3,6 +3,7 @@ import type { TableSchema } from '../../core/change.js';
 import type { SchemaDecisions } from '../../runtime/schema-decisions.js';
 import type { ProposalRow } from '../../store/schema-store.js';
 import { errorResponses, NameParams } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 import { DecisionBody, SchemaProposalView } from '../schemas/schema-review.js';
 
 const tags = ['schema review'];
@@ -37,11 +38,13 @@ export const schemaReviewRoutes: FastifyPluginAsyncTypebox<{ decisions: SchemaDe
   app,
   { decisions },
 ) => {
+  addComponentSchemas(app);
   app.get(
     '/pipelines/:name/schema/proposed',
     {
       config: { permission: 'read' },
       schema: {
+        operationId: 'getProposedSchemaChange',
         tags,
         summary: 'The schema change the pipeline waits on; 404 NOT_FOUND when none is pending',
         params: NameParams,
@@ -57,6 +60,7 @@ export const schemaReviewRoutes: FastifyPluginAsyncTypebox<{ decisions: SchemaDe
       {
         config: { permission: 'edit', action: `schema.${decision}` },
         schema: {
+          operationId: decision === 'approve' ? 'approveSchemaChange' : 'rejectSchemaChange',
           tags,
           summary:
             decision === 'approve'

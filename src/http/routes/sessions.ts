@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { SessionService } from '../../auth/session-service.js';
 import { IdParams } from '../schemas/auth.js';
 import { errorResponses, Timestamp } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 
 const tags = ['authentication'];
 
@@ -36,11 +37,13 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ sessions: SessionService
   app,
   { sessions },
 ) => {
+  addComponentSchemas(app);
   app.get(
     '/auth/sessions',
     {
       config: { permission: 'authenticated' },
       schema: {
+        operationId: 'listSessions',
         tags,
         summary: 'Live sessions of the caller, or of user_id for an organization admin; never their secrets',
         querystring: SessionsQuery,
@@ -55,6 +58,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox<{ sessions: SessionService
     {
       config: { permission: 'authenticated', action: 'session.end' },
       schema: {
+        operationId: 'endSession',
         tags,
         summary: "End a session at once: one's own, or anyone's for an organization admin",
         params: IdParams,

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/ty
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { Sso } from '../../auth/sso/index.js';
-import { errorResponses } from '../schemas/common.js';
+import { errorResponses, ref } from '../schemas/common.js';
 import {
   AcsBody,
   AvailableProvider,
@@ -16,6 +16,7 @@ import {
   SignInParams,
 } from '../schemas/sso.js';
 import '../route-access.js';
+import { addComponentSchemas } from '../schemas/components.js';
 
 const adminTags = ['sso providers'];
 const signInTags = ['authentication'];
@@ -31,6 +32,7 @@ const noStore = (reply: FastifyReply) => reply.header('cache-control', 'no-store
  * public sign-in routes a browser goes through: start, OIDC callback, SAML assertion consumer.
  */
 export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { sso }) => {
+  addComponentSchemas(app);
   const { providers, logins } = sso;
 
   app.get(
@@ -38,9 +40,10 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
     {
       config: { permission: 'organization' },
       schema: {
+        operationId: 'listSsoProviders',
         tags: adminTags,
         summary: 'List SSO providers (secrets are never shown)',
-        response: { 200: Type.Array(Provider), ...errorResponses(403) },
+        response: { 200: Type.Array(ref(Provider)), ...errorResponses(403) },
       },
     },
     () => providers.list(),
@@ -51,10 +54,11 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
     {
       config: { permission: 'organization', action: 'sso_provider.create' },
       schema: {
+        operationId: 'createSsoProvider',
         tags: adminTags,
         summary: 'Create an OIDC or SAML provider',
         body: ProviderCreateBody,
-        response: { 201: Provider, ...errorResponses(400, 403, 409, 415, 422) },
+        response: { 201: ref(Provider), ...errorResponses(400, 403, 409, 415, 422) },
       },
     },
     async (request, reply) => {
@@ -68,10 +72,11 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
     {
       config: { permission: 'organization' },
       schema: {
+        operationId: 'getSsoProvider',
         tags: adminTags,
         summary: 'Get an SSO provider',
         params: ProviderNameParams,
-        response: { 200: Provider, ...errorResponses(403, 404) },
+        response: { 200: ref(Provider), ...errorResponses(403, 404) },
       },
     },
     (request) => providers.get(request.params.name),
@@ -82,11 +87,12 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
     {
       config: { permission: 'organization', action: 'sso_provider.update' },
       schema: {
+        operationId: 'replaceSsoProvider',
         tags: adminTags,
         summary: 'Replace an SSO provider; the name and kind cannot change, secrets not sent are kept',
         params: ProviderNameParams,
         body: ProviderReplaceBody,
-        response: { 200: Provider, ...errorResponses(400, 403, 404, 415, 422) },
+        response: { 200: ref(Provider), ...errorResponses(400, 403, 404, 415, 422) },
       },
     },
     (request) => providers.replace(request.params.name, request.body),
@@ -97,6 +103,7 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
     {
       config: { permission: 'organization', action: 'sso_provider.delete' },
       schema: {
+        operationId: 'deleteSsoProvider',
         tags: adminTags,
         summary: 'Delete an SSO provider and the role bindings its sign-ins made',
         params: ProviderNameParams,
@@ -114,6 +121,7 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
     {
       config: { permission: 'public' },
       schema: {
+        operationId: 'listSignInProviders',
         tags: signInTags,
         summary: 'The enabled SSO providers, for a sign-in page: names and where to start',
         response: { 200: Type.Array(AvailableProvider) },
@@ -127,6 +135,7 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
     {
       config: { permission: 'public' },
       schema: {
+        operationId: 'startSsoLogin',
         tags: signInTags,
         summary: 'Start signing in: redirects (302) to the identity provider',
         params: SignInParams,
@@ -145,6 +154,7 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
     {
       config: { permission: 'public' },
       schema: {
+        operationId: 'finishOidcLogin',
         tags: signInTags,
         summary:
           'OIDC redirect URI: completes the sign-in, sets the session cookie and redirects (302) to the app',
@@ -169,6 +179,7 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
     {
       config: { permission: 'public' },
       schema: {
+        operationId: 'getSamlMetadata',
         tags: signInTags,
         summary: "SAML: this service's SP metadata (XML), to load into the identity provider",
         params: SignInParams,
@@ -193,6 +204,7 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
       {
         config: { permission: 'public', action: false },
         schema: {
+          operationId: 'finishSamlLogin',
           tags: signInTags,
           summary:
             'SAML assertion consumer service (HTTP-POST): completes the sign-in, sets the session cookie and redirects (302) to the app',

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { UsersService } from '../../tenancy/users-service.js';
-import { errorResponses } from '../schemas/common.js';
+import { errorResponses, ref, Unauthenticated } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 import { IdParams, User, UserCreateBody, UserUpdateBody } from '../schemas/tenancy.js';
 
 const tags = ['users'];
@@ -11,15 +12,17 @@ const LAST_ADMIN =
 
 /** User administration: every route needs admin at organization scope. */
 export const userRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = async (app, { users }) => {
+  addComponentSchemas(app);
   app.get(
     '/users',
     {
       config: { permission: 'organization' },
       schema: {
+        operationId: 'listUsers',
         tags,
         summary: 'List users',
         description: 'Every user of the organization, by e-mail. The password hash is never returned.',
-        response: { 200: Type.Array(User) },
+        response: { 200: Type.Array(ref(User)), 401: ref(Unauthenticated) },
       },
     },
     (request) => users.list(request.ctx),
@@ -30,6 +33,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = as
     {
       config: { permission: 'organization', action: 'user.create' },
       schema: {
+        operationId: 'createUser',
         tags,
         summary: 'Create a user',
         description:
@@ -37,7 +41,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = as
           'in with it; a weak one is refused with 422 saying why. Without one the user signs in only through ' +
           'SSO. A new user holds no role: bind one with POST /v1/role-bindings.',
         body: UserCreateBody,
-        response: { 201: User, ...errorResponses(400, 409, 415, 422) },
+        response: { 201: ref(User), ...errorResponses(400, 409, 415, 422) },
       },
     },
     async (request, reply) => {
@@ -51,11 +55,12 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = as
     {
       config: { permission: 'organization' },
       schema: {
+        operationId: 'getUser',
         tags,
         summary: 'Get a user',
         description: 'An id that is not a UUID names no user: 404.',
         params: IdParams,
-        response: { 200: User, ...errorResponses(404) },
+        response: { 200: ref(User), ...errorResponses(404) },
       },
     },
     (request) => users.get(request.ctx, request.params.id),
@@ -66,6 +71,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = as
     {
       config: { permission: 'organization', action: 'user.update' },
       schema: {
+        operationId: 'updateUser',
         tags,
         summary: 'Change a user’s display name, disabled flag or password',
         description:
@@ -74,7 +80,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = as
           `tokens stop working until it is enabled again. ${LAST_ADMIN}`,
         params: IdParams,
         body: UserUpdateBody,
-        response: { 200: User, ...errorResponses(400, 404, 409, 415, 422) },
+        response: { 200: ref(User), ...errorResponses(400, 404, 409, 415, 422) },
       },
     },
     (request) => users.update(request.ctx, request.params.id, request.body),
@@ -85,6 +91,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = as
     {
       config: { permission: 'organization', action: 'user.delete' },
       schema: {
+        operationId: 'deleteUser',
         tags,
         summary: 'Delete a user',
         description:

@@ -3,7 +3,8 @@ import type { DatabasePool } from 'slonik';
 import { Type } from 'typebox';
 import { FORGET_WORKERS_AFTER_MS } from '../../fleet/worker-registry.js';
 import { workersStore } from '../../store/workers-store.js';
-import { Timestamp } from '../schemas/common.js';
+import { ref, Timestamp, Unauthenticated } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 
 const Worker = Type.Object({
   id: Type.String(),
@@ -23,14 +24,16 @@ export const workerRoutes: FastifyPluginAsyncTypebox<{ pool: DatabasePool; lease
   app,
   { pool, leaseTtlMs },
 ) => {
+  addComponentSchemas(app);
   app.get(
     '/workers',
     {
       config: { permission: 'authenticated' },
       schema: {
+        operationId: 'listWorkers',
         tags: ['operations'],
         summary: 'The workers of the fleet, newest first',
-        response: { 200: Type.Array(Worker) },
+        response: { 200: Type.Array(Worker), 401: ref(Unauthenticated) },
       },
     },
     async () =>

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { WorkspacesService } from '../../tenancy/workspaces-service.js';
-import { errorResponses } from '../schemas/common.js';
+import { errorResponses, ref, Unauthenticated } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
 import { IdParams, Workspace, WorkspaceBody } from '../schemas/tenancy.js';
 
 const tags = ['workspaces'];
@@ -11,15 +12,17 @@ export const workspaceRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspaces
   app,
   { workspaces },
 ) => {
+  addComponentSchemas(app);
   app.get(
     '/workspaces',
     {
       config: { permission: 'organization' },
       schema: {
+        operationId: 'listWorkspaces',
         tags,
         summary: 'List workspaces',
         description: 'Every workspace of the organization, by name, with how many projects it holds.',
-        response: { 200: Type.Array(Workspace) },
+        response: { 200: Type.Array(ref(Workspace)), 401: ref(Unauthenticated) },
       },
     },
     (request) => workspaces.list(request.ctx),
@@ -30,13 +33,14 @@ export const workspaceRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspaces
     {
       config: { permission: 'organization', action: 'workspace.create' },
       schema: {
+        operationId: 'createWorkspace',
         tags,
         summary: 'Create a workspace',
         description:
           'Names follow the rule of pipeline and connection names and are unique in the organization ' +
           '(409 ALREADY_EXISTS). A role bound at a workspace applies to every project in it.',
         body: WorkspaceBody,
-        response: { 201: Workspace, ...errorResponses(400, 409, 415, 422) },
+        response: { 201: ref(Workspace), ...errorResponses(400, 409, 415, 422) },
       },
     },
     async (request, reply) => {
@@ -50,11 +54,12 @@ export const workspaceRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspaces
     {
       config: { permission: 'organization' },
       schema: {
+        operationId: 'getWorkspace',
         tags,
         summary: 'Get a workspace',
         description: 'An id that is not a UUID names no workspace: 404.',
         params: IdParams,
-        response: { 200: Workspace, ...errorResponses(404) },
+        response: { 200: ref(Workspace), ...errorResponses(404) },
       },
     },
     (request) => workspaces.get(request.ctx, request.params.id),
@@ -65,6 +70,7 @@ export const workspaceRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspaces
     {
       config: { permission: 'organization', action: 'workspace.update' },
       schema: {
+        operationId: 'updateWorkspace',
         tags,
         summary: 'Rename a workspace',
         description:
@@ -72,7 +78,7 @@ export const workspaceRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspaces
           'name a workspace then use the new name.',
         params: IdParams,
         body: WorkspaceBody,
-        response: { 200: Workspace, ...errorResponses(400, 404, 409, 415, 422) },
+        response: { 200: ref(Workspace), ...errorResponses(400, 404, 409, 415, 422) },
       },
     },
     (request) => workspaces.rename(request.ctx, request.params.id, request.body.name),
@@ -83,6 +89,7 @@ export const workspaceRoutes: FastifyPluginAsyncTypebox<{ workspaces: Workspaces
     {
       config: { permission: 'organization', action: 'workspace.delete' },
       schema: {
+        operationId: 'deleteWorkspace',
         tags,
         summary: 'Delete an empty workspace',
         description:

@@ -3,7 +3,7 @@ import { EMAIL_MAX_LENGTH } from '../../auth/account-service.js';
 import { PASSWORD_MAX_LENGTH } from '../../auth/password.js';
 import { ROLES, type Role } from '../../auth/roles.js';
 import { TOKEN_DEFAULT_LIFETIME_HOURS, TOKEN_MAX_LIFETIME_HOURS } from '../../auth/token-service.js';
-import { Timestamp } from './common.js';
+import { ref, Timestamp } from './common.js';
 
 const Email = Type.String({ minLength: 3, maxLength: EMAIL_MAX_LENGTH, description: 'e-mail address' });
 const Password = Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH });
@@ -19,7 +19,7 @@ export const User = Type.Object(
     id: Type.String(),
     email: Type.String(),
     display_name: Type.String(),
-    disabled: Type.Boolean(),
+    disabled: Type.Boolean({ description: 'a disabled user cannot sign in, and its tokens stop working' }),
     password_set: Type.Boolean({ description: 'false for users who sign in only through SSO' }),
     created_at: Timestamp,
     updated_at: Timestamp,
@@ -40,7 +40,7 @@ export const BootstrapBody = Type.Object(
 );
 
 export const BootstrapResult = Type.Object({
-  user: User,
+  user: ref(User),
   role_binding: Type.Object({ role: Type.String(), scope_type: Type.String(), scope_id: Type.String() }),
 });
 
@@ -53,45 +53,54 @@ export const LoginBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const SessionInfo = Type.Object({
-  user: Type.Object({ id: Type.String(), email: Type.String(), display_name: Type.String() }),
-  via: Type.Union([Type.Literal('session'), Type.Literal('token')], {
-    description: 'how this request was signed in',
-  }),
-  project: Type.Object({ id: Type.String(), name: Type.String() }, { description: 'the active project' }),
-  role: Type.Union([RoleName, Type.Null()], { description: 'the role held in the active project' }),
-  organization_admin: Type.Boolean(),
-  projects: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), role: RoleName }), {
-    description: 'projects the user holds a role in, to switch to',
-  }),
-});
+export const SessionInfo = Type.Object(
+  {
+    user: Type.Object({ id: Type.String(), email: Type.String(), display_name: Type.String() }),
+    via: Type.Union([Type.Literal('session'), Type.Literal('token')], {
+      description: 'how this request was signed in',
+    }),
+    project: Type.Object({ id: Type.String(), name: Type.String() }, { description: 'the active project' }),
+    role: Type.Union([RoleName, Type.Null()], { description: 'the role held in the active project' }),
+    organization_admin: Type.Boolean(),
+    projects: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), role: RoleName }), {
+      description: 'projects the user holds a role in, to switch to',
+    }),
+  },
+  { $id: 'SessionInfo' },
+);
 
 export const SwitchProjectBody = Type.Object(
   { project: Type.String({ minLength: 1, description: 'project name or id' }) },
   { additionalProperties: false },
 );
 
-export const Token = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  user_id: Type.String(),
-  project_id: Type.String(),
-  role: Type.Union([RoleName, Type.Null()], {
-    description: "a cap below the user's role; null: the user's role",
-  }),
-  prefix: Type.String({ description: 'the first characters of the secret' }),
-  created_at: Timestamp,
-  expires_at: Timestamp,
-  revoked_at: Type.Union([Timestamp, Type.Null()]),
-  last_used_at: Type.Union([Timestamp, Type.Null()]),
-});
+export const Token = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    user_id: Type.String(),
+    project_id: Type.String(),
+    role: Type.Union([RoleName, Type.Null()], {
+      description: "a cap below the user's role; null: the user's role",
+    }),
+    prefix: Type.String({ description: 'the first characters of the secret' }),
+    created_at: Timestamp,
+    expires_at: Timestamp,
+    revoked_at: Type.Union([Timestamp, Type.Null()]),
+    last_used_at: Type.Union([Timestamp, Type.Null()]),
+  },
+  { $id: 'Token' },
+);
 
-export const CreatedToken = Type.Intersect([
-  Token,
-  Type.Object({
-    token: Type.String({ description: 'the secret: shown once, send as Authorization: Bearer' }),
-  }),
-]);
+export const CreatedToken = Type.Intersect(
+  [
+    ref(Token),
+    Type.Object({
+      token: Type.String({ description: 'the secret: shown once, send as Authorization: Bearer' }),
+    }),
+  ],
+  { $id: 'CreatedToken' },
+);
 
 export const TokenCreateBody = Type.Object(
   {

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 import { NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE } from '../../naming.js';
 
 /** The error body of every failed request. */
@@ -7,7 +7,16 @@ export const ErrorBody = Type.Object(
     error: Type.String({ description: 'Human-readable message' }),
     code: Type.String({ description: 'Machine-readable code, see the README' }),
   },
-  { description: 'Error' },
+  { $id: 'ErrorBody', description: 'Error' },
+);
+
+/**
+ * The authentication guard's 401, exactly as the specification writes it: no `code`. It is sent
+ * already serialized, so this schema only documents it.
+ */
+export const Unauthenticated = Type.Object(
+  { error: Type.Literal('unauthenticated') },
+  { $id: 'Unauthenticated', description: 'No valid session or token (with WWW-Authenticate: Bearer)' },
 );
 
 export const Name = Type.String({
@@ -40,6 +49,17 @@ export const NameParams = Type.Object({
 
 export const Timestamp = Type.String({ description: 'ISO 8601 UTC timestamp' });
 
+/**
+ * A reference to a named schema (one with an `$id`, added with `addComponentSchemas`), typed as the
+ * schema itself: Fastify resolves it for validation and serialization, and the OpenAPI document shows
+ * it as a `$ref` to `components.schemas`, so client generators name the type.
+ */
+export function ref<T extends TSchema>(schema: T) {
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id !== 'string') throw new Error('ref() takes a schema with an $id');
+  return Type.Unsafe<Static<T>>({ $ref: `${id}#` });
+}
+
 /** Error responses that every route may give, for the OpenAPI document. */
 export const errorResponses = (...statuses: number[]) =>
-  Object.fromEntries(statuses.map((status) => [status, ErrorBody]));
+  Object.fromEntries(statuses.map((status) => [status, ref(ErrorBody)]));

@@ -54,23 +54,26 @@ export const ConnectionReplaceBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const Connection = Type.Object({
-  id: Type.String(),
-  project_id: Type.String(),
-  name: Type.String(),
-  type: Type.String(),
-  dsn: Type.String({ description: 'The DSN with its password and sslpassword shown as ****' }),
-  tls: Type.Object(
-    {
-      ca_cert: Type.Optional(Type.Literal('****')),
-      client_cert: Type.Optional(Type.Literal('****')),
-      client_key: Type.Optional(Type.Literal('****')),
-    },
-    { description: 'Which TLS material is set, each shown as ****' },
-  ),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const Connection = Type.Object(
+  {
+    id: Type.String(),
+    project_id: Type.String(),
+    name: Type.String(),
+    type: Type.String(),
+    dsn: Type.String({ description: 'The DSN with its password and sslpassword shown as ****' }),
+    tls: Type.Object(
+      {
+        ca_cert: Type.Optional(Type.Literal('****')),
+        client_cert: Type.Optional(Type.Literal('****')),
+        client_key: Type.Optional(Type.Literal('****')),
+      },
+      { description: 'Which TLS material is set, each shown as ****' },
+    ),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'Connection' },
+);
 
 export const ForceQuery = Type.Object(
   {
@@ -84,11 +87,14 @@ export const ForceQuery = Type.Object(
 );
 
 /** A table of a source connection, as offered for a pipeline. */
-export const SourceTableView = Type.Object({
-  table: Type.String({ description: 'schema.table' }),
-  replicable: Type.Boolean(),
-  reason: Type.Union([Type.String(), Type.Null()], {
-    description: 'why it cannot be replicated and what to do; null when it can',
-  }),
-  estimated_rows: Type.Integer({ description: "the source's row estimate, 0 when it has none" }),
-});
+export const SourceTableView = Type.Object(
+  {
+    table: Type.String({ description: 'schema.table' }),
+    replicable: Type.Boolean(),
+    reason: Type.Union([Type.String(), Type.Null()], {
+      description: 'why it cannot be replicated and what to do; null when it can',
+    }),
+    estimated_rows: Type.Integer({ description: "the source's row estimate, 0 when it has none" }),
+  },
+  { $id: 'SourceTable' },
+);

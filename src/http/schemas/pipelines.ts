@@ -76,37 +76,45 @@ const LastCheckpointAt = Type.Union([Timestamp, Type.Null()], {
   description: 'Time of the last durable checkpoint; null before the first',
 });
 
-export const PipelineSummary = Type.Object({
-  name: Type.String(),
-  state: Type.String(),
-  events_per_second: Type.Number(),
-  replication_lag_ms: Type.Integer(),
-  last_checkpoint_at: LastCheckpointAt,
-});
+export const PipelineSummary = Type.Object(
+  {
+    name: Type.String(),
+    state: Type.String(),
+    events_per_second: Type.Number(),
+    replication_lag_ms: Type.Integer(),
+    last_checkpoint_at: LastCheckpointAt,
+  },
+  { $id: 'PipelineSummary' },
+);
 
-export const Pipeline = Type.Object({
-  id: Type.String(),
-  project_id: Type.String(),
-  name: Type.String(),
-  source: Type.Object({ connection: Type.String(), tables: Type.Array(Type.String()) }),
-  sink: Type.Object({ connection: Type.String(), properties: Type.Record(Type.String(), Type.String()) }),
-  snapshot: Type.Object({ parallelism: Type.Integer(), partition_rows: Type.Integer() }),
-  schema_policy: Type.String({ description: 'review, auto or ignore' }),
-  state: Type.String({
-    description: 'stopped, starting, running, stopping, paused, pending_schema_approval',
-  }),
-  desired_state: Type.String({
-    description: 'What the pipeline was last asked to be: stopped, running, paused',
-  }),
-  error: Type.Union([Type.String(), Type.Null()], { description: 'Why the pipeline last failed, if it did' }),
-  warning: Type.Union([Type.String(), Type.Null()], {
-    description:
-      "Something to look at while it runs, e.g. the source keeping too much WAL for the pipeline's slot",
-  }),
-  events_per_second: Type.Number(),
-  replication_lag_ms: Type.Integer(),
-  last_checkpoint_at: LastCheckpointAt,
-  generation: Type.Integer({ description: 'Incremented on every definition change' }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const Pipeline = Type.Object(
+  {
+    id: Type.String(),
+    project_id: Type.String(),
+    name: Type.String(),
+    source: Type.Object({ connection: Type.String(), tables: Type.Array(Type.String()) }),
+    sink: Type.Object({ connection: Type.String(), properties: Type.Record(Type.String(), Type.String()) }),
+    snapshot: Type.Object({ parallelism: Type.Integer(), partition_rows: Type.Integer() }),
+    schema_policy: Type.String({ description: 'review, auto or ignore' }),
+    state: Type.String({
+      description: 'stopped, starting, running, stopping, paused, pending_schema_approval',
+    }),
+    desired_state: Type.String({
+      description: 'What the pipeline was last asked to be: stopped, running, paused',
+    }),
+    error: Type.Union([Type.String(), Type.Null()], {
+      description: 'Why the pipeline last failed, if it did',
+    }),
+    warning: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "Something to look at while it runs, e.g. the source keeping too much WAL for the pipeline's slot",
+    }),
+    events_per_second: Type.Number(),
+    replication_lag_ms: Type.Integer(),
+    last_checkpoint_at: LastCheckpointAt,
+    generation: Type.Integer({ description: 'Incremented on every definition change' }),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'Pipeline' },
+);

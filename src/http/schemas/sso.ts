@@ -132,54 +132,57 @@ export const ProviderReplaceBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const Provider = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  kind: Type.Union([Type.Literal('oidc'), Type.Literal('saml')]),
-  enabled: Type.Boolean(),
-  login_url: Type.String({ description: 'Where a browser starts signing in' }),
-  issuer: Type.Optional(Type.String()),
-  client_id: Type.Optional(Type.String()),
-  client_secret_set: Type.Optional(
-    Type.Boolean({ description: 'OIDC: whether a client secret is stored (never shown)' }),
-  ),
-  scopes: Type.Optional(Type.String()),
-  redirect_uri: Type.Optional(
-    Type.String({ description: 'OIDC: the redirect URI to register at the provider' }),
-  ),
-  entry_point: Type.Optional(Type.String()),
-  idp_issuer: Type.Optional(Type.String()),
-  idp_certificates: Type.Optional(Type.Array(Type.String())),
-  sp_entity_id: Type.Optional(Type.String()),
-  sp_private_key_set: Type.Optional(
-    Type.Boolean({ description: 'SAML: whether a private key is stored (never shown)' }),
-  ),
-  acs_url: Type.Optional(
-    Type.String({ description: 'SAML: the assertion consumer service URL (HTTP-POST)' }),
-  ),
-  metadata_url: Type.Optional(Type.String({ description: "SAML: this service's SP metadata" })),
-  role_mapping: Type.Optional(
-    Type.Object({
-      claim: Type.String(),
-      rules: Type.Array(
-        Type.Object({
-          value: Type.String(),
-          role: Type.String(),
-          scope_type: Type.String(),
-          scope: Type.Optional(
-            Type.Union([Type.String(), Type.Null()], {
-              description:
-                'The current name; null once the project or workspace is deleted (the rule then binds nothing)',
-            }),
-          ),
-        }),
-      ),
-      default_role: Type.Optional(Type.String()),
-    }),
-  ),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const Provider = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    kind: Type.Union([Type.Literal('oidc'), Type.Literal('saml')]),
+    enabled: Type.Boolean(),
+    login_url: Type.String({ description: 'Where a browser starts signing in' }),
+    issuer: Type.Optional(Type.String()),
+    client_id: Type.Optional(Type.String()),
+    client_secret_set: Type.Optional(
+      Type.Boolean({ description: 'OIDC: whether a client secret is stored (never shown)' }),
+    ),
+    scopes: Type.Optional(Type.String()),
+    redirect_uri: Type.Optional(
+      Type.String({ description: 'OIDC: the redirect URI to register at the provider' }),
+    ),
+    entry_point: Type.Optional(Type.String()),
+    idp_issuer: Type.Optional(Type.String()),
+    idp_certificates: Type.Optional(Type.Array(Type.String())),
+    sp_entity_id: Type.Optional(Type.String()),
+    sp_private_key_set: Type.Optional(
+      Type.Boolean({ description: 'SAML: whether a private key is stored (never shown)' }),
+    ),
+    acs_url: Type.Optional(
+      Type.String({ description: 'SAML: the assertion consumer service URL (HTTP-POST)' }),
+    ),
+    metadata_url: Type.Optional(Type.String({ description: "SAML: this service's SP metadata" })),
+    role_mapping: Type.Optional(
+      Type.Object({
+        claim: Type.String(),
+        rules: Type.Array(
+          Type.Object({
+            value: Type.String(),
+            role: Type.String(),
+            scope_type: Type.String(),
+            scope: Type.Optional(
+              Type.Union([Type.String(), Type.Null()], {
+                description:
+                  'The current name; null once the project or workspace is deleted (the rule then binds nothing)',
+              }),
+            ),
+          }),
+        ),
+        default_role: Type.Optional(Type.String()),
+      }),
+    ),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'SsoProvider' },
+);
 
 export const AvailableProvider = Type.Object({
   name: Type.String(),

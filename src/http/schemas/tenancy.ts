@@ -37,15 +37,8 @@ const Password = (what: string) =>
 
 // ---- users
 
-export const User = Type.Object({
-  id: Type.String(),
-  email: Type.String(),
-  display_name: Type.String(),
-  disabled: Type.Boolean({ description: 'a disabled user cannot sign in, and its tokens stop working' }),
-  password_set: Type.Boolean({ description: 'false for a user who signs in only through SSO' }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+/** The same `User` as the bootstrap answer's, one component in the OpenAPI document. */
+export { User } from './auth.js';
 
 export const UserCreateBody = Type.Object(
   {
@@ -72,24 +65,30 @@ export const UserUpdateBody = Type.Object(
 
 // ---- workspaces
 
-export const Workspace = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  project_count: Type.Integer({ description: 'how many projects the workspace holds' }),
-  created_at: Timestamp,
-});
+export const Workspace = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    project_count: Type.Integer({ description: 'how many projects the workspace holds' }),
+    created_at: Timestamp,
+  },
+  { $id: 'Workspace' },
+);
 
 export const WorkspaceBody = Type.Object({ name: Name }, { additionalProperties: false });
 
 // ---- projects
 
-export const Project = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  workspace_id: Type.String(),
-  workspace: Type.String({ description: 'the name of the workspace that holds the project' }),
-  created_at: Timestamp,
-});
+export const Project = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    workspace_id: Type.String(),
+    workspace: Type.String({ description: 'the name of the workspace that holds the project' }),
+    created_at: Timestamp,
+  },
+  { $id: 'Project' },
+);
 
 /** A workspace a body names: it is looked up (unknown: 422). */
 const WorkspaceReference = (what: string) =>
@@ -144,21 +143,24 @@ export const RoleInfo = Type.Object({
   }),
 });
 
-export const RoleBinding = Type.Object({
-  id: Type.String(),
-  user_id: Type.String(),
-  user_email: Type.String(),
-  role: Type.String(),
-  scope_type: Type.String(),
-  scope_id: Type.String(),
-  scope_name: Type.Union([Type.String(), Type.Null()], {
-    description: 'the name of the organization, workspace or project; null if it no longer exists',
-  }),
-  source: Type.String({
-    description: '`manual`, or `sso:<provider>` for a binding an SSO login maps from groups',
-  }),
-  created_at: Timestamp,
-});
+export const RoleBinding = Type.Object(
+  {
+    id: Type.String(),
+    user_id: Type.String(),
+    user_email: Type.String(),
+    role: Type.String(),
+    scope_type: Type.String(),
+    scope_id: Type.String(),
+    scope_name: Type.Union([Type.String(), Type.Null()], {
+      description: 'the name of the organization, workspace or project; null if it no longer exists',
+    }),
+    source: Type.String({
+      description: '`manual`, or `sso:<provider>` for a binding an SSO login maps from groups',
+    }),
+    created_at: Timestamp,
+  },
+  { $id: 'RoleBinding' },
+);
 
 export const RoleBindingCreateBody = Type.Object(
   {
