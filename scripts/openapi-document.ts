@@ -1,3 +1,4 @@
+import { ApplyService } from '../src/apply/apply-service.js';
 import { AuditFile } from '../src/audit/audit-file.js';
 import { AuditLog } from '../src/audit/audit-log.js';
 import { AccountService } from '../src/auth/account-service.js';
@@ -59,6 +60,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
   const resolveConnection = (projectId: string, name: string) =>
     connections.resolve({ projectId, actor: 'system' }, name);
   const connections = new ConnectionsService(pool, secrets, config.connections);
+  const pipelines = new PipelinesService(pool);
   const runner = new ReplicationRunner({
     pool,
     warnRetainedWalBytes: config.slotWalWarningBytes,
@@ -78,7 +80,8 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     services: {
       connections,
       sourceTables: new SourceTables(new PipelineEndpoints({ pool, resolveConnection }), resolveConnection),
-      pipelines: new PipelinesService(pool),
+      pipelines,
+      apply: new ApplyService(connections, pipelines),
       status: new PipelineStatusService(pool, supervisor),
       health: new HealthService(pool, config.leaseTtlMs),
       live,

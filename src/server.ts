@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { ApplyService } from './apply/apply-service.js';
 import { AuditFile, auditFilePath } from './audit/audit-file.js';
 import { AuditLog } from './audit/audit-log.js';
 import { AccountService } from './auth/account-service.js';
@@ -82,6 +83,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
     const connections = new ConnectionsService(pool, secrets, config.connections);
     const pipelines = new PipelinesService(pool);
+    const apply = new ApplyService(connections, pipelines);
     const resolveConnection = (projectId: string, name: string) =>
       connections.resolve({ projectId, actor: 'system' }, name);
     const runner = new ReplicationRunner({
@@ -145,6 +147,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         connections,
         sourceTables: new SourceTables(new PipelineEndpoints({ pool, resolveConnection }), resolveConnection),
         pipelines,
+        apply,
         status: new PipelineStatusService(pool, supervisor),
         health: new HealthService(pool, config.leaseTtlMs),
         live,

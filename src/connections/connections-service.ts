@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
 import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
+import { sameValue } from '../same-value.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import { connectionsStore } from '../store/connections-store.js';
 import { pipelinesStore } from '../store/pipelines-store.js';
@@ -14,6 +15,7 @@ import {
 } from './connection-secrets.js';
 import { connectionTypeNames, findConnectionType } from './connection-types.js';
 import { toConnectionView } from './connection-view.js';
+import { PASSWORD_MASK } from './dsn.js';
 import type { LocalAccessPolicy } from './local-access.js';
 import { checkTlsSettings, pgClientConfig } from './pg-client-config.js';
 import { endpointOf, type PostgresDsn, parsePostgresDsn } from './postgres-dsn.js';
@@ -149,6 +151,39 @@ export class ConnectionsService {
     const dsn = parsePostgresDsn(row.dsn, this.localAccess);
     const secrets = openSecrets(row, this.secrets);
     return { type: row.type, pg: await pgClientConfig(dsn, secrets, this.localAccess) };
+  }
+
+  /**
+   * Checks a connection as `create` or `replace` would, writing nothing: a 422 naming the field.
+   * `exists` says whether it would replace a stored one (where a masked secret means "keep").
+   */
+  check(input: ConnectionInput, exists: boolean): void {
+    const { dsn, secrets } = this.checkInput(input);
+    if (!exists) refuseMasks(secrets);
+    // A masked secret stands for the stored one, which `replace` checks with the rest.
+    else if (JSON.stringify(secrets).includes(PASSWORD_MASK)) return;
+    this.checkSecrets(dsn, secrets);
+  }
+
+  /**
+   * What `replace` would change in a stored connection: `type`, `dsn` (without its password),
+   * `secrets` (a password, TLS material); [] when nothing, null when there is no such connection.
+   */
+  async changes(ctx: RequestContext, name: string, input: ConnectionInput): Promise<string[] | null> {
+    const current = await connectionsStore.find(this.pool, ctx.projectId, name);
+    if (!current) return null;
+    const { dsn, secrets: incoming } = this.checkInput(input);
+    const stored = openSecrets(current, this.secrets);
+    const secrets = keepMaskedSecrets(
+      incoming,
+      stored,
+      endpointOf(dsn.publicDsn) === endpointOf(current.dsn),
+    );
+    const changed: string[] = [];
+    if (input.type !== current.type) changed.push('type');
+    if (dsn.publicDsn !== current.dsn) changed.push('dsn');
+    if (!sameValue(secrets, stored)) changed.push('secrets');
+    return changed;
   }
 
   private checkInput(input: ConnectionInput): { dsn: PostgresDsn; secrets: ConnectionSecrets } {

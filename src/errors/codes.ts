@@ -55,6 +55,11 @@ export const ERROR_CODES = {
   ADMIN_EXISTS: 409,
   /** Sessions and API tokens exist only while authentication is enabled (`auth.mode: enabled`). */
   AUTH_DISABLED: 409,
+  /**
+   * `POST /v1/apply?prune=true` would delete pipelines that are not stopped (named in the message
+   * and in `details.pipelines`): stop them first, or name them in the document. Nothing changed.
+   */
+  PRUNE_REFUSED: 409,
   /** The request body exceeds the size limit. */
   PAYLOAD_TOO_LARGE: 413,
   /** The request body is not `application/json`. */

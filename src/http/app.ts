@@ -5,6 +5,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { DatabasePool } from 'slonik';
+import type { ApplyService } from '../apply/apply-service.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { AccountService } from '../auth/account-service.js';
 import type { SessionService } from '../auth/session-service.js';
@@ -31,6 +32,7 @@ import { installErrorHandling } from './error-handler.js';
 import { frameworkErrors } from './framework-errors.js';
 import { installNotFoundHandling } from './not-found.js';
 import { adminRoutes } from './routes/admin.js';
+import { applyRoutes } from './routes/apply.js';
 import { auditRoutes } from './routes/audit.js';
 import { authRoutes } from './routes/auth.js';
 import { connectionRoutes } from './routes/connections.js';
@@ -55,6 +57,7 @@ import { installWebSocket } from './websocket.js';
 export interface AppServices {
   connections: ConnectionsService;
   sourceTables: SourceTables;
+  apply: ApplyService;
   pipelines: PipelinesService;
   status: PipelineStatusService;
   health: HealthService;
@@ -190,6 +193,7 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
         audit: services.audit,
         loginAttemptsPerMinute: auth.loginAttemptsPerMinute,
       });
+      await v1.register(applyRoutes, { apply: services.apply });
       await v1.register(tokenRoutes, { tokens: services.tokens });
       await v1.register(sessionRoutes, { sessions: services.sessionAdmin });
       if (services.sso) await v1.register(ssoRoutes, { sso: services.sso });

@@ -3,9 +3,10 @@ import { findConnectionType } from '../connections/connection-types.js';
 import type { RequestContext } from '../context.js';
 import type { TableRef } from '../core/change.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
+import { sameValue } from '../same-value.js';
 import { findSinkKind } from '../sinks/registry.js';
 import { connectionsStore } from '../store/connections-store.js';
-import { type PipelineDefinitionWrite, pipelinesStore } from '../store/pipelines-store.js';
+import { type PipelineDefinitionWrite, type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { IDLE_STATS, type PipelineLiveStats, toPipelineSummary, toPipelineView } from './pipeline-view.js';
 import { requirePipeline } from './require-pipeline.js';
 import type { SnapshotOptionsJson } from './snapshot-options.js';
@@ -99,6 +100,20 @@ export class PipelinesService {
     await this.lifecycle.checkDefinition(ctx.projectId, d);
   }
 
+  /**
+   * Checks a definition as `create` would, writing nothing and without reaching the source: the
+   * tables listed once, the connections (looked up with `typeOf`) fit for their side.
+   */
+  async checkAgainst(input: PipelineDefinitionInput, typeOf: ConnectionTypeOf): Promise<void> {
+    await checkReferences(toWrite(input), typeOf);
+  }
+
+  /** The fields `replace` would change ([] when none), or null when there is no such pipeline. */
+  async changes(ctx: RequestContext, name: string, input: PipelineDefinitionInput): Promise<string[] | null> {
+    const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
+    return row ? changedFields(row, toWrite(input)) : null;
+  }
+
   /** Deletes a pipeline after stopping it and dropping its slot and publication on the source. */
   async delete(ctx: RequestContext, name: string, force = false): Promise<void> {
     const row = await requirePipeline(this.pool, ctx, name);
@@ -124,20 +139,26 @@ function toWrite(input: PipelineDefinitionInput): PipelineDefinitionWrite {
   };
 }
 
-// Locks the named connections (FOR SHARE) so a concurrent delete cannot slip between check and insert.
-async function checkConnections(tx: CommonQueryMethods, ctx: RequestContext, d: PipelineDefinitionWrite) {
+/** The type of a connection by name, or undefined when there is none. */
+export type ConnectionTypeOf = (name: string) => Promise<string | undefined> | string | undefined;
+
+/**
+ * Checks the connections a definition names: they exist, can serve as source and sink, and the
+ * sink takes the properties and tables. A 422 on the field.
+ */
+async function checkReferences(d: PipelineDefinitionWrite, typeOf: ConnectionTypeOf) {
   const sides = [
     { field: 'source.connection', name: d.sourceConnection, role: 'source' },
     { field: 'sink.connection', name: d.sinkConnection, role: 'sink' },
   ] as const;
   for (const side of sides) {
-    const row = await connectionsStore.find(tx, ctx.projectId, side.name, 'share');
-    if (!row) throw validationFailed(side.field, `connection '${side.name}' does not exist`);
-    if (!findConnectionType(row.type)?.roles.includes(side.role)) {
-      throw validationFailed(side.field, `a ${row.type} connection cannot be a pipeline ${side.role}`);
+    const type = await typeOf(side.name);
+    if (type === undefined) throw validationFailed(side.field, `connection '${side.name}' does not exist`);
+    if (!findConnectionType(type)?.roles.includes(side.role)) {
+      throw validationFailed(side.field, `a ${type} connection cannot be a pipeline ${side.role}`);
     }
     if (side.role === 'sink') {
-      const kind = findSinkKind(row.type);
+      const kind = findSinkKind(type);
       kind?.parseProperties(d.sinkProperties);
       kind?.checkTables?.(
         d.sinkProperties,
@@ -145,4 +166,25 @@ async function checkConnections(tx: CommonQueryMethods, ctx: RequestContext, d: 
       );
     }
   }
+}
+
+// Locks the named connections (FOR SHARE) so a concurrent delete cannot slip between check and insert.
+function checkConnections(tx: CommonQueryMethods, ctx: RequestContext, d: PipelineDefinitionWrite) {
+  return checkReferences(
+    d,
+    async (name) => (await connectionsStore.find(tx, ctx.projectId, name, 'share'))?.type,
+  );
+}
+
+/** The fields of a stored definition that differ from a new one, by their API names. */
+function changedFields(row: PipelineRow, d: PipelineDefinitionWrite): string[] {
+  const fields: [string, unknown, unknown][] = [
+    ['source.connection', row.source_connection, d.sourceConnection],
+    ['source.tables', row.source_tables, d.sourceTables],
+    ['sink.connection', row.sink_connection, d.sinkConnection],
+    ['sink.properties', row.sink_properties, d.sinkProperties],
+    ['snapshot', row.snapshot_options, d.snapshotOptions],
+    ['schema_policy', row.schema_policy, d.schemaPolicy],
+  ];
+  return fields.filter(([, stored, wanted]) => !sameValue(stored, wanted)).map(([field]) => field);
 }

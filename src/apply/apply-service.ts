@@ -1,0 +1,175 @@
+import type { ConnectionInput, ConnectionsService } from '../connections/connections-service.js';
+import type { RequestContext } from '../context.js';
+import { AppError } from '../errors/app-error.js';
+import type { PipelineDefinitionInput, PipelinesService } from '../pipelines/pipelines-service.js';
+
+export type ConnectionElement = ConnectionInput & { name: string };
+export type PipelineElement = PipelineDefinitionInput & { name: string };
+
+/** A declarative document: the connections and pipelines a project should have. */
+export interface ApplyDocument {
+  connections: ConnectionElement[];
+  pipelines: PipelineElement[];
+}
+
+/** One problem of a document, at its path (`pipelines[2].source.tables[0]`). */
+export interface Problem {
+  path: string;
+  message: string;
+}
+
+export type ApplyResult = 'created' | 'updated' | 'unchanged' | 'deleted';
+
+export interface ApplyEntry {
+  name: string;
+  result: ApplyResult;
+  /** For `updated`: the fields that differ. */
+  changes?: string[];
+}
+
+export interface ApplyOptions {
+  dryRun: boolean;
+  prune: boolean;
+}
+
+/** `source.tables[1]: is listed twice` → path and message, under the element's own path. */
+function problemAt(prefix: string, error: unknown): Problem {
+  if (!(error instanceof AppError) || (error.code !== 'VALIDATION_FAILED' && error.code !== 'INVALID_DSN')) {
+    throw error;
+  }
+  const field = typeof error.details?.field === 'string' ? error.details.field : undefined;
+  const message =
+    field && error.message.startsWith(`${field}: `) ? error.message.slice(field.length + 2) : error.message;
+  return { path: field ? `${prefix}.${field}` : prefix, message };
+}
+
+function duplicates(kind: string, names: string[]): Problem[] {
+  const seen = new Map<string, number>();
+  const problems: Problem[] = [];
+  names.forEach((name, i) => {
+    const first = seen.get(name);
+    if (first !== undefined) {
+      problems.push({ path: `${kind}[${i}].name`, message: `'${name}' is also ${kind}[${first}]` });
+    } else seen.set(name, i);
+  });
+  return problems;
+}
+
+/**
+ * Brings a project to what a document declares: creates what is missing and updates what differs,
+ * connections before pipelines, and with `prune` deletes what the document does not name. The whole
+ * document is checked before anything is written: any problem is a 422 listing every problem with
+ * its path, and nothing changes. A running pipeline whose definition changes reloads it.
+ */
+export class ApplyService {
+  constructor(
+    private readonly connections: ConnectionsService,
+    private readonly pipelines: PipelinesService,
+  ) {}
+
+  async apply(ctx: RequestContext, doc: ApplyDocument, options: ApplyOptions, shapeProblems: Problem[] = []) {
+    const storedConnections = await this.connections.list(ctx);
+    const storedPipelines = await this.pipelines.list(ctx);
+    const problems = [...shapeProblems];
+    if (shapeProblems.length === 0) problems.push(...(await this.check(doc, storedConnections)));
+    if (problems.length > 0) {
+      throw new AppError(
+        'VALIDATION_FAILED',
+        `the document has ${problems.length} problem${problems.length > 1 ? 's' : ''}: ${problems
+          .map((p) => `${p.path}: ${p.message}`)
+          .join('; ')}`,
+        { problems },
+      );
+    }
+
+    const wantedConnections = new Set(doc.connections.map((c) => c.name));
+    const wantedPipelines = new Set(doc.pipelines.map((p) => p.name));
+    const prunedPipelines = options.prune ? storedPipelines.filter((p) => !wantedPipelines.has(p.name)) : [];
+    const prunedConnections = options.prune
+      ? storedConnections.filter((c) => !wantedConnections.has(c.name))
+      : [];
+    const running = prunedPipelines.filter((p) => p.state !== 'stopped');
+    if (running.length > 0) {
+      throw new AppError(
+        'PRUNE_REFUSED',
+        `prune would delete pipelines that are not stopped: ${running
+          .map((p) => `'${p.name}' (${p.state})`)
+          .join(', ')}; stop them first, or name them in the document`,
+        { pipelines: running.map((p) => p.name) },
+      );
+    }
+
+    const connectionPlan = await Promise.all(
+      doc.connections.map(async (c) => entry(c.name, await this.connections.changes(ctx, c.name, c))),
+    );
+    const pipelinePlan = await Promise.all(
+      doc.pipelines.map(async (p) => entry(p.name, await this.pipelines.changes(ctx, p.name, p))),
+    );
+    const plan = {
+      dry_run: options.dryRun,
+      connections: [...connectionPlan, ...prunedConnections.map((c) => deleted(c.name))],
+      pipelines: [...pipelinePlan, ...prunedPipelines.map((p) => deleted(p.name))],
+    };
+    if (options.dryRun) return plan;
+
+    // Dependency order: connections, pipelines, then what is pruned (pipelines before connections).
+    for (const [i, c] of doc.connections.entries()) {
+      const result = connectionPlan[i]?.result;
+      if (result === 'created') await this.connections.create(ctx, c.name, c);
+      if (result === 'updated') await this.connections.replace(ctx, c.name, c);
+    }
+    for (const [i, p] of doc.pipelines.entries()) {
+      const result = pipelinePlan[i]?.result;
+      if (result === 'created') await this.pipelines.create(ctx, p.name, p);
+      if (result === 'updated') await this.pipelines.replace(ctx, p.name, p);
+    }
+    for (const p of prunedPipelines) await this.pipelines.delete(ctx, p.name);
+    for (const c of prunedConnections) await this.connections.delete(ctx, c.name, false);
+    return plan;
+  }
+
+  /** Every problem of the document's values, without writing or reaching a source. */
+  private async check(
+    doc: ApplyDocument,
+    stored: readonly { name: string; type: string }[],
+  ): Promise<Problem[]> {
+    const problems = [
+      ...duplicates(
+        'connections',
+        doc.connections.map((c) => c.name),
+      ),
+      ...duplicates(
+        'pipelines',
+        doc.pipelines.map((p) => p.name),
+      ),
+    ];
+    const storedNames = new Set(stored.map((c) => c.name));
+    for (const [i, c] of doc.connections.entries()) {
+      try {
+        this.connections.check(c, storedNames.has(c.name));
+      } catch (error) {
+        problems.push(problemAt(`connections[${i}]`, error));
+      }
+    }
+    // A pipeline may name a connection of the document or one the project has.
+    const types = new Map(stored.map((c) => [c.name, c.type]));
+    for (const c of doc.connections) types.set(c.name, c.type);
+    for (const [i, p] of doc.pipelines.entries()) {
+      try {
+        await this.pipelines.checkAgainst(p, (name) => types.get(name));
+      } catch (error) {
+        problems.push(problemAt(`pipelines[${i}]`, error));
+      }
+    }
+    return problems;
+  }
+}
+
+const entry = (name: string, changes: string[] | null): ApplyEntry =>
+  changes === null
+    ? { name, result: 'created' }
+    : changes.length === 0
+      ? { name, result: 'unchanged' }
+      : { name, result: 'updated', changes };
+
+const deleted = (name: string): ApplyEntry => ({ name, result: 'deleted' });

@@ -1,0 +1,125 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { Value } from 'typebox/value';
+import type { ApplyDocument, ApplyService, Problem } from '../../apply/apply-service.js';
+import { errorResponses } from '../schemas/common.js';
+import { addComponentSchemas } from '../schemas/components.js';
+import { ConnectionCreateBody } from '../schemas/connections.js';
+import { PipelineCreateBody } from '../schemas/pipelines.js';
+
+const ApplyBody = Type.Object(
+  {
+    connections: Type.Optional(
+      Type.Array(Type.Unknown(), { description: 'connections, each as POST /v1/connections takes it' }),
+    ),
+    pipelines: Type.Optional(
+      Type.Array(Type.Unknown(), { description: 'pipelines, each as POST /v1/pipelines takes it' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Flag = Type.Union([Type.Literal('true'), Type.Literal('false')]);
+const ApplyQuery = Type.Object(
+  {
+    dry_run: Type.Optional(
+      Type.Unsafe<'true' | 'false'>({ ...Flag, description: 'true: return the plan, change nothing' }),
+    ),
+    prune: Type.Optional(
+      Type.Unsafe<'true' | 'false'>({
+        ...Flag,
+        description:
+          "true: also delete the project's connections and stopped pipelines the document does not name",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Entry = Type.Object({
+  name: Type.String(),
+  result: Type.Union([
+    Type.Literal('created'),
+    Type.Literal('updated'),
+    Type.Literal('unchanged'),
+    Type.Literal('deleted'),
+  ]),
+  changes: Type.Optional(Type.Array(Type.String(), { description: 'for updated: the fields that differ' })),
+});
+
+const ApplyPlan = Type.Object({
+  dry_run: Type.Boolean(),
+  connections: Type.Array(Entry),
+  pipelines: Type.Array(Entry),
+});
+
+/** `/source/tables/0` under `pipelines[2]` → `pipelines[2].source.tables[0]`. */
+function pathOf(prefix: string, pointer: string, missing?: unknown): string {
+  const parts = pointer.split('/').filter(Boolean);
+  if (Array.isArray(missing) && missing.length > 0) parts.push(String(missing[0]));
+  return parts.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : `${acc}.${part}`), prefix);
+}
+
+/** Every shape problem of the document's elements, each at its path. */
+function shapeProblems(kind: 'connections' | 'pipelines', elements: unknown[]): Problem[] {
+  const schema = kind === 'connections' ? ConnectionCreateBody : PipelineCreateBody;
+  return elements.flatMap((element, i) =>
+    [...Value.Errors(schema, element)]
+      // An additionalProperties issue is reported twice (once per property, once for the object).
+      .filter((issue) => issue.keyword !== 'boolean')
+      .map((issue) => {
+        const params = issue.params as { requiredProperties?: string[]; additionalProperties?: string[] };
+        const extra = params.additionalProperties?.[0];
+        return {
+          path: pathOf(
+            `${kind}[${i}]`,
+            issue.instancePath,
+            params.requiredProperties ?? (extra ? [extra] : undefined),
+          ),
+          message: extra
+            ? 'is not a known field'
+            : params.requiredProperties
+              ? 'is required'
+              : (issue.message ?? 'is invalid'),
+        };
+      }),
+  );
+}
+
+/** `POST /v1/apply`: the project's connections and pipelines from one declarative document. */
+export const applyRoutes: FastifyPluginAsyncTypebox<{ apply: ApplyService }> = async (app, { apply }) => {
+  addComponentSchemas(app);
+  app.post(
+    '/apply',
+    {
+      config: { permission: 'edit', action: 'apply' },
+      schema: {
+        tags: ['pipelines'],
+        operationId: 'applyDocument',
+        summary:
+          'Create what is missing and update what differs (connections, then pipelines); with prune, delete what the document does not name',
+        description:
+          'The whole document is checked before anything is written: a 422 lists every problem with its path ' +
+          '(details.problems) and nothing changes. Running pipelines whose definition changes reload it. ' +
+          'The checks that reach a source (wal_level, keys) run as each pipeline is written.',
+        querystring: ApplyQuery,
+        body: ApplyBody,
+        response: { 200: ApplyPlan, ...errorResponses(400, 401, 403, 409, 415, 422) },
+      },
+    },
+    async (request) => {
+      const connections = request.body.connections ?? [];
+      const pipelines = request.body.pipelines ?? [];
+      const problems = [
+        ...shapeProblems('connections', connections),
+        ...shapeProblems('pipelines', pipelines),
+      ];
+      return apply.apply(
+        request.ctx,
+        { connections, pipelines } as ApplyDocument,
+        { dryRun: request.query.dry_run === 'true', prune: request.query.prune === 'true' },
+        problems,
+      );
+    },
+  );
+};
