@@ -44,8 +44,12 @@ describe('a change the sink refuses', () => {
     expect(failed.error).toContain('public.items');
     expect(failed.error).toContain('(id)=(142)');
     expect(failed.error).toContain('no_poison');
-    const runs = (await service.request('GET', '/v1/pipelines/refused/runs')).body;
-    const latest = (Array.isArray(runs) ? runs : runs.runs)[0];
+    // The run history is written by the state recorder just after the actor's state changes.
+    const latest = await waitFor(async () => {
+      const runs = (await service.request('GET', '/v1/pipelines/refused/runs')).body;
+      const run = (Array.isArray(runs) ? runs : runs.runs)[0];
+      return run?.error ? run : undefined;
+    }, 'the failed run to be recorded');
     expect(latest.error).toContain('(id)=(142)');
     // Nothing of the refused transaction landed.
     const [{ n }] = await sqlOn(dbs.sink, 'SELECT count(*)::int AS n FROM items WHERE id >= 100');
