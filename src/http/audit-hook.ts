@@ -2,9 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuditEvent } from '../audit/audit-event.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { RequestContext } from '../context.js';
-import './route-access.js';
-
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+import { SAFE_METHODS } from './route-access.js';
 
 export const outcomeOf = (status: number): AuditEvent['outcome'] =>
   status < 400 ? 'success' : status === 401 || status === 403 ? 'denied' : 'failure';

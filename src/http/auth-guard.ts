@@ -6,7 +6,7 @@ import { SESSION_COOKIE } from '../auth/sessions.js';
 import { type RequestContext, SYSTEM_CONTEXT } from '../context.js';
 import { AppError } from '../errors/app-error.js';
 import { DEFAULT_PROJECT_ID } from '../store/pool.js';
-import './route-access.js';
+import { SAFE_METHODS } from './route-access.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -25,8 +25,6 @@ export interface AuthGuardOptions {
   /** Origins besides the request's own that may send state-changing requests with a session cookie. */
   trustedOrigins: readonly string[];
 }
-
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The context of a caller that presented nothing valid (used on public routes only). */
 const ANONYMOUS: RequestContext = { projectId: DEFAULT_PROJECT_ID, actor: 'anonymous' };

@@ -11,3 +11,6 @@ declare module 'fastify' {
     action?: string | false;
   }
 }
+
+/** Methods that change nothing: no audit action, no cross-site check. */
+export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { SessionService } from '../../auth/session-service.js';
 import { IdParams } from '../schemas/auth.js';
-import { errorResponses, Timestamp } from '../schemas/common.js';
+import { errorResponses, Timestamp, UUID_PATTERN } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 
 const tags = ['authentication'];
@@ -24,7 +24,7 @@ const SessionsQuery = Type.Object(
   {
     user_id: Type.Optional(
       Type.String({
-        pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+        pattern: UUID_PATTERN,
         description: "another user's id (organization admins)",
       }),
     ),

@@ -1,7 +1,5 @@
 import { Type } from 'typebox';
-import { Timestamp } from './common.js';
-
-const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+import { Timestamp, UUID_PATTERN } from './common.js';
 
 export const AuditQuery = Type.Object(
   {

@@ -47,6 +47,9 @@ export const NameParams = Type.Object({
   }),
 });
 
+/** A record id in a query or body: a UUID, any case. */
+export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+
 export const Timestamp = Type.String({ description: 'ISO 8601 UTC timestamp' });
 
 /**

@@ -1,15 +1,13 @@
 import { Type } from 'typebox';
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../../auth/password.js';
 import { ROLES, SCOPE_TYPES } from '../../auth/roles.js';
-import { Name, Timestamp } from './common.js';
+import { Name, Timestamp, UUID_PATTERN } from './common.js';
 
 /**
  * An id in a path. Any string is taken: one that is not a UUID names nothing, so it is a 404 like
  * any other unknown id (the service checks it before any query).
  */
 export const IdParams = Type.Object({ id: Type.String({ description: 'the record id (a UUID)' }) });
-
-const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 
 /** A record a body or query names by id: a malformed one is a 422 on its field. */
 const IdReference = (what: string) =>
