@@ -96,14 +96,29 @@ function fromFastifyError(error: FastifyError): { code: ErrorCode; message: stri
   return { code: 'BAD_REQUEST', message: error.message };
 }
 
+/**
+ * The parts of an error's details that are for clients (documented on ErrorBody); the rest, like
+ * the field a message is about, is for the service itself.
+ */
+function publicDetails(details: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  const shown = Object.fromEntries(
+    (['problems', 'pipelines'] as const).flatMap((key) =>
+      Array.isArray(details?.[key]) ? [[key, details[key]]] : [],
+    ),
+  );
+  return Object.keys(shown).length > 0 ? shown : undefined;
+}
+
 /** Turns every error into `{ error, code }` with its documented status, never leaking internals. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     let code: ErrorCode;
     let message: string;
+    let details: Record<string, unknown> | undefined;
     if (error instanceof AppError) {
       code = error.code;
       message = error.message;
+      details = publicDetails(error.details);
     } else if (error instanceof ConnectionError) {
       code = 'UNAVAILABLE';
       message = 'the metadata store is unreachable; retry later';
@@ -115,6 +130,6 @@ export function installErrorHandling(app: FastifyInstance): void {
       message = `internal error (request id ${request.id})`;
       request.log.error({ err: error }, 'request failed');
     }
-    reply.status(ERROR_CODES[code]).send({ error: message, code });
+    reply.status(ERROR_CODES[code]).send({ error: message, code, ...(details ? { details } : {}) });
   });
 }

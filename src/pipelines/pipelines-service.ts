@@ -9,7 +9,7 @@ import { connectionsStore } from '../store/connections-store.js';
 import { type PipelineDefinitionWrite, type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { IDLE_STATS, type PipelineLiveStats, toPipelineSummary, toPipelineView } from './pipeline-view.js';
 import { requirePipeline } from './require-pipeline.js';
-import type { SnapshotOptionsJson } from './snapshot-options.js';
+import { resolveSnapshotOptions, type SnapshotOptionsJson } from './snapshot-options.js';
 import { parseTableName } from './table-name.js';
 
 /** A pipeline definition as the API receives it (shape already checked by the route schema). */
@@ -183,7 +183,8 @@ function changedFields(row: PipelineRow, d: PipelineDefinitionWrite): string[] {
     ['source.tables', row.source_tables, d.sourceTables],
     ['sink.connection', row.sink_connection, d.sinkConnection],
     ['sink.properties', row.sink_properties, d.sinkProperties],
-    ['snapshot', row.snapshot_options, d.snapshotOptions],
+    // Compared as they take effect: an option left out is its default, as the API shows it.
+    ['snapshot', resolveSnapshotOptions(row.snapshot_options), resolveSnapshotOptions(d.snapshotOptions)],
     ['schema_policy', row.schema_policy, d.schemaPolicy],
   ];
   return fields.filter(([, stored, wanted]) => !sameValue(stored, wanted)).map(([field]) => field);

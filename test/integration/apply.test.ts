@@ -133,6 +133,11 @@ describe('POST /v1/apply', () => {
     expect(paths).toContain('connections[1].dsn');
     expect(paths).toContain("pipelines[0].source.connection: connection 'nope' does not exist");
     expect(paths).toContain("pipelines[1].source.tables[1]: 'public.orders' is listed twice");
+    expect(values.body.details.problems).toEqual([
+      { path: 'connections[1].dsn', message: expect.any(String) },
+      { path: 'pipelines[0].source.connection', message: "connection 'nope' does not exist" },
+      { path: 'pipelines[1].source.tables[1]', message: "'public.orders' is listed twice" },
+    ]);
     expect((await service.request('GET', '/v1/connections/other')).status).toBe(404);
     expect((await service.request('GET', '/v1/pipelines/p1')).status).toBe(404);
   });
@@ -147,6 +152,7 @@ describe('POST /v1/apply', () => {
     const refused = await apply(withoutOrders, '?prune=true');
     expect(refused.status).toBe(409);
     expect(refused.body.code).toBe('PRUNE_REFUSED');
+    expect(refused.body.details).toEqual({ pipelines: ['orders'] });
     expect(refused.body.error).toContain("'orders' (running)");
     expect((await service.request('GET', '/v1/pipelines/notes')).status).toBe(200);
 

@@ -139,7 +139,7 @@ describe('command line', () => {
     [['--port', '99999'], 'config error: port: must be a port number from 1 to 65535 (got "99999")'],
     [['--log-level', 'loud'], 'config error: log.level: must be one of'],
     [['--bogus'], "config error: command line: Unknown option '--bogus'"],
-    [['frobnicate'], 'config error: command line: unknown command "frobnicate"'],
+    [['frobnicate'], "error: unknown command 'frobnicate'"],
   ])('exits 2 with one line for %j', (args, line) => {
     const { code, stderr } = runCli(
       ['serve', ...args].filter((a) => a !== 'serve' || args[0] !== 'frobnicate'),

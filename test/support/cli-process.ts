@@ -13,6 +13,29 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
+/**
+ * Runs the CLI without blocking this process, for commands against a service that runs in it
+ * (spawnSync would stop the service from answering).
+ */
+export function runCliAsync(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr.on('data', (c: Buffer) => {
+    stderr += c.toString();
+  });
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
 /** Starts `replicator serve` as a child process and waits until /v1/health answers. */
 export async function startCliServer(
   args: string[],

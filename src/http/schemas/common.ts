@@ -6,6 +6,24 @@ export const ErrorBody = Type.Object(
   {
     error: Type.String({ description: 'Human-readable message' }),
     code: Type.String({ description: 'Machine-readable code, see the README' }),
+    details: Type.Optional(
+      Type.Object(
+        {
+          problems: Type.Optional(
+            Type.Array(Type.Object({ path: Type.String(), message: Type.String() }), {
+              description:
+                'VALIDATION_FAILED of POST /v1/apply: every problem of the document, each at its path',
+            }),
+          ),
+          pipelines: Type.Optional(
+            Type.Array(Type.String(), {
+              description: 'PRUNE_REFUSED, CONNECTION_IN_USE: the pipelines that stand in the way',
+            }),
+          ),
+        },
+        { description: 'What a program needs to act on some errors, besides the message' },
+      ),
+    ),
   },
   { $id: 'ErrorBody', description: 'Error' },
 );

@@ -1,0 +1,4839 @@
+// Generated from the service's OpenAPI document by `npm run generate:client`: do not edit.
+// `.ci/run` fails when this file differs from what the document gives.
+
+export interface paths {
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Metrics of this instance and the pipelines it runs, in the Prometheus text format */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/bootstrap": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create the first admin user, bound to admin at organization scope; works in both modes, refused with 409 ADMIN_EXISTS once an admin exists */
+        post: operations["bootstrapAdmin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create what is missing and update what differs (connections, then pipelines); with prune, delete what the document does not name
+         * @description The whole document is checked before anything is written: a 422 lists every problem with its path (details.problems) and nothing changes. Running pipelines whose definition changes reload it. The checks that reach a source (wal_level, keys) run as each pipeline is written.
+         */
+        post: operations["applyDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The audit trail, newest first: every state-changing call, sign-in, token and role change, with its actor, target, source address and outcome */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sign in with e-mail and password; sets the service_session cookie (a new session id each time) */
+        post: operations["login"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sign out: ends the session the cookie names and clears the cookie (204 even without one) */
+        post: operations["logout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who is signed in: the user, the active project and the role held there */
+        get: operations["getSession"];
+        /** Switch the active project of a session (a token keeps the project it was made in); 404 for a project you hold no role in */
+        put: operations["switchProject"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Live sessions of the caller, or of user_id for an organization admin; never their secrets */
+        get: operations["listSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** End a session at once: one's own, or anyone's for an organization admin */
+        delete: operations["endSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sso/{provider}/acs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** SAML assertion consumer service (HTTP-POST): completes the sign-in, sets the session cookie and redirects (302) to the app */
+        post: operations["finishSamlLogin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sso/{provider}/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** OIDC redirect URI: completes the sign-in, sets the session cookie and redirects (302) to the app */
+        get: operations["finishOidcLogin"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sso/{provider}/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Start signing in: redirects (302) to the identity provider */
+        get: operations["startSsoLogin"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sso/{provider}/metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** SAML: this service's SP metadata (XML), to load into the identity provider */
+        get: operations["getSamlMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/sso/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The enabled SSO providers, for a sign-in page: names and where to start */
+        get: operations["listSignInProviders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List connections */
+        get: operations["listConnections"];
+        put?: never;
+        /** Create a connection */
+        post: operations["createConnection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/connections/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a connection */
+        get: operations["getConnection"];
+        /** Replace a connection (type and DSN); the name cannot change */
+        put: operations["replaceConnection"];
+        post?: never;
+        /** Delete a connection; refused with 409 CONNECTION_IN_USE while pipelines name it, unless force=true */
+        delete: operations["deleteConnection"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/connections/{name}/tables": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tables a source connection's role can see, each replicable or not (and why), for choosing a pipeline's tables; connects to the source */
+        get: operations["listConnectionTables"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Health of this instance and the fleet; 503 when a check fails */
+        get: operations["getHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live pipeline states and progress (WebSocket, JSON messages)
+         * @description Open with an Upgrade: websocket request; a plain GET is answered 426. A client frame over 64 KiB is closed with 1009, more than 20 client messages in 10 s with 1008, a client with more than 4 MiB unsent with 1013.
+         */
+        get: operations["openLiveFeed"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/organization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization */
+        get: operations["getOrganization"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Rename the organization */
+        patch: operations["updateOrganization"];
+        trace?: never;
+    };
+    "/v1/pipelines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List pipelines */
+        get: operations["listPipelines"];
+        put?: never;
+        /** Create a pipeline (stopped) */
+        post: operations["createPipeline"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a pipeline */
+        get: operations["getPipeline"];
+        /** Replace the definition of a pipeline; a running pipeline reloads it without a restart */
+        put: operations["replacePipeline"];
+        post?: never;
+        /** Stop and delete a pipeline, dropping its replication slot and publication on the source; 502 SOURCE_UNAVAILABLE keeps it when the slot cannot be dropped, unless force=true */
+        delete: operations["deletePipeline"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Copy tables of a pipeline again (202). A streaming pipeline does it while its other tables keep streaming; the table is emptied and refilled, its changes meanwhile held and applied after */
+        post: operations["backfillPipeline"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Throughput, lag and counters */
+        get: operations["getPipelineMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}/progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Snapshot progress per table */
+        get: operations["getPipelineProgress"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Run history, newest first, paged with a cursor */
+        get: operations["listPipelineRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}/schema/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve the pending change: its DDL runs on the sink and the pipeline resumes with nothing lost */
+        post: operations["approveSchemaChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}/schema/proposed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The schema change the pipeline waits on; 404 NOT_FOUND when none is pending */
+        get: operations["getProposedSchemaChange"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}/schema/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reject the pending change: the sink keeps its columns, only those are written, and the pipeline resumes */
+        post: operations["rejectSchemaChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}/state": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Start, stop, pause or resume a pipeline; 409 INVALID_TRANSITION when its state does not allow it */
+        put: operations["changePipelineState"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List projects
+         * @description Every project of the organization, by name, with its workspace’s id and name; ?workspace=<name> lists only that workspace’s (an unknown workspace: 422).
+         */
+        get: operations["listProjects"];
+        put?: never;
+        /**
+         * Create a project
+         * @description In the workspace named by `workspace` (an unknown one: 422), or the default workspace. Project names are unique in the organization, across workspaces (409 ALREADY_EXISTS).
+         */
+        post: operations["createProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a project
+         * @description Projects are named by id in paths; an id that is not a UUID names no project: 404.
+         */
+        get: operations["getProject"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an empty project
+         * @description Deletes the project and the role bindings scoped to it; the API tokens bound to it and the sessions whose active project it is end with it. Refused with 409 PROJECT_IN_USE while it holds pipelines or connections (named in the message): delete them first. The default project is refused with 409 DEFAULT_NOT_DELETABLE.
+         */
+        delete: operations["deleteProject"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a project or move it to another workspace
+         * @description Give `name`, `workspace` (a workspace’s name) or both. The project keeps its id, pipelines, connections, tokens and project-scoped role bindings; after a move, roles bound at the old workspace no longer reach it and those bound at the new one do.
+         */
+        patch: operations["updateProject"];
+        trace?: never;
+    };
+    "/v1/role-bindings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List role bindings
+         * @description By user e-mail, then scope. Filters, each optional: user_id, scope_type, scope_id (a malformed id: 422).
+         */
+        get: operations["listRoleBindings"];
+        put?: never;
+        /**
+         * Bind a role to a user at a scope
+         * @description scope_type organization means the one organization (omit scope_id); admin there manages users, workspaces, projects, role bindings, SSO and the audit trail. For a workspace or project give scope_id or scope (its name), not both. An unknown user, role, scope type or scope is a 422 naming the field; the same binding twice is 409 ALREADY_EXISTS.
+         */
+        post: operations["createRoleBinding"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/role-bindings/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a role binding */
+        get: operations["getRoleBinding"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a role binding
+         * @description Refused with 409 LAST_ADMIN for the organization admin binding of the last enabled organization admin. A binding an SSO login made (source sso:<provider>) comes back at the user’s next SSO login if the provider still maps it.
+         */
+        delete: operations["deleteRoleBinding"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/roles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the roles
+         * @description viewer, operator, editor and admin, weakest first: each may do what the one before it may. A role bound at a scope applies in every project inside it, and a user’s strongest applies.
+         */
+        get: operations["listRoles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sso/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List SSO providers (secrets are never shown) */
+        get: operations["listSsoProviders"];
+        put?: never;
+        /** Create an OIDC or SAML provider */
+        post: operations["createSsoProvider"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sso/providers/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an SSO provider */
+        get: operations["getSsoProvider"];
+        /** Replace an SSO provider; the name and kind cannot change, secrets not sent are kept */
+        put: operations["replaceSsoProvider"];
+        post?: never;
+        /** Delete an SSO provider and the role bindings its sign-ins made */
+        delete: operations["deleteSsoProvider"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your tokens in the active project (a project admin sees everyone's); never their secrets */
+        get: operations["listTokens"];
+        put?: never;
+        /** Create an API token in the active project; the secret is in this response only. Made from a session, not a token */
+        post: operations["createToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a token at once (yours; a project admin: any of the project). Revoking twice is harmless */
+        delete: operations["revokeToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List users
+         * @description Every user of the organization, by e-mail. The password hash is never returned.
+         */
+        get: operations["listUsers"];
+        put?: never;
+        /**
+         * Create a user
+         * @description The e-mail is unique regardless of case (409 ALREADY_EXISTS). With a password the user may sign in with it; a weak one is refused with 422 saying why. Without one the user signs in only through SSO. A new user holds no role: bind one with POST /v1/role-bindings.
+         */
+        post: operations["createUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a user
+         * @description An id that is not a UUID names no user: 404.
+         */
+        get: operations["getUser"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a user
+         * @description Deletes the user with its role bindings, API tokens, SSO identities and sessions. To keep its records but stop it signing in, disable it instead. Refused with 409 LAST_ADMIN when the user is the last enabled one holding admin at organization scope, so that someone can always manage the service.
+         */
+        delete: operations["deleteUser"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a user’s display name, disabled flag or password
+         * @description Only the fields given change; the e-mail cannot. Disabling a user or setting its password ends all its sessions (the caller’s own too, when it changes its own password); a disabled user’s tokens stop working until it is enabled again. Refused with 409 LAST_ADMIN when the user is the last enabled one holding admin at organization scope, so that someone can always manage the service.
+         */
+        patch: operations["updateUser"];
+        trace?: never;
+    };
+    "/v1/workers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workers of the fleet, newest first */
+        get: operations["listWorkers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List workspaces
+         * @description Every workspace of the organization, by name, with how many projects it holds.
+         */
+        get: operations["listWorkspaces"];
+        put?: never;
+        /**
+         * Create a workspace
+         * @description Names follow the rule of pipeline and connection names and are unique in the organization (409 ALREADY_EXISTS). A role bound at a workspace applies to every project in it.
+         */
+        post: operations["createWorkspace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a workspace
+         * @description An id that is not a UUID names no workspace: 404.
+         */
+        get: operations["getWorkspace"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an empty workspace
+         * @description Deletes the workspace and the role bindings scoped to it. Refused with 409 WORKSPACE_IN_USE while it holds projects (named in the message): move them with PATCH /v1/projects/{id} or delete them first. The default workspace, where projects go when none is named, is refused with 409 DEFAULT_NOT_DELETABLE.
+         */
+        delete: operations["deleteWorkspace"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a workspace
+         * @description Its id, projects and role bindings stay. The default workspace may be renamed too; bodies that name a workspace then use the new name.
+         */
+        patch: operations["updateWorkspace"];
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        Connection: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            /** @description The DSN with its password and sslpassword shown as **** */
+            dsn: string;
+            id: string;
+            name: string;
+            project_id: string;
+            /** @description Which TLS material is set, each shown as **** */
+            tls: {
+                /** @enum {string} */
+                ca_cert?: "****";
+                /** @enum {string} */
+                client_cert?: "****";
+                /** @enum {string} */
+                client_key?: "****";
+            };
+            type: string;
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
+        };
+        CreatedToken: components["schemas"]["Token"] & {
+            /** @description the secret: shown once, send as Authorization: Bearer */
+            token: string;
+        };
+        /** @description Error */
+        ErrorBody: {
+            /** @description Machine-readable code, see the README */
+            code: string;
+            /** @description What a program needs to act on some errors, besides the message */
+            details?: {
+                /** @description PRUNE_REFUSED, CONNECTION_IN_USE: the pipelines that stand in the way */
+                pipelines?: string[];
+                /** @description VALIDATION_FAILED of POST /v1/apply: every problem of the document, each at its path */
+                problems?: {
+                    message: string;
+                    path: string;
+                }[];
+            };
+            /** @description Human-readable message */
+            error: string;
+        };
+        Pipeline: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            /** @description What the pipeline was last asked to be: stopped, running, paused */
+            desired_state: string;
+            /** @description Why the pipeline last failed, if it did */
+            error: string | null;
+            events_per_second: number;
+            /** @description Incremented on every definition change */
+            generation: number;
+            id: string;
+            /** @description Time of the last durable checkpoint; null before the first */
+            last_checkpoint_at: string | (never | null);
+            name: string;
+            project_id: string;
+            replication_lag_ms: number;
+            /** @description review, auto or ignore */
+            schema_policy: string;
+            sink: {
+                connection: string;
+                properties: {
+                    [key: string]: string;
+                };
+            };
+            snapshot: {
+                parallelism: number;
+                partition_rows: number;
+            };
+            source: {
+                connection: string;
+                tables: string[];
+            };
+            /** @description stopped, starting, running, stopping, paused, pending_schema_approval */
+            state: string;
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
+            /** @description Something to look at while it runs, e.g. the source keeping too much WAL for the pipeline's slot */
+            warning: string | null;
+        };
+        PipelineSummary: {
+            events_per_second: number;
+            /** @description Time of the last durable checkpoint; null before the first */
+            last_checkpoint_at: string | (never | null);
+            name: string;
+            replication_lag_ms: number;
+            state: string;
+        };
+        Project: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            id: string;
+            name: string;
+            /** @description the name of the workspace that holds the project */
+            workspace: string;
+            workspace_id: string;
+        };
+        RoleBinding: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            id: string;
+            role: string;
+            scope_id: string;
+            /** @description the name of the organization, workspace or project; null if it no longer exists */
+            scope_name: string | null;
+            scope_type: string;
+            /** @description `manual`, or `sso:<provider>` for a binding an SSO login maps from groups */
+            source: string;
+            user_email: string;
+            user_id: string;
+        };
+        SessionInfo: {
+            organization_admin: boolean;
+            /** @description the active project */
+            project: {
+                id: string;
+                name: string;
+            };
+            /** @description projects the user holds a role in, to switch to */
+            projects: {
+                id: string;
+                name: string;
+                /** @description viewer, operator, editor, admin */
+                role: "viewer" | "operator" | "editor" | "admin";
+            }[];
+            /** @description the role held in the active project */
+            role: ("viewer" | "operator" | "editor" | "admin") | (never | null);
+            user: {
+                display_name: string;
+                email: string;
+                id: string;
+            };
+            /** @description how this request was signed in */
+            via: "session" | "token";
+        };
+        SourceTable: {
+            /** @description the source's row estimate, 0 when it has none */
+            estimated_rows: number;
+            /** @description why it cannot be replicated and what to do; null when it can */
+            reason: string | null;
+            replicable: boolean;
+            /** @description schema.table */
+            table: string;
+        };
+        SsoProvider: {
+            /** @description SAML: the assertion consumer service URL (HTTP-POST) */
+            acs_url?: string;
+            client_id?: string;
+            /** @description OIDC: whether a client secret is stored (never shown) */
+            client_secret_set?: boolean;
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            enabled: boolean;
+            entry_point?: string;
+            id: string;
+            idp_certificates?: string[];
+            idp_issuer?: string;
+            issuer?: string;
+            kind: "oidc" | "saml";
+            /** @description Where a browser starts signing in */
+            login_url: string;
+            /** @description SAML: this service's SP metadata */
+            metadata_url?: string;
+            name: string;
+            /** @description OIDC: the redirect URI to register at the provider */
+            redirect_uri?: string;
+            role_mapping?: {
+                claim: string;
+                default_role?: string;
+                rules: {
+                    role: string;
+                    /** @description The current name; null once the project or workspace is deleted (the rule then binds nothing) */
+                    scope?: string | null;
+                    scope_type: string;
+                    value: string;
+                }[];
+            };
+            scopes?: string;
+            sp_entity_id?: string;
+            /** @description SAML: whether a private key is stored (never shown) */
+            sp_private_key_set?: boolean;
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
+        };
+        Token: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            /** @description ISO 8601 UTC timestamp */
+            expires_at: string;
+            id: string;
+            /** @description ISO 8601 UTC timestamp */
+            last_used_at: string | null;
+            name: string;
+            /** @description the first characters of the secret */
+            prefix: string;
+            project_id: string;
+            /** @description ISO 8601 UTC timestamp */
+            revoked_at: string | null;
+            /** @description a cap below the user's role; null: the user's role */
+            role: ("viewer" | "operator" | "editor" | "admin") | (never | null);
+            user_id: string;
+        };
+        /** @description No valid session or token (with WWW-Authenticate: Bearer) */
+        Unauthenticated: {
+            /** @enum {string} */
+            error: "unauthenticated";
+        };
+        User: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            /** @description a disabled user cannot sign in, and its tokens stop working */
+            disabled: boolean;
+            display_name: string;
+            email: string;
+            id: string;
+            /** @description false for users who sign in only through SSO */
+            password_set: boolean;
+            /** @description ISO 8601 UTC timestamp */
+            updated_at: string;
+        };
+        Workspace: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            id: string;
+            name: string;
+            /** @description how many projects the workspace holds */
+            project_count: number;
+        };
+    };
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prometheus text exposition format 0.0.4 */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description No valid session or token (with WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unauthenticated"];
+                };
+            };
+        };
+    };
+    bootstrapAdmin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    display_name: string;
+                    /** @description e-mail address */
+                    email: string;
+                    /** @description at least 12 characters, at most 256, not a common or easily guessed password */
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        role_binding: {
+                            role: string;
+                            scope_id: string;
+                            scope_type: string;
+                        };
+                        user: components["schemas"]["User"];
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    applyDocument: {
+        parameters: {
+            query?: {
+                /** @description true: return the plan, change nothing */
+                dry_run?: "true" | "false";
+                /** @description true: also delete the project's connections and stopped pipelines the document does not name */
+                prune?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description connections, each as POST /v1/connections takes it */
+                    connections?: unknown[];
+                    /** @description pipelines, each as POST /v1/pipelines takes it */
+                    pipelines?: unknown[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        connections: {
+                            /** @description for updated: the fields that differ */
+                            changes?: string[];
+                            name: string;
+                            result: "created" | "updated" | "unchanged" | "deleted";
+                        }[];
+                        dry_run: boolean;
+                        pipelines: {
+                            /** @description for updated: the fields that differ */
+                            changes?: string[];
+                            name: string;
+                            result: "created" | "updated" | "unchanged" | "deleted";
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description e.g. pipeline.create, auth.login */
+                action?: string;
+                /** @description a user id */
+                actor_id?: string;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description events per page, 1 to 500 (default 100) */
+                limit?: string;
+                outcome?: "success" | "denied" | "failure";
+                project_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        events: {
+                            action: string;
+                            actor: {
+                                /** @description the user's id (a token's user) */
+                                id: string | null;
+                                /** @description system, the e-mail, or "<e-mail> token <name>" */
+                                name: string;
+                                /** @description system, user, token or anonymous */
+                                type: string;
+                            };
+                            /** @description ISO 8601 UTC timestamp */
+                            at: string;
+                            details: {
+                                [key: string]: unknown;
+                            };
+                            id: number;
+                            /** @description success, denied (401/403) or failure */
+                            outcome: string;
+                            project_id: string | null;
+                            request_id: string | null;
+                            source_address: string | null;
+                            /** @description the HTTP status answered */
+                            status: number | null;
+                            /** @description e.g. pipeline:orders */
+                            target: string | null;
+                        }[];
+                        next_cursor: string | null;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    login: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description e-mail address */
+                    email: string;
+                    password: string;
+                    /** @description the project (name or id) to start in */
+                    project?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionInfo"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    logout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionInfo"];
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    switchProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description project name or id */
+                    project: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionInfo"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listSessions: {
+        parameters: {
+            query?: {
+                /** @description another user's id (organization admins) */
+                user_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description ISO 8601 UTC timestamp */
+                        absolute_expires_at: string;
+                        /** @description ISO 8601 UTC timestamp */
+                        created_at: string;
+                        /** @description the session this request came with */
+                        current: boolean;
+                        /** @description ISO 8601 UTC timestamp */
+                        expires_at: string;
+                        id: string;
+                        /** @description ISO 8601 UTC timestamp */
+                        last_seen_at: string;
+                        /** @description the active project */
+                        project_id: string;
+                        source_address: string | null;
+                        user_agent: string | null;
+                        user_id: string;
+                    }[];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    endSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    finishSamlLogin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an SSO provider name, without control characters */
+                provider: string;
+            };
+            cookie?: never;
+        };
+        /** @description application/x-www-form-urlencoded, as the identity provider posts it */
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    RelayState?: string;
+                    /** @description The base64 SAML response */
+                    SAMLResponse?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Redirect: the Location header says where */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    finishOidcLogin: {
+        parameters: {
+            query?: {
+                code?: string;
+                error?: string;
+                error_description?: string;
+                iss?: string;
+                state?: string;
+            };
+            header?: never;
+            path: {
+                /** @description an SSO provider name, without control characters */
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Redirect: the Location header says where */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    startSsoLogin: {
+        parameters: {
+            query?: {
+                /** @description A path on this service to return to after signing in */
+                return_to?: string;
+            };
+            header?: never;
+            path: {
+                /** @description an SSO provider name, without control characters */
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Redirect: the Location header says where */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getSamlMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an SSO provider name, without control characters */
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description application/samlmetadata+xml */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listSignInProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        kind: string;
+                        login_url: string;
+                        name: string;
+                    }[];
+                };
+            };
+        };
+    };
+    listConnections: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Connection"][];
+                };
+            };
+            /** @description No valid session or token (with WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unauthenticated"];
+                };
+            };
+        };
+    };
+    createConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Connection URL, e.g. postgres://user:password@host:5432/db?sslmode=require */
+                    dsn: string;
+                    /** @description 1 to 63 characters: letters, digits, "_" and "-", starting with a letter or digit */
+                    name: string;
+                    /** @description TLS material for sslmode=require, verify-ca or verify-full. Stored encrypted and never returned: responses show **** for what is set */
+                    tls?: {
+                        /** @description CA certificate(s) the server certificate must chain to as PEM text; **** on update keeps the stored one */
+                        ca_cert?: string;
+                        /** @description Client certificate as PEM text; **** on update keeps the stored one */
+                        client_cert?: string;
+                        /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
+                        client_key?: string;
+                    };
+                    /** @description Connection type: postgres */
+                    type: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Connection"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Connection"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    replaceConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description New DSN; a password (or sslpassword) of **** keeps the stored one while host, port, database and user are unchanged */
+                    dsn: string;
+                    /** @description If given, must equal the name in the path */
+                    name?: string;
+                    /** @description TLS material for sslmode=require, verify-ca or verify-full. Stored encrypted and never returned: responses show **** for what is set */
+                    tls?: {
+                        /** @description CA certificate(s) the server certificate must chain to as PEM text; **** on update keeps the stored one */
+                        ca_cert?: string;
+                        /** @description Client certificate as PEM text; **** on update keeps the stored one */
+                        client_cert?: string;
+                        /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
+                        client_key?: string;
+                    };
+                    /** @description Connection type: postgres */
+                    type: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Connection"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteConnection: {
+        parameters: {
+            query?: {
+                /** @description true deletes even when pipelines use the connection */
+                force?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listConnectionTables: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SourceTable"][];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        checks: {
+                            /** @description ISO 8601 UTC timestamp */
+                            erroring_since: string | null;
+                            message: string | null;
+                            name: string;
+                            /** @description `ok` or `failing` */
+                            status: string;
+                        }[];
+                        /** @description Pipelines in state running, fleet-wide */
+                        pipelines_running: number;
+                        /** @description `ok` when every check passes, else `unavailable` */
+                        status: string;
+                        /** @description v<major>.<minor>.<patch> */
+                        version: string;
+                        /** @description Live workers of the fleet */
+                        workers: number;
+                    };
+                };
+            };
+            /** @description No valid session or token (with WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unauthenticated"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        checks: {
+                            /** @description ISO 8601 UTC timestamp */
+                            erroring_since: string | null;
+                            message: string | null;
+                            name: string;
+                            /** @description `ok` or `failing` */
+                            status: string;
+                        }[];
+                        /** @description Pipelines in state running, fleet-wide */
+                        pipelines_running: number;
+                        /** @description `ok` when every check passes, else `unavailable` */
+                        status: string;
+                        /** @description v<major>.<minor>.<patch> */
+                        version: string;
+                        /** @description Live workers of the fleet */
+                        workers: number;
+                    };
+                };
+            };
+        };
+    };
+    openLiveFeed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the feed follows */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description ISO 8601 UTC timestamp */
+                        created_at: string;
+                        id: string;
+                        name: string;
+                    };
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 1 to 63 characters: letters, digits, "_" and "-", starting with a letter or digit */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description ISO 8601 UTC timestamp */
+                        created_at: string;
+                        id: string;
+                        name: string;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listPipelines: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSummary"][];
+                };
+            };
+            /** @description No valid session or token (with WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unauthenticated"];
+                };
+            };
+        };
+    };
+    createPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 1 to 63 characters: letters, digits, "_" and "-", starting with a letter or digit */
+                    name: string;
+                    /** @description What a change of a source table's shape does: review (default) waits in pending_schema_approval; auto applies compatible changes (added columns, widened types, dropped NOT NULL) and waits for the others; ignore keeps the sink's columns and replicates only those */
+                    schema_policy?: "review" | "auto" | "ignore";
+                    sink: {
+                        /** @description the name of an existing connection, without control characters */
+                        connection: string;
+                        /** @description Sink-specific properties (string values) */
+                        properties?: {
+                            [key: string]: string;
+                        };
+                    };
+                    /** @description How snapshots are cut and copied */
+                    snapshot?: {
+                        /** @description Partitions copied at once (default 2) */
+                        parallelism?: number;
+                        /** @description Rows per partition, about (default 250000) */
+                        partition_rows?: number;
+                    };
+                    source: {
+                        /** @description the name of an existing connection, without control characters */
+                        connection: string;
+                        /** @description Tables to replicate, each "<schema>.<table>" */
+                        tables: string[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pipeline"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pipeline"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    replacePipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description If given, must equal the name in the path */
+                    name?: string;
+                    /** @description What a change of a source table's shape does: review (default) waits in pending_schema_approval; auto applies compatible changes (added columns, widened types, dropped NOT NULL) and waits for the others; ignore keeps the sink's columns and replicates only those */
+                    schema_policy?: "review" | "auto" | "ignore";
+                    sink: {
+                        /** @description the name of an existing connection, without control characters */
+                        connection: string;
+                        /** @description Sink-specific properties (string values) */
+                        properties?: {
+                            [key: string]: string;
+                        };
+                    };
+                    /** @description How snapshots are cut and copied */
+                    snapshot?: {
+                        /** @description Partitions copied at once (default 2) */
+                        parallelism?: number;
+                        /** @description Rows per partition, about (default 250000) */
+                        partition_rows?: number;
+                    };
+                    source: {
+                        /** @description the name of an existing connection, without control characters */
+                        connection: string;
+                        /** @description Tables to replicate, each "<schema>.<table>" */
+                        tables: string[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pipeline"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deletePipeline: {
+        parameters: {
+            query?: {
+                /** @description true deletes even when pipelines use the connection */
+                force?: "true" | "false";
+            };
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    backfillPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Tables to copy again */
+                    tables: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        /** @description The pipeline state; a stopped or paused pipeline copies them when it starts */
+                        state: string;
+                        tables: string[];
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getPipelineMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Events applied per second, over the last 5 s */
+                        events_per_second: number;
+                        /** @description Change events applied, over the life of the pipeline */
+                        events_total: number;
+                        /** @description ISO 8601 UTC timestamp */
+                        last_checkpoint_at: string | null;
+                        name: string;
+                        /** @description Now minus the commit time of the oldest received change not yet durable in the sink; 0 when caught up */
+                        replication_lag_seconds: number;
+                        /** @description Failed sink writes, over the life of the pipeline */
+                        sink_errors_total: number;
+                        state: string;
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getPipelineProgress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `snapshot`, `streaming`, or `idle` when the pipeline is not running */
+                        phase: string;
+                        tables: {
+                            /** @description Seconds left at the rate of the copy so far; null when not copying */
+                            eta_seconds: number | null;
+                            /** @description The partition plan of the last copy of the table */
+                            partitions: {
+                                /** @description First key, null = open */
+                                lower_bound: string | null;
+                                partition: string;
+                                rows_done: number;
+                                /** @description `pending`, `copying` or `done` */
+                                status: string;
+                                /** @description Key after the last, null = open */
+                                upper_bound: string | null;
+                            }[];
+                            partitions_done: number;
+                            partitions_total: number;
+                            /** @description 0 to 100 */
+                            percent: number;
+                            rows_done: number;
+                            /** @description Estimate from the source's statistics until the copy is done */
+                            rows_total: number;
+                            /** @description `pending`, `snapshot` (being copied), `backfill` (being copied again) or `streaming` (copied) */
+                            status: string;
+                            table: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listPipelineRuns: {
+        parameters: {
+            query?: {
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                /** @description Runs per page, 1 to 100 (default 20) */
+                limit?: string;
+            };
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Pass as `cursor` for the next page */
+                        next_cursor: string | null;
+                        /** @description Newest first */
+                        runs: {
+                            /** @description Until ended_at, or until now for the current run */
+                            duration_ms: number;
+                            /** @description ISO 8601 UTC timestamp */
+                            ended_at: string | null;
+                            error: string | null;
+                            events_total: number;
+                            id: string;
+                            /** @description `running`, `stopped`, `failed`, `shutdown` (the process stopped), `interrupted` (it died), `deleted` */
+                            outcome: string;
+                            /** @description The pipeline's project */
+                            project_id: string;
+                            /** @description ISO 8601 UTC timestamp */
+                            started_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    approveSchemaChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    proposal_id?: string;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        changes: ({
+                            /** @description add_column, drop_column, rename_column, alter_type, set_not_null, drop_not_null, change_key */
+                            kind: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        /** @description ISO 8601 UTC timestamp */
+                        created_at: string;
+                        /** @description The table as the sink has it */
+                        current_columns: {
+                            key: boolean;
+                            name: string;
+                            nullable: boolean;
+                            /** @description format_type of the source, e.g. numeric(12,2) */
+                            type: string;
+                        }[];
+                        /** @description The statements the sink runs on approval, in order */
+                        ddl: string[];
+                        /** @description ISO 8601 UTC timestamp */
+                        decided_at: string | null;
+                        decided_by: string | null;
+                        /** @description Pass as proposal_id when deciding, to be sure to decide on what was read */
+                        id: string;
+                        /** @description The table as the source now has it */
+                        proposed_columns: {
+                            key: boolean;
+                            name: string;
+                            nullable: boolean;
+                            /** @description format_type of the source, e.g. numeric(12,2) */
+                            type: string;
+                        }[];
+                        /** @description On approve: statements not run because the sink already had their change (made by hand); empty when all ran */
+                        skipped_ddl?: string[];
+                        /** @description `pending`, `approved` or `rejected` */
+                        status: string;
+                        table: string;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getProposedSchemaChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        changes: ({
+                            /** @description add_column, drop_column, rename_column, alter_type, set_not_null, drop_not_null, change_key */
+                            kind: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        /** @description ISO 8601 UTC timestamp */
+                        created_at: string;
+                        /** @description The table as the sink has it */
+                        current_columns: {
+                            key: boolean;
+                            name: string;
+                            nullable: boolean;
+                            /** @description format_type of the source, e.g. numeric(12,2) */
+                            type: string;
+                        }[];
+                        /** @description The statements the sink runs on approval, in order */
+                        ddl: string[];
+                        /** @description ISO 8601 UTC timestamp */
+                        decided_at: string | null;
+                        decided_by: string | null;
+                        /** @description Pass as proposal_id when deciding, to be sure to decide on what was read */
+                        id: string;
+                        /** @description The table as the source now has it */
+                        proposed_columns: {
+                            key: boolean;
+                            name: string;
+                            nullable: boolean;
+                            /** @description format_type of the source, e.g. numeric(12,2) */
+                            type: string;
+                        }[];
+                        /** @description On approve: statements not run because the sink already had their change (made by hand); empty when all ran */
+                        skipped_ddl?: string[];
+                        /** @description `pending`, `approved` or `rejected` */
+                        status: string;
+                        table: string;
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    rejectSchemaChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    proposal_id?: string;
+                } | null;
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        changes: ({
+                            /** @description add_column, drop_column, rename_column, alter_type, set_not_null, drop_not_null, change_key */
+                            kind: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        /** @description ISO 8601 UTC timestamp */
+                        created_at: string;
+                        /** @description The table as the sink has it */
+                        current_columns: {
+                            key: boolean;
+                            name: string;
+                            nullable: boolean;
+                            /** @description format_type of the source, e.g. numeric(12,2) */
+                            type: string;
+                        }[];
+                        /** @description The statements the sink runs on approval, in order */
+                        ddl: string[];
+                        /** @description ISO 8601 UTC timestamp */
+                        decided_at: string | null;
+                        decided_by: string | null;
+                        /** @description Pass as proposal_id when deciding, to be sure to decide on what was read */
+                        id: string;
+                        /** @description The table as the source now has it */
+                        proposed_columns: {
+                            key: boolean;
+                            name: string;
+                            nullable: boolean;
+                            /** @description format_type of the source, e.g. numeric(12,2) */
+                            type: string;
+                        }[];
+                        /** @description On approve: statements not run because the sink already had their change (made by hand); empty when all ran */
+                        skipped_ddl?: string[];
+                        /** @description `pending`, `approved` or `rejected` */
+                        status: string;
+                        table: string;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    changePipelineState: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The action: start, stop, pause or resume */
+                    state: "start" | "stop" | "pause" | "resume";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pipeline"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listProjects: {
+        parameters: {
+            query?: {
+                /** @description the name of an existing workspace (unknown: 422); only the projects it holds are listed */
+                workspace?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"][];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 1 to 63 characters: letters, digits, "_" and "-", starting with a letter or digit */
+                    name: string;
+                    /** @description the name of an existing workspace (unknown: 422); absent: the default workspace */
+                    workspace?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the record id (a UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the record id (a UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the record id (a UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 1 to 63 characters: letters, digits, "_" and "-", starting with a letter or digit */
+                    name?: string;
+                    /** @description the name of an existing workspace (unknown: 422); the project moves there */
+                    workspace?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listRoleBindings: {
+        parameters: {
+            query?: {
+                /** @description the id of an organization, workspace or project: only the bindings at it (a UUID) */
+                scope_id?: string;
+                /** @description where the role applies: the whole organization, every project of a workspace, or one project */
+                scope_type?: "organization" | "workspace" | "project";
+                /** @description the id of a user: only its bindings (a UUID) */
+                user_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleBinding"][];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createRoleBinding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a role: viewer, operator, editor, admin (each may do what the one before it may) */
+                    role: "viewer" | "operator" | "editor" | "admin";
+                    /** @description the name of the workspace or project, instead of scope_id */
+                    scope?: string;
+                    /** @description the id of the workspace or project; for the organization scope omit it (or give the organization’s id) (a UUID) */
+                    scope_id?: string;
+                    /** @description where the role applies: the whole organization, every project of a workspace, or one project */
+                    scope_type: "organization" | "workspace" | "project";
+                    /** @description the id of the user (a UUID) */
+                    user_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleBinding"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getRoleBinding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the record id (a UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RoleBinding"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteRoleBinding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the record id (a UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listRoles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        description: string;
+                        /** @description bound at organization scope, it also grants the organization permission: users, workspaces, projects, role bindings, SSO and the audit trail */
+                        manages_organization: boolean;
+                        name: string;
+                        /** @description the route permissions it grants in every project of its scope: read, operate, edit, manage */
+                        permissions: string[];
+                        /** @description 1 for the weakest; a role may do everything a lower rank may */
+                        rank: number;
+                    }[];
+                };
+            };
+            /** @description No valid session or token (with WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unauthenticated"];
+                };
+            };
+        };
+    };
+    listSsoProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoProvider"][];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createSsoProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description OIDC: the client id */
+                    client_id?: string;
+                    /** @description OIDC: the client secret; write-only, stored encrypted; on replace, omitted keeps the stored one */
+                    client_secret?: string;
+                    /** @description Whether sign-in through the provider is offered (default true) */
+                    enabled?: boolean;
+                    /** @description SAML: the identity provider's single sign-on URL (HTTP-Redirect binding) */
+                    entry_point?: string;
+                    /** @description SAML: the certificates whose keys may sign assertions (assertions must be signed) */
+                    idp_certificates?: string[];
+                    /** @description SAML: the identity provider's entity id */
+                    idp_issuer?: string;
+                    /** @description OIDC: the issuer URL (https), whose discovery document is read */
+                    issuer?: string;
+                    /** @description oidc or saml */
+                    kind: string;
+                    /** @description 1 to 63 characters: letters, digits, "_" and "-", starting with a letter or digit */
+                    name: string;
+                    /** @description Maps the identity provider's groups to roles at every sign-in: the bindings of this provider are replaced, manual bindings are kept */
+                    role_mapping?: {
+                        /** @description The OIDC claim or SAML attribute holding the groups, e.g. "groups" (a dotted path reaches nested claims) */
+                        claim: string;
+                        /** @description Bound at the default project when no rule matched */
+                        default_role?: "viewer" | "operator" | "editor" | "admin";
+                        /** @description Every rule whose value the claim holds binds its role */
+                        rules: {
+                            /** @description viewer, operator, editor, admin */
+                            role: "viewer" | "operator" | "editor" | "admin";
+                            /** @description The project or workspace name; omitted for scope_type organization */
+                            scope?: string;
+                            /** @description organization, workspace, project */
+                            scope_type: "organization" | "workspace" | "project";
+                            /** @description A value of the claim, e.g. the group "data-eng" */
+                            value: string;
+                        }[];
+                    };
+                    /** @description OIDC: scopes to ask for (default "openid email profile") */
+                    scopes?: string;
+                    /** @description SAML: this service's entity id, the audience assertions must name (default: the metadata URL) */
+                    sp_entity_id?: string;
+                    /** @description SAML: a PEM private key to sign AuthnRequests with; write-only, stored encrypted */
+                    sp_private_key?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoProvider"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getSsoProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an SSO provider name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoProvider"];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    replaceSsoProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an SSO provider name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description OIDC: the client id */
+                    client_id?: string;
+                    /** @description OIDC: the client secret; write-only, stored encrypted; on replace, omitted keeps the stored one */
+                    client_secret?: string;
+                    /** @description Whether sign-in through the provider is offered (default true) */
+                    enabled?: boolean;
+                    /** @description SAML: the identity provider's single sign-on URL (HTTP-Redirect binding) */
+                    entry_point?: string;
+                    /** @description SAML: the certificates whose keys may sign assertions (assertions must be signed) */
+                    idp_certificates?: string[];
+                    /** @description SAML: the identity provider's entity id */
+                    idp_issuer?: string;
+                    /** @description OIDC: the issuer URL (https), whose discovery document is read */
+                    issuer?: string;
+                    /** @description oidc or saml */
+                    kind: string;
+                    /** @description If given, must equal the name in the path */
+                    name?: string;
+                    /** @description Maps the identity provider's groups to roles at every sign-in: the bindings of this provider are replaced, manual bindings are kept */
+                    role_mapping?: {
+                        /** @description The OIDC claim or SAML attribute holding the groups, e.g. "groups" (a dotted path reaches nested claims) */
+                        claim: string;
+                        /** @description Bound at the default project when no rule matched */
+                        default_role?: "viewer" | "operator" | "editor" | "admin";
+                        /** @description Every rule whose value the claim holds binds its role */
+                        rules: {
+                            /** @description viewer, operator, editor, admin */
+                            role: "viewer" | "operator" | "editor" | "admin";
+                            /** @description The project or workspace name; omitted for scope_type organization */
+                            scope?: string;
+                            /** @description organization, workspace, project */
+                            scope_type: "organization" | "workspace" | "project";
+                            /** @description A value of the claim, e.g. the group "data-eng" */
+                            value: string;
+                        }[];
+                    };
+                    /** @description OIDC: scopes to ask for (default "openid email profile") */
+                    scopes?: string;
+                    /** @description SAML: this service's entity id, the audience assertions must name (default: the metadata URL) */
+                    sp_entity_id?: string;
+                    /** @description SAML: write-only; omitted keeps the stored key, null removes it */
+                    sp_private_key?: string | (never | null);
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SsoProvider"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteSsoProvider: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an SSO provider name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Token"][];
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    createToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description hours until the token expires (default 720, at most 8760) */
+                    lifetime_hours?: number;
+                    name: string;
+                    /** @description viewer, operator, editor, admin */
+                    role?: "viewer" | "operator" | "editor" | "admin";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedToken"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    revokeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listUsers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"][];
+                };
+            };
+            /** @description No valid session or token (with WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unauthenticated"];
+                };
+            };
+        };
+    };
+    createUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description a name to show: 1 to 200 characters, not blank, without control characters */
+                    display_name: string;
+                    /** @description an e-mail address such as ada@example.com (at most 254 characters), unique regardless of case */
+                    email: string;
+                    /** @description 12 to 256 characters, not a common password nor built from the user’s e-mail or name (a refused one is a 422 that says why), stored as an argon2id hash and never returned. Absent: the user signs in only through SSO. */
+                    password?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the record id (a UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the record id (a UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the record id (a UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description true ends the user’s sessions and stops its tokens; refused (409 LAST_ADMIN) for the last enabled organization admin */
+                    disabled?: boolean;
+                    /** @description a name to show: 1 to 200 characters, not blank, without control characters */
+                    display_name?: string;
+                    /** @description 12 to 256 characters, not a common password nor built from the user’s e-mail or name (a refused one is a 422 that says why), stored as an argon2id hash and never returned. Setting it ends the user’s sessions. */
+                    password?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listWorkers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        hostname: string;
+                        id: string;
+                        /** @description ISO 8601 UTC timestamp */
+                        last_heartbeat_at: string;
+                        pid: number;
+                        /** @description Pipelines it holds a live lease on */
+                        pipelines: string[];
+                        /** @description ISO 8601 UTC timestamp */
+                        started_at: string;
+                        /** @description live, stale (no heartbeat within the lease time) or stopped; removed 10 minutes after */
+                        status: string;
+                        version: string;
+                    }[];
+                };
+            };
+            /** @description No valid session or token (with WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unauthenticated"];
+                };
+            };
+        };
+    };
+    listWorkspaces: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"][];
+                };
+            };
+            /** @description No valid session or token (with WWW-Authenticate: Bearer) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unauthenticated"];
+                };
+            };
+        };
+    };
+    createWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 1 to 63 characters: letters, digits, "_" and "-", starting with a letter or digit */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the record id (a UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    deleteWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the record id (a UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    updateWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the record id (a UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description 1 to 63 characters: letters, digits, "_" and "-", starting with a letter or digit */
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+}

@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { formatStatus } from '../../src/cli/commands/status.js';
+import { formatAgo, formatDuration } from '../../src/cli/output/durations.js';
+import { formatPlan } from '../../src/cli/output/plan.js';
+import { progressBar } from '../../src/cli/output/progress-bar.js';
+import { formatTable } from '../../src/cli/output/table.js';
+
+describe('CLI output', () => {
+  it('prints a plan: + create, ~ update with its fields, - delete, then the counts', () => {
+    const plan = {
+      dry_run: true,
+      connections: [
+        { name: 'src', result: 'created' as const },
+        { name: 'dst', result: 'unchanged' as const },
+      ],
+      pipelines: [
+        { name: 'orders', result: 'updated' as const, changes: ['source.tables', 'sink.properties'] },
+        { name: 'old', result: 'deleted' as const },
+      ],
+    };
+    expect(formatPlan(plan)).toBe(
+      [
+        '+ connection src',
+        '~ pipeline orders (source.tables, sink.properties)',
+        '- pipeline old',
+        'Dry run, nothing changed: 1 to create, 1 to update, 1 to delete, 1 unchanged.',
+        '',
+      ].join('\n'),
+    );
+    expect(formatPlan({ ...plan, dry_run: false })).toContain(
+      'Applied: 1 created, 1 updated, 1 deleted, 1 unchanged.',
+    );
+    expect(formatPlan({ dry_run: false, connections: [], pipelines: [] })).toBe(
+      'Applied: an empty document.\n',
+    );
+  });
+
+  it('aligns tables, numbers to the right', () => {
+    expect(
+      formatTable(
+        [{ heading: 'name' }, { heading: 'events/s', numeric: true }],
+        [
+          ['orders', '1.5'],
+          ['a', '1200.0'],
+        ],
+      ),
+    ).toBe(['NAME    EVENTS/S', 'orders       1.5', 'a         1200.0', ''].join('\n'));
+  });
+
+  it('draws progress and durations', () => {
+    expect(progressBar(50, 10)).toBe('[#####-----]  50%');
+    expect(progressBar(140, 4)).toBe('[####] 100%');
+    expect(progressBar(0, 4, true)).toBe('[░░░░]   0%');
+    expect([850, 12_400, 3_200, 600_000, 9_000_000].map(formatDuration)).toEqual([
+      '850 ms',
+      '12 s',
+      '3.2 s',
+      '10 min',
+      '2.5 h',
+    ]);
+    expect(formatAgo(null)).toBe('never');
+    expect(formatAgo('2026-01-01T00:00:00.000Z', Date.parse('2026-01-01T00:00:03.500Z'))).toBe('3 s ago');
+  });
+
+  it("shows a pipeline's state, lag, and a bar for each table being copied", () => {
+    const text = formatStatus(
+      {
+        pipeline: {
+          name: 'orders',
+          state: 'running',
+          desired_state: 'running',
+          error: null,
+          warning: 'the slot keeps 3 GB of WAL',
+        } as never,
+        metrics: {
+          name: 'orders',
+          state: 'running',
+          events_per_second: 12.34,
+          replication_lag_seconds: 0.25,
+          last_checkpoint_at: null,
+          events_total: 12345,
+          sink_errors_total: 0,
+        },
+        progress: {
+          phase: 'snapshot',
+          tables: [
+            {
+              table: 'public.orders',
+              status: 'snapshot',
+              partitions_total: 4,
+              partitions_done: 1,
+              rows_total: 2000,
+              rows_done: 500,
+              percent: 25,
+              eta_seconds: 30,
+              partitions: [],
+            },
+            {
+              table: 'public.lines',
+              status: 'streaming',
+              partitions_total: 1,
+              partitions_done: 1,
+              rows_total: 10,
+              rows_done: 10,
+              percent: 100,
+              eta_seconds: null,
+              partitions: [],
+            },
+          ],
+        },
+      },
+      false,
+    );
+    expect(text).toContain('pipeline orders: running\n');
+    expect(text).toContain('  lag              250 ms');
+    expect(text).toContain('  events           12,345');
+    expect(text).toContain('  warning          the slot keeps 3 GB of WAL');
+    expect(text).toMatch(
+      /public\.orders\s+snapshot\s+\[######------------------\]\s+25%\s+500 \/ 2,000\s+30 s/,
+    );
+    expect(text).toMatch(/public\.lines\s+streaming\s+10\n/);
+  });
+});
