@@ -168,6 +168,12 @@ describe('the CLI against a running service', () => {
     const refused = await cli('resume', 'orders');
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^replicator: .*\(409 INVALID_TRANSITION\)\n$/);
+    // With --wait, being in the state already is done; a state the action cannot lead to is not.
+    expect(await cli('stop', 'orders', '--wait')).toMatchObject({
+      code: 0,
+      stdout: 'pipeline orders: stopped\n',
+    });
+    expect((await cli('pause', 'orders', '--wait')).code).toBe(1);
   });
 
   it('exports a document that apply takes back unchanged, and a change to it shows in the plan', async () => {

@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { PIPELINE_ACTIONS, type PipelineAction } from '../../../machines/pipeline.js';
-import { type ApiClient, ok } from '../../client/api-client.js';
+import { type ApiClient, ApiError, ok } from '../../client/api-client.js';
 import { clientCommand, clientFor } from '../client-command.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
@@ -18,7 +18,7 @@ const POLL_MS = 500;
 export function registerLifecycle(program: Command, io: CliIo): void {
   for (const action of PIPELINE_ACTIONS) {
     clientCommand(program, `${action} <name>`, `${action} a pipeline`)
-      .option('--wait', `wait until the pipeline is ${TARGET[action]}`)
+      .option('--wait', `wait until the pipeline is ${TARGET[action]} (done at once if it already is)`)
       .addOption(new Option('--timeout <seconds>', 'with --wait: give up after this long').default('300'))
       .action(async (name: string, flags: { wait?: boolean; timeout: string }, command: Command) => {
         const timeoutSeconds = Number(flags.timeout);
@@ -28,7 +28,14 @@ export function registerLifecycle(program: Command, io: CliIo): void {
         const api = clientFor(command, io);
         const pipeline = await ok(
           api.PUT('/v1/pipelines/{name}/state', { params: { path: { name } }, body: { state: action } }),
-        );
+        ).catch(async (error: unknown) => {
+          // With --wait the command means "be in that state": already there is done, so that a
+          // deployment step can run it every time.
+          if (!flags.wait || !(error instanceof ApiError) || error.code !== 'INVALID_TRANSITION') throw error;
+          const current = await ok(api.GET('/v1/pipelines/{name}', { params: { path: { name } } }));
+          if (current.state !== TARGET[action]) throw error;
+          return current;
+        });
         io.out(`pipeline ${name}: ${pipeline.state}\n`);
         if (flags.wait && pipeline.state !== TARGET[action]) {
           await waitForState(api, name, TARGET[action], timeoutSeconds * 1000, io);
