@@ -1984,7 +1984,7 @@ export interface operations {
                         /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
                         client_key?: string;
                     };
-                    /** @description Connection type: postgres */
+                    /** @description Connection type: postgres (see the README for each one's DSN) */
                     type: string;
                 };
             };
@@ -2095,7 +2095,7 @@ export interface operations {
                         /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
                         client_key?: string;
                     };
-                    /** @description Connection type: postgres */
+                    /** @description Connection type: postgres (see the README for each one's DSN) */
                     type: string;
                 };
             };

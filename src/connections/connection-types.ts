@@ -1,23 +1,44 @@
-/** What the service knows about one kind of connection. New sinks register here. */
-export interface ConnectionType {
-  /** The `type` value of the API. */
-  type: string;
-  /** URL schemes accepted in the DSN. */
-  schemes: readonly string[];
-  /** Whether a pipeline may read from it, write to it, or both. */
-  roles: readonly ('source' | 'sink')[];
-  /** Whether the DSN must name a database in its path. */
-  requiresDatabase: boolean;
+import type { ConnectionSecrets } from './connection-secrets.js';
+import type { LocalAccessPolicy } from './local-access.js';
+import { postgresConnectionType } from './postgres-connection-type.js';
+
+/** A DSN that passed its type's checks. */
+export interface CheckedDsn {
+  /** The DSN without its secrets: what is stored in clear, and shown with `****` for them. */
+  publicDsn: string;
+  /** The password the DSN carried (in its user part or, for postgres, as a parameter). */
+  password: string | undefined;
+  /** The passphrase of an encrypted client key (postgres' `sslpassword`). */
+  sslpassword: string | undefined;
 }
 
-const TYPES: readonly ConnectionType[] = [
-  {
-    type: 'postgres',
-    schemes: ['postgres', 'postgresql'],
-    roles: ['source', 'sink'],
-    requiresDatabase: true,
-  },
-];
+/**
+ * What the service knows about one kind of connection: how its DSN is checked, what a stored
+ * secret is bound to, and the settings the data plane connects with. A sink or source of that
+ * type receives those settings as its `Connection`. New connection types register in TYPES.
+ */
+export interface ConnectionType<Settings = unknown, Dsn extends CheckedDsn = CheckedDsn> {
+  /** The `type` value of the API. */
+  type: string;
+  /** Whether a pipeline may read from it, write to it, or both. */
+  roles: readonly ('source' | 'sink')[];
+  /**
+   * Checks a DSN against the type's allow-list, without touching the network or the file
+   * system: a 422 INVALID_DSN naming the part, never echoing a value.
+   */
+  checkDsn(dsn: string, policy: LocalAccessPolicy): Dsn;
+  /**
+   * What a stored secret is bound to (host, port, database, user), read leniently from a stored
+   * public DSN: an update keeps a masked secret only for the same endpoint.
+   */
+  endpointOf(publicDsn: string): string;
+  /** Refuses (422) TLS material that does not fit the DSN; a type without TLS material refuses any. */
+  checkTls(dsn: Dsn, secrets: ConnectionSecrets): void;
+  /** The settings to connect with, secrets included; the DSN passes the allow-list again. */
+  settings(publicDsn: string, secrets: ConnectionSecrets, policy: LocalAccessPolicy): Promise<Settings>;
+}
+
+const TYPES: readonly ConnectionType[] = [postgresConnectionType];
 
 const BY_TYPE = new Map(TYPES.map((t) => [t.type, t]));
 

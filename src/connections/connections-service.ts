@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import { type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
 import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
@@ -13,12 +12,15 @@ import {
   refuseMasks,
   sealSecrets,
 } from './connection-secrets.js';
-import { connectionTypeNames, findConnectionType } from './connection-types.js';
+import {
+  type CheckedDsn,
+  type ConnectionType,
+  connectionTypeNames,
+  findConnectionType,
+} from './connection-types.js';
 import { toConnectionView } from './connection-view.js';
 import { PASSWORD_MASK } from './dsn.js';
 import type { LocalAccessPolicy } from './local-access.js';
-import { checkTlsSettings, pgClientConfig } from './pg-client-config.js';
-import { endpointOf, type PostgresDsn, parsePostgresDsn } from './postgres-dsn.js';
 import { checkTlsMaterial, type TlsMaterial } from './tls-material.js';
 
 export interface ConnectionInput {
@@ -29,10 +31,13 @@ export interface ConnectionInput {
   tls?: TlsMaterial;
 }
 
-/** A connection ready for the data plane: its type and the settings to connect with. */
+/**
+ * A connection ready for the data plane: its type and the settings to connect with, as its
+ * connection type makes them (node-postgres' client settings for postgres).
+ */
 export interface ResolvedConnection {
   type: string;
-  pg: pg.ClientConfig;
+  settings: unknown;
 }
 
 /** Hooks other parts of the service attach to connection changes. */
@@ -61,9 +66,9 @@ export class ConnectionsService {
   }
 
   async create(ctx: RequestContext, name: string, input: ConnectionInput) {
-    const { dsn, secrets } = this.checkInput(input);
+    const { type, dsn, secrets } = this.checkInput(input);
     refuseMasks(secrets);
-    this.checkSecrets(dsn, secrets);
+    checkSecrets(type, dsn, secrets);
     try {
       const row = await connectionsStore.insert(this.pool, ctx.projectId, name, {
         type: input.type,
@@ -93,10 +98,13 @@ export class ConnectionsService {
           `must match the connection in the path ('${name}'); renaming is not supported`,
         );
       }
-      const { dsn, secrets: incoming } = this.checkInput(input);
-      const sameEndpoint = endpointOf(dsn.publicDsn) === endpointOf(current.dsn);
-      const secrets = keepMaskedSecrets(incoming, openSecrets(current, this.secrets), sameEndpoint);
-      this.checkSecrets(dsn, secrets);
+      const { type, dsn, secrets: incoming } = this.checkInput(input);
+      const secrets = keepMaskedSecrets(
+        incoming,
+        openSecrets(current, this.secrets),
+        sameEndpoint(type, dsn, current),
+      );
+      checkSecrets(type, dsn, secrets);
       const row = await connectionsStore.update(tx, ctx.projectId, name, {
         type: input.type,
         dsn: dsn.publicDsn,
@@ -148,9 +156,14 @@ export class ConnectionsService {
   async resolve(ctx: RequestContext, name: string): Promise<ResolvedConnection> {
     const row = await connectionsStore.find(this.pool, ctx.projectId, name);
     if (!row) throw notFound('connection', name);
-    const dsn = parsePostgresDsn(row.dsn, this.localAccess);
+    const type = findConnectionType(row.type);
+    if (!type)
+      throw validationFailed(
+        'type',
+        `connection '${name}' is of type ${row.type}, which this version does not know`,
+      );
     const secrets = openSecrets(row, this.secrets);
-    return { type: row.type, pg: await pgClientConfig(dsn, secrets, this.localAccess) };
+    return { type: row.type, settings: await type.settings(row.dsn, secrets, this.localAccess) };
   }
 
   /**
@@ -158,11 +171,11 @@ export class ConnectionsService {
    * `exists` says whether it would replace a stored one (where a masked secret means "keep").
    */
   check(input: ConnectionInput, exists: boolean): void {
-    const { dsn, secrets } = this.checkInput(input);
+    const { type, dsn, secrets } = this.checkInput(input);
     if (!exists) refuseMasks(secrets);
     // A masked secret stands for the stored one, which `replace` checks with the rest.
     else if (JSON.stringify(secrets).includes(PASSWORD_MASK)) return;
-    this.checkSecrets(dsn, secrets);
+    checkSecrets(type, dsn, secrets);
   }
 
   /**
@@ -172,13 +185,9 @@ export class ConnectionsService {
   async changes(ctx: RequestContext, name: string, input: ConnectionInput): Promise<string[] | null> {
     const current = await connectionsStore.find(this.pool, ctx.projectId, name);
     if (!current) return null;
-    const { dsn, secrets: incoming } = this.checkInput(input);
+    const { type, dsn, secrets: incoming } = this.checkInput(input);
     const stored = openSecrets(current, this.secrets);
-    const secrets = keepMaskedSecrets(
-      incoming,
-      stored,
-      endpointOf(dsn.publicDsn) === endpointOf(current.dsn),
-    );
+    const secrets = keepMaskedSecrets(incoming, stored, sameEndpoint(type, dsn, current));
     const changed: string[] = [];
     if (input.type !== current.type) changed.push('type');
     if (dsn.publicDsn !== current.dsn) changed.push('dsn');
@@ -186,18 +195,26 @@ export class ConnectionsService {
     return changed;
   }
 
-  private checkInput(input: ConnectionInput): { dsn: PostgresDsn; secrets: ConnectionSecrets } {
+  private checkInput(input: ConnectionInput): {
+    type: ConnectionType;
+    dsn: CheckedDsn;
+    secrets: ConnectionSecrets;
+  } {
     const type = findConnectionType(input.type);
     if (!type) throw validationFailed('type', `must be one of ${connectionTypeNames().join(', ')}`);
-    const dsn = parsePostgresDsn(input.dsn, this.localAccess);
+    const dsn = type.checkDsn(input.dsn, this.localAccess);
     const secrets: ConnectionSecrets = { tls: { ...input.tls } };
     if (dsn.password !== undefined) secrets.password = dsn.password;
     if (dsn.sslpassword !== undefined) secrets.sslpassword = dsn.sslpassword;
-    return { dsn, secrets };
-  }
-
-  private checkSecrets(dsn: PostgresDsn, secrets: ConnectionSecrets): void {
-    checkTlsSettings(dsn, secrets.tls);
-    checkTlsMaterial(secrets.tls, secrets.sslpassword);
+    return { type, dsn, secrets };
   }
 }
+
+function checkSecrets(type: ConnectionType, dsn: CheckedDsn, secrets: ConnectionSecrets): void {
+  type.checkTls(dsn, secrets);
+  checkTlsMaterial(secrets.tls, secrets.sslpassword);
+}
+
+/** A stored secret is kept only for the same type and endpoint (host, port, database, user). */
+const sameEndpoint = (type: ConnectionType, dsn: CheckedDsn, current: { type: string; dsn: string }) =>
+  type.type === current.type && type.endpointOf(dsn.publicDsn) === type.endpointOf(current.dsn);

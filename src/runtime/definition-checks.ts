@@ -48,10 +48,10 @@ export async function checkDefinition(
     await refuseOwnSourceAsSink(
       source,
       tables,
-      { type: sink.type, connection: sink.pg, properties: d.sinkProperties },
+      { type: sink.type, connection: sink.settings, properties: d.sinkProperties },
       PREFLIGHT_CONNECT_TIMEOUT_MS,
     );
-    await kind.preflight?.(sink.pg, d.sinkProperties, schemas, PREFLIGHT_CONNECT_TIMEOUT_MS);
+    await kind.preflight?.(sink.settings, d.sinkProperties, schemas, PREFLIGHT_CONNECT_TIMEOUT_MS);
   } catch (error) {
     if (error instanceof SourceNotReadyError) throw validationFailed('source.connection', error.message);
     if (error instanceof TableNotReplicableError) throw validationFailed('source.tables', error.message);

@@ -54,7 +54,7 @@ export class PipelineEndpoints {
     const kind = findSourceKind(connection.type);
     if (!kind)
       throw validationFailed('source.connection', `a ${connection.type} connection cannot be a source`);
-    return kind.create(connection.pg);
+    return kind.create(connection.settings);
   }
 
   /** A source on the connection, connected. */
@@ -81,7 +81,7 @@ export class PipelineEndpoints {
     kind.parseProperties(resolved.row.sink_properties);
     return kind.create({
       pipelineId: resolved.row.id,
-      connection: resolved.sink.pg,
+      connection: resolved.sink.settings,
       properties: resolved.row.sink_properties,
     });
   }

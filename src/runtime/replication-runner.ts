@@ -260,7 +260,11 @@ export class ReplicationRunner {
     return refuseOwnSourceAsSink(
       source,
       resolved.tables,
-      { type: resolved.sink.type, connection: resolved.sink.pg, properties: resolved.row.sink_properties },
+      {
+        type: resolved.sink.type,
+        connection: resolved.sink.settings,
+        properties: resolved.row.sink_properties,
+      },
       PREFLIGHT_CONNECT_TIMEOUT_MS,
     );
   }

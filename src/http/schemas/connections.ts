@@ -1,5 +1,10 @@
 import { Type } from 'typebox';
+import { connectionTypeNames } from '../../connections/connection-types.js';
 import { Name, Timestamp } from './common.js';
+
+const ConnectionTypeName = Type.String({
+  description: `Connection type: ${connectionTypeNames().join(', ')} (see the README for each one's DSN)`,
+});
 
 const Dsn = Type.String({
   minLength: 1,
@@ -32,7 +37,7 @@ const Tls = Type.Object(
 export const ConnectionCreateBody = Type.Object(
   {
     name: Name,
-    type: Type.String({ description: 'Connection type: postgres' }),
+    type: ConnectionTypeName,
     dsn: Dsn,
     tls: Type.Optional(Tls),
   },
@@ -42,7 +47,7 @@ export const ConnectionCreateBody = Type.Object(
 export const ConnectionReplaceBody = Type.Object(
   {
     name: Type.Optional(Type.String({ description: 'If given, must equal the name in the path' })),
-    type: Type.String({ description: 'Connection type: postgres' }),
+    type: ConnectionTypeName,
     dsn: Type.String({
       minLength: 1,
       maxLength: 4096,
