@@ -1984,7 +1984,7 @@ export interface operations {
                         /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
                         client_key?: string;
                     };
-                    /** @description Connection type: postgres (see the README for each one's DSN) */
+                    /** @description Connection type: postgres, mysql, redis (see the README for each one's DSN) */
                     type: string;
                 };
             };
@@ -2095,7 +2095,7 @@ export interface operations {
                         /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
                         client_key?: string;
                     };
-                    /** @description Connection type: postgres (see the README for each one's DSN) */
+                    /** @description Connection type: postgres, mysql, redis (see the README for each one's DSN) */
                     type: string;
                 };
             };
@@ -2505,7 +2505,7 @@ export interface operations {
                     sink: {
                         /** @description the name of an existing connection, without control characters */
                         connection: string;
-                        /** @description Sink-specific properties (string values) */
+                        /** @description Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). postgres: target_schema, table.<schema>.<table>, batch_max_events, batch_max_bytes, batch_max_wait_ms, create_tables; mysql: target_database, table.<schema>.<table>, batch_max_events, batch_max_bytes, batch_max_wait_ms, create_tables; redis: stream, maxlen, batch_max_events, batch_max_bytes, batch_max_wait_ms. See the README for each one's meaning and default. */
                         properties?: {
                             [key: string]: string;
                         };
@@ -2626,7 +2626,7 @@ export interface operations {
                     sink: {
                         /** @description the name of an existing connection, without control characters */
                         connection: string;
-                        /** @description Sink-specific properties (string values) */
+                        /** @description Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). postgres: target_schema, table.<schema>.<table>, batch_max_events, batch_max_bytes, batch_max_wait_ms, create_tables; mysql: target_database, table.<schema>.<table>, batch_max_events, batch_max_bytes, batch_max_wait_ms, create_tables; redis: stream, maxlen, batch_max_events, batch_max_bytes, batch_max_wait_ms. See the README for each one's meaning and default. */
                         properties?: {
                             [key: string]: string;
                         };

@@ -1,6 +1,8 @@
 import type { ConnectionSecrets } from './connection-secrets.js';
 import type { LocalAccessPolicy } from './local-access.js';
+import { mysqlConnectionType } from './mysql-connection-type.js';
 import { postgresConnectionType } from './postgres-connection-type.js';
+import { redisConnectionType } from './redis-connection-type.js';
 
 /** A DSN that passed its type's checks. */
 export interface CheckedDsn {
@@ -38,7 +40,7 @@ export interface ConnectionType<Settings = unknown, Dsn extends CheckedDsn = Che
   settings(publicDsn: string, secrets: ConnectionSecrets, policy: LocalAccessPolicy): Promise<Settings>;
 }
 
-const TYPES: readonly ConnectionType[] = [postgresConnectionType];
+const TYPES: readonly ConnectionType[] = [postgresConnectionType, mysqlConnectionType, redisConnectionType];
 
 const BY_TYPE = new Map(TYPES.map((t) => [t.type, t]));
 

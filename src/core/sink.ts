@@ -22,6 +22,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { ChangeEvent, Checkpoint, TableRef, TableSchema } from './change.js';
+import type { PropertyDoc } from './property-docs.js';
 import type { SchemaChangeItem } from './schema-diff.js';
 
 /** Everything a sink instance needs to know about the pipeline it serves. */
@@ -53,6 +54,8 @@ export interface SinkProperties {
 export interface SinkKind<P extends SinkProperties = SinkProperties, Connection = unknown> {
   /** The connection type it writes to. */
   type: string;
+  /** Its `sink.properties`, documented: the OpenAPI document and the README show them. */
+  properties: readonly PropertyDoc[];
   /** Validates the `sink.properties` of a pipeline; throws a 422 AppError on `sink.properties.<key>`. */
   parseProperties(props: Record<string, string>): P;
   /** A new, unopened sink. */

@@ -1,10 +1,12 @@
 import type { SinkKind } from '../core/sink.js';
+import { mysqlSinkKind } from './mysql/kind.js';
 import { postgresSinkKind } from './postgres/kind.js';
+import { redisSinkKind } from './redis/kind.js';
 
 export type { BatchLimits, SinkKind, SinkProperties } from '../core/sink.js';
 
 /** Every kind of sink, one line each: a sink is a folder exporting its kind. */
-const KINDS: readonly SinkKind[] = [postgresSinkKind];
+const KINDS: readonly SinkKind[] = [postgresSinkKind, mysqlSinkKind, redisSinkKind];
 
 const BY_TYPE = new Map(KINDS.map((k) => [k.type, k]));
 

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { propertiesMarkdown } from '../../src/core/property-docs.js';
 import { AppError } from '../../src/errors/app-error.js';
 import {
+  POSTGRES_SINK_PROPERTIES,
   parsePostgresSinkProperties,
-  propertiesMarkdown,
   targetTableOf,
 } from '../../src/sinks/postgres/config.js';
 import { findSinkKind, sinkTypes } from '../../src/sinks/registry.js';
@@ -96,15 +97,15 @@ describe('postgres sink properties', () => {
   });
 
   it('documents its properties as a markdown table', () => {
-    const table = propertiesMarkdown();
+    const table = propertiesMarkdown(POSTGRES_SINK_PROPERTIES);
     expect(table.split('\n')).toHaveLength(8);
     expect(table).toContain('| `batch_max_bytes` | 16777216 |');
   });
 });
 
 describe('sink registry', () => {
-  it('has the postgres sink', () => {
-    expect(sinkTypes()).toEqual(['postgres']);
+  it('has the postgres sink, then mysql and redis', () => {
+    expect(sinkTypes()).toEqual(['postgres', 'mysql', 'redis']);
     const kind = findSinkKind('postgres');
     expect(kind?.parseProperties({ batch_max_events: '5' }).batch.maxEvents).toBe(5);
     expect(() => kind?.parseProperties({ nope: '1' })).toThrow(AppError);

@@ -2,14 +2,16 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { PIPELINE_ACTIONS, PIPELINE_STATES } from '../../machines/pipeline.js';
 import { isActionAllowed, stateAfter } from '../../machines/pipeline-transitions.js';
+import { propertiesMarkdown } from '../../src/core/property-docs.js';
 import { ERROR_CODES } from '../../src/errors/codes.js';
-import { propertiesMarkdown } from '../../src/sinks/postgres/config.js';
+import { findSinkKind, sinkTypes } from '../../src/sinks/registry.js';
 
 const readme = readFileSync('README.md', 'utf8');
 
 describe('README', () => {
-  it('documents the sink properties the code accepts', () => {
-    expect(readme).toContain(propertiesMarkdown());
+  it.each(sinkTypes())('documents the properties the %s sink accepts', (type) => {
+    expect(readme).toContain(propertiesMarkdown(findSinkKind(type)?.properties ?? []));
+    expect(readme).toMatch(new RegExp(`^\\| \`${type}\` \\|`, 'm'));
   });
 
   it('shows exactly the transitions the state machine enforces', () => {

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { DEFAULT_SNAPSHOT_OPTIONS, SNAPSHOT_LIMITS } from '../../pipelines/snapshot-options.js';
 import { TABLE_NAME_PATTERN, TABLE_NAME_RULE } from '../../pipelines/table-name.js';
+import { findSinkKind, sinkTypes } from '../../sinks/registry.js';
 import { ConnectionReference, Name, Timestamp } from './common.js';
 
 const Source = Type.Object(
@@ -15,11 +16,16 @@ const Source = Type.Object(
   { additionalProperties: false },
 );
 
+// Each sink's keys, from the same documentation the README's tables are made of.
+const SINK_PROPERTIES_DESCRIPTION = `Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). ${sinkTypes()
+  .map((type) => `${type}: ${(findSinkKind(type)?.properties ?? []).map((p) => p.key).join(', ')}`)
+  .join('; ')}. See the README for each one's meaning and default.`;
+
 const Sink = Type.Object(
   {
     connection: ConnectionReference,
     properties: Type.Optional(
-      Type.Record(Type.String(), Type.String(), { description: 'Sink-specific properties (string values)' }),
+      Type.Record(Type.String(), Type.String(), { description: SINK_PROPERTIES_DESCRIPTION }),
     ),
   },
   { additionalProperties: false },

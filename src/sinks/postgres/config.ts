@@ -1,4 +1,5 @@
 import { type TableRef, tableKey } from '../../core/change.js';
+import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
 
@@ -14,14 +15,7 @@ export interface PostgresSinkConfig extends SinkProperties {
   createTables: boolean;
 }
 
-/** Documentation of one sink property, for error messages and the README. */
-export interface PropertyDoc {
-  key: string;
-  default: string;
-  description: string;
-}
-
-/** Every property of the Postgres sink; the README table is generated from it by `propertiesMarkdown`. */
+/** Every property of the Postgres sink; the README's table is `propertiesMarkdown` of it. */
 export const POSTGRES_SINK_PROPERTIES: readonly PropertyDoc[] = [
   {
     key: 'target_schema',
@@ -55,12 +49,6 @@ export const POSTGRES_SINK_PROPERTIES: readonly PropertyDoc[] = [
     description: '`true` creates missing target schemas and tables on start; `false` requires them to exist.',
   },
 ];
-
-/** The properties as a markdown table. */
-export function propertiesMarkdown(docs: readonly PropertyDoc[] = POSTGRES_SINK_PROPERTIES): string {
-  const rows = docs.map((d) => `| \`${d.key}\` | ${d.default} | ${d.description} |`);
-  return ['| Property | Default | Meaning |', '| --- | --- | --- |', ...rows].join('\n');
-}
 
 // Same rule as the source table names of a pipeline: names a user types, not arbitrary identifiers.
 const PART = '[A-Za-z_][A-Za-z0-9_$]{0,62}';

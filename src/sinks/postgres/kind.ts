@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { SinkKind } from '../../core/sink.js';
 import {
   checkPostgresSinkTables,
+  POSTGRES_SINK_PROPERTIES,
   type PostgresSinkConfig,
   parsePostgresSinkProperties,
   targetTableOf,
@@ -12,6 +13,7 @@ import { preflightPostgresSink } from './preflight.js';
 /** The PostgreSQL sink: upserts keyed by the primary key, the checkpoint in the same transaction. */
 export const postgresSinkKind: SinkKind<PostgresSinkConfig, pg.ClientConfig> = {
   type: 'postgres',
+  properties: POSTGRES_SINK_PROPERTIES,
   parseProperties: parsePostgresSinkProperties,
   create: createPostgresSink,
   targetTables: (props, tables) => {

@@ -1,0 +1,213 @@
+/**
+ * The JSON envelope every broker sink publishes: one message per row change, per truncated table
+ * and per snapshot row.
+ *
+ * ```json
+ * {"id":"0/16B3748/public/orders/2","op":"update","table":"public.orders","key":{"id":42},
+ *  "before":null,"after":{"id":42,"total":"19.90","paid":true},"unchanged":["notes"],
+ *  "lsn":"0/16B3748","commit_time":"2024-05-01T12:00:00.123456Z"}
+ * ```
+ *
+ * - `op`: `insert`, `update`, `delete`, `truncate`, or `read` for a row of the initial copy.
+ * - `key`: the primary key columns of the row the change applies to: the new row's for an insert,
+ *   the row's key before the change for an update (it differs from `after` when the key changed)
+ *   and a delete; null for a truncate.
+ * - `before`: the old row, only when the source table's REPLICA IDENTITY is FULL; else null.
+ * - `after`: the new row of an insert, update or read; null for a delete and a truncate. The
+ *   columns of an update whose large (TOAST) value did not change are absent from it and listed in
+ *   `unchanged` (present only then): the consumer keeps the value it has.
+ * - `lsn`: the position of the transaction's commit record at the source, the same for every change
+ *   of a transaction; `commit_time` its commit time. Both are null for a `read`: a snapshot row
+ *   belongs to no transaction.
+ * - `id`: stable across redeliveries, for consumers to drop a message they have seen:
+ *   `<lsn>/<schema>/<table>/<n>`, `n` counting the messages of that table in its transaction from
+ *   0, and `snapshot/<schema>/<table>/<key>` for a read (`<key>` the key columns' text values as a
+ *   JSON array); `%` and `/` in the names are percent-encoded. Messages are counted per table
+ *   because a table being copied again (a backfill) has its changes held and published after
+ *   those of the other tables of the same transactions. A read is named by its key, not its
+ *   position, because a partition copied again after a crash reads a new snapshot of the source,
+ *   in no particular order.
+ *
+ * Values are typed (`core/values.ts`): numbers, booleans, JSON values as JSON, text, ISO 8601
+ * dates and times; 64-bit integers and numerics as strings, so no digit is lost to a JSON double;
+ * float NaN and ±Infinity as the strings `NaN`, `Infinity`, `-Infinity`; bytes as base64;
+ * arrays as JSON arrays of the same. A column the sink does not know the type of (added at the
+ * source since) comes as the source's text.
+ */
+import type { ChangeEvent, ChangeOp, Row, TableRef, TableSchema } from '../core/change.js';
+import { type JsonValue, typedValue, type Value, type ValueType, valueTypeOf } from '../core/values.js';
+
+export type EnvelopeOp = ChangeOp | 'read';
+
+/** One message of a broker sink. */
+export interface ChangeEnvelope {
+  id: string;
+  op: EnvelopeOp;
+  table: string;
+  key: Record<string, JsonValue> | null;
+  before: Record<string, JsonValue> | null;
+  after: Record<string, JsonValue> | null;
+  unchanged?: string[];
+  lsn: string | null;
+  commit_time: string | null;
+}
+
+/** An envelope with the table it is about (a truncate's message is about one of its tables). */
+export interface AddressedEnvelope {
+  table: TableRef;
+  envelope: ChangeEnvelope;
+  /** Its number among its table's messages in its transaction, the `<n>` of its id. */
+  sequence: number;
+}
+
+/** How many messages of a transaction have been numbered for one table. */
+export interface TableCount {
+  /** `commitLsn` of the transaction. */
+  commitLsn: string;
+  count: number;
+}
+
+/**
+ * The numbering of each table's last transaction, by `tablePath`. A table's changes come in
+ * commit order, each transaction's together, but not always in one batch: a transaction too
+ * large for one batch comes in several, and a table copied again has its held changes come after
+ * the rest of their transactions. So a table's count goes on while its transaction does.
+ */
+export type Numbering = ReadonlyMap<string, Readonly<TableCount>>;
+
+/** The JSON form of a typed value (see the module comment). */
+export function jsonOf(value: Value): JsonValue {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
+  if (typeof value === 'bigint') return value.toString();
+  if (Buffer.isBuffer(value)) return value.toString('base64');
+  if (Array.isArray(value)) return value.map((v) => jsonOf(v as Value));
+  return value as JsonValue;
+}
+
+// Each table's column types, worked out once per table shape.
+const columnTypes = new WeakMap<TableSchema, Map<string, ValueType>>();
+function typesOf(table: TableSchema): Map<string, ValueType> {
+  let types = columnTypes.get(table);
+  if (!types) {
+    types = new Map(table.columns.map((c) => [c.name, valueTypeOf(c)]));
+    columnTypes.set(table, types);
+  }
+  return types;
+}
+
+/** A row as JSON, in the row's own column order; a column not in `table` is the source's text. */
+function jsonRow(table: TableSchema, row: Row): Record<string, JsonValue> {
+  const types = typesOf(table);
+  const out: Record<string, JsonValue> = {};
+  for (const [name, text] of Object.entries(row)) {
+    const value = jsonOf(typedValue(types.get(name) ?? 'other', text));
+    // A column may be called __proto__: assigning it would set the prototype instead.
+    Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+/** The key columns of a row, in key order; null when the row lacks one of them. */
+function keyOf(table: TableSchema, row: Row | undefined): Record<string, JsonValue> | null {
+  if (!row || !table.keyColumns.every((name) => Object.hasOwn(row, name))) return null;
+  const key: Row = {};
+  for (const name of table.keyColumns) {
+    Object.defineProperty(key, name, { value: row[name], enumerable: true, configurable: true });
+  }
+  return jsonRow(table, key);
+}
+
+const encodeName = (name: string) => name.replaceAll('%', '%25').replaceAll('/', '%2F');
+
+/** `<schema>/<table>`, `%` and `/` in the names percent-encoded: a table as ids name it. */
+export const tablePath = (table: TableRef): string =>
+  `${encodeName(table.schema)}/${encodeName(table.table)}`;
+
+/** The id of a snapshot row: by table and key, stable whatever order a re-copied partition comes in. */
+export function snapshotEventId(table: TableSchema, row: Row): string {
+  const key = JSON.stringify(table.keyColumns.map((name) => row[name] ?? null));
+  return `snapshot/${tablePath(table)}/${key}`;
+}
+
+/** The `read` envelope of one snapshot row. */
+export function readEnvelope(table: TableSchema, row: Row): ChangeEnvelope {
+  return {
+    id: snapshotEventId(table, row),
+    op: 'read',
+    table: `${table.schema}.${table.table}`,
+    key: keyOf(table, row),
+    before: null,
+    after: jsonRow(table, row),
+    lsn: null,
+    commit_time: null,
+  };
+}
+
+/**
+ * The envelopes of a batch's changes, in order, numbered within their transactions and tables:
+ * `carried` is the numbering earlier batches left, and the returned `numbering` is that one with
+ * this batch's messages counted (a new map: `carried` stays as it was, for a batch that fails). A
+ * truncate gives one envelope per table.
+ */
+export function changeEnvelopes(
+  changes: readonly ChangeEvent[],
+  schemaOf: (table: TableRef) => TableSchema,
+  carried: Numbering,
+): { envelopes: AddressedEnvelope[]; numbering: Map<string, TableCount> } {
+  const numbering = new Map(carried);
+  const envelopes: AddressedEnvelope[] = [];
+  const next = (commitLsn: string, table: TableRef) => {
+    const path = tablePath(table);
+    const last = numbering.get(path);
+    const sequence = last?.commitLsn === commitLsn ? last.count : 0;
+    numbering.set(path, { commitLsn, count: sequence + 1 });
+    return { id: `${commitLsn}/${path}/${sequence}`, sequence };
+  };
+  for (const change of changes) {
+    if (change.op === 'truncate') {
+      for (const table of change.tables ?? [change.table]) {
+        const { id, sequence } = next(change.commitLsn, table);
+        envelopes.push({
+          table,
+          sequence,
+          envelope: {
+            id,
+            op: 'truncate',
+            table: `${table.schema}.${table.table}`,
+            key: null,
+            before: null,
+            after: null,
+            lsn: change.commitLsn,
+            commit_time: change.commitTime,
+          },
+        });
+      }
+      continue;
+    }
+    const schema = schemaOf(change.table);
+    const { id, sequence } = next(change.commitLsn, change.table);
+    const envelope: ChangeEnvelope = {
+      id,
+      op: change.op,
+      table: `${change.table.schema}.${change.table.table}`,
+      key: keyOf(schema, change.key ?? change.before ?? change.after),
+      before: change.before ? jsonRow(schema, change.before) : null,
+      after: change.after ? jsonRow(schema, change.after) : null,
+      lsn: change.commitLsn,
+      commit_time: change.commitTime,
+    };
+    if (change.unchangedToast && change.unchangedToast.length > 0) {
+      // `unchanged` goes before `lsn`, next to `after`, for a reader of the raw JSON.
+      const { lsn, commit_time, ...rest } = envelope;
+      envelopes.push({
+        table: change.table,
+        sequence,
+        envelope: { ...rest, unchanged: [...change.unchangedToast], lsn, commit_time },
+      });
+    } else {
+      envelopes.push({ table: change.table, sequence, envelope });
+    }
+  }
+  return { envelopes, numbering };
+}

@@ -1,0 +1,174 @@
+import { type TableRef, tableKey } from '../../core/change.js';
+import type { PropertyDoc } from '../../core/property-docs.js';
+import { validationFailed } from '../../errors/app-error.js';
+import type { BatchLimits, SinkProperties } from '../registry.js';
+import { BOOKKEEPING_TABLES } from './ddl.js';
+
+/** The MySQL sink's properties, parsed and validated. */
+export interface MysqlSinkConfig extends SinkProperties {
+  /** Database every target table (and the bookkeeping) lives in; undefined is the DSN's database. */
+  targetDatabase: string | undefined;
+  /** Explicit target names, keyed by `tableKey(source)`. A mapping without a database has `database` undefined. */
+  tableMap: ReadonlyMap<string, { database: string | undefined; table: string }>;
+  /** From `batch_max_events`, `batch_max_bytes` and `batch_max_wait_ms`. */
+  batch: BatchLimits;
+  /** Whether a missing target database and missing tables are created on open. */
+  createTables: boolean;
+}
+
+/** Every property of the MySQL sink; the README's table is `propertiesMarkdown` of it. */
+export const MYSQL_SINK_PROPERTIES: readonly PropertyDoc[] = [
+  {
+    key: 'target_database',
+    default: "the DSN's database",
+    description: 'Database the target tables and the bookkeeping tables are written to.',
+  },
+  {
+    key: 'table.<schema>.<table>',
+    default: 'the source table name',
+    description: 'Target of that source table: `<table>` or `<database>.<table>`.',
+  },
+  {
+    key: 'batch_max_events',
+    default: '10000',
+    description: 'Most change events applied in one transaction (1..1000000).',
+  },
+  {
+    key: 'batch_max_bytes',
+    default: '16777216',
+    description: 'Most bytes of change data applied in one transaction (1024..1073741824).',
+  },
+  {
+    key: 'batch_max_wait_ms',
+    default: '0',
+    description:
+      'How long, in milliseconds, a batch may gather before it is applied (0..60000). 0 applies it as soon as the sink is free: the next batch gathers while one is written.',
+  },
+  {
+    key: 'create_tables',
+    default: 'true',
+    description:
+      '`true` creates a missing target database and missing tables on start; `false` requires them to exist.',
+  },
+];
+
+// Names a user types, as for the postgres sink; MySQL allows 64 characters, this stays under.
+const PART = '[A-Za-z_][A-Za-z0-9_$]{0,62}';
+const NAME = new RegExp(`^${PART}$`);
+const QUALIFIED = new RegExp(`^(?:(${PART})\\.)?(${PART})$`);
+const TABLE_KEY = new RegExp(`^table\\.(${PART})\\.(${PART})$`);
+const NAME_RULE = 'a letter or "_" followed by letters, digits, "_" or "$", at most 63 characters';
+
+function integer(key: string, text: string | undefined, fallback: number, min: number, max: number): number {
+  if (text === undefined) return fallback;
+  const value = /^\d{1,10}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value >= min && value <= max)) {
+    throw validationFailed(
+      `sink.properties.${key}`,
+      `must be an integer from ${min} to ${max}, got '${text}'`,
+    );
+  }
+  return value;
+}
+
+function boolean(key: string, text: string | undefined, fallback: boolean): boolean {
+  if (text === undefined) return fallback;
+  if (text === 'true' || text === 'false') return text === 'true';
+  throw validationFailed(`sink.properties.${key}`, `must be 'true' or 'false', got '${text}'`);
+}
+
+/** Parses and validates the MySQL sink properties; throws a 422 AppError naming the bad key. */
+export function parseMysqlSinkProperties(props: Record<string, string>): MysqlSinkConfig {
+  const tableMap = new Map<string, { database: string | undefined; table: string }>();
+  const known = new Set(MYSQL_SINK_PROPERTIES.map((d) => d.key));
+  for (const [key, value] of Object.entries(props)) {
+    if (key.startsWith('table.')) {
+      const source = TABLE_KEY.exec(key);
+      if (!source) {
+        throw validationFailed(
+          `sink.properties.${key}`,
+          `must be 'table.<schema>.<table>', each part ${NAME_RULE}`,
+        );
+      }
+      const target = QUALIFIED.exec(value);
+      if (!target) {
+        throw validationFailed(
+          `sink.properties.${key}`,
+          `must be '<table>' or '<database>.<table>', each part ${NAME_RULE}; got '${value}'`,
+        );
+      }
+      tableMap.set(tableKey({ schema: source[1] as string, table: source[2] as string }), {
+        database: target[1],
+        table: target[2] as string,
+      });
+    } else if (!known.has(key)) {
+      const list = MYSQL_SINK_PROPERTIES.map((d) => d.key).join(', ');
+      throw validationFailed(`sink.properties.${key}`, `unknown property; known properties are ${list}`);
+    }
+  }
+  const targetDatabase = props.target_database;
+  if (targetDatabase !== undefined && !NAME.test(targetDatabase)) {
+    throw validationFailed(
+      'sink.properties.target_database',
+      `must be ${NAME_RULE}; got '${targetDatabase}'`,
+    );
+  }
+  return {
+    targetDatabase,
+    tableMap,
+    batch: {
+      maxEvents: integer('batch_max_events', props.batch_max_events, 10_000, 1, 1_000_000),
+      maxBytes: integer('batch_max_bytes', props.batch_max_bytes, 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      maxWaitMs: integer('batch_max_wait_ms', props.batch_max_wait_ms, 0, 0, 60_000),
+    },
+    createTables: boolean('create_tables', props.create_tables, true),
+  };
+}
+
+/**
+ * The target table of a source table: the explicit mapping first, then the source table's own
+ * name (`public.orders` → `orders`), in `target_database` or else `defaultDatabase` (the DSN's).
+ * The `schema` of the result is the MySQL database.
+ */
+export function mysqlTargetOf(config: MysqlSinkConfig, source: TableRef, defaultDatabase: string): TableRef {
+  const mapped = config.tableMap.get(tableKey(source));
+  return {
+    schema: mapped?.database ?? config.targetDatabase ?? defaultDatabase,
+    table: mapped?.table ?? source.table,
+  };
+}
+
+/**
+ * Refuses (422) a mapping that cannot run with these source tables: a `table.<schema>.<table>`
+ * naming a table the pipeline does not replicate, two source tables written to one target (the
+ * default drops the schema, so `a.t` and `b.t` clash), or a target named like a bookkeeping table.
+ * MySQL compares table names case-insensitively on some platforms, so names are compared so.
+ */
+export function checkMysqlSinkTables(config: MysqlSinkConfig, tables: readonly TableRef[]): void {
+  const sources = new Set(tables.map(tableKey));
+  for (const mapped of config.tableMap.keys()) {
+    if (!sources.has(mapped)) {
+      throw validationFailed(`sink.properties.table.${mapped}`, `'${mapped}' is not one of source.tables`);
+    }
+  }
+  // The DSN's database is not known here: an unmapped target is told apart by its name alone.
+  const writers = new Map<string, string>();
+  for (const source of tables) {
+    const target = mysqlTargetOf(config, source, '');
+    const name = `${target.schema}.${target.table}`.toLowerCase();
+    if ((BOOKKEEPING_TABLES as readonly string[]).includes(target.table.toLowerCase())) {
+      throw validationFailed(
+        'sink.properties',
+        `${tableKey(source)} would be written to ${target.table}, a table the sink keeps its own state in; map it elsewhere with table.${tableKey(source)}`,
+      );
+    }
+    const other = writers.get(name);
+    if (other) {
+      throw validationFailed(
+        'sink.properties',
+        `${other} and ${tableKey(source)} would both be written to ${target.schema ? `${target.schema}.` : ''}${target.table}; map one elsewhere with table.${tableKey(source)}`,
+      );
+    }
+    writers.set(name, tableKey(source));
+  }
+}

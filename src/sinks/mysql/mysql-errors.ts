@@ -1,0 +1,33 @@
+/** What mysql2 puts on a server's error. */
+interface ServerError {
+  errno?: number;
+  sqlState?: string;
+}
+
+// SQLSTATE classes that no retry can heal: 22 data exception, 23 integrity constraint, 42 syntax or
+// access rule (unknown table or column, privilege), 44 check option.
+const PERMANENT_CLASSES = new Set(['22', '23', '42', '44']);
+
+// Data errors MySQL reports under the catch-all HY000 or a warning class: 1265 data truncated,
+// 1366 incorrect value for a column, 1292 incorrect date or time value, 3140 invalid JSON (MySQL),
+// 4025 CHECK constraint failed (MariaDB's JSON_VALID), 1118 row size too large, 1406 data too long.
+const PERMANENT_ERRNOS = new Set([1265, 1366, 1292, 3140, 4025, 1118, 1406]);
+
+/**
+ * Whether a server error refuses the data itself (a value, a constraint, a missing column or
+ * privilege), so that writing the same batch again would fail again. Deadlocks, lock timeouts and
+ * broken connections are not: they heal by retrying.
+ */
+export function refusesData(error: unknown): boolean {
+  const { errno, sqlState } = (error ?? {}) as ServerError;
+  if (typeof errno !== 'number') return false;
+  return PERMANENT_ERRNOS.has(errno) || PERMANENT_CLASSES.has((sqlState ?? '').slice(0, 2));
+}
+
+// 1060 duplicate column name, 1091 cannot drop a column or key that is not there, 1054 unknown
+// column (a rename already made): someone made the change by hand, or an earlier run did.
+const ALREADY_DONE = new Set([1060, 1091, 1054]);
+
+/** Whether a DDL statement failed because the table already is as it asks. */
+export const alreadyDone = (error: unknown): boolean =>
+  ALREADY_DONE.has(((error ?? {}) as ServerError).errno ?? -1);

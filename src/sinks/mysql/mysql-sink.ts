@@ -1,0 +1,376 @@
+import type { Readable } from 'node:stream';
+import type { ConnectionOptions } from 'mysql2';
+import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
+import { type Checkpoint, type Row, type TableRef, type TableSchema, tableKey } from '../../core/change.js';
+import { copyTextRows } from '../../core/copy-text.js';
+import type { SchemaChangeItem } from '../../core/schema-diff.js';
+import {
+  type ChangeBatch,
+  FencedError,
+  type Sink,
+  type SinkContext,
+  type SnapshotPartition,
+} from '../../core/sink.js';
+import { RefusedChangeError } from '../refused-change.js';
+import { planBatch, STATEMENT_LIMITS, type Statement, type TargetTable } from './apply-plan.js';
+import { type MysqlSinkConfig, mysqlTargetOf, parseMysqlSinkProperties } from './config.js';
+import { CHECKPOINTS_TABLE, PARTITIONS_TABLE, qualifiedName, truncateSql } from './ddl.js';
+import { alreadyDone, refusesData } from './mysql-errors.js';
+import { schemaChangeSql } from './schema-change.js';
+import { binaryCollation, ensureBookkeeping, prepareTarget } from './target-tables.js';
+
+/**
+ * Every session: strict, so that a value MySQL would otherwise truncate or zero is an error, and
+ * UTC, so that DATETIME values are what the source's instants are in UTC. NO_BACKSLASH_ESCAPES
+ * stays off: mysql2 escapes parameters with backslashes.
+ */
+const SESSION_SQL =
+  "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION', " +
+  "time_zone = '+00:00'";
+
+/**
+ * A writer frozen inside a transaction (a paused VM, a cut network) holds the checkpoint row's
+ * lock; MariaDB ends such a session, so that the worker that took the pipeline over is not blocked
+ * for ever. MySQL has no such setting and refuses it, which is ignored.
+ */
+const IDLE_IN_TRANSACTION_SQL = 'SET SESSION idle_transaction_timeout = 30';
+
+/** How long a connection attempt may take, unless the connection's settings say. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** Rows read from a snapshot partition's COPY text at a time. */
+const SNAPSHOT_BATCH_ROWS = 1000;
+
+/** MySQL's error for a table that does not exist. */
+const NO_SUCH_TABLE = 1146;
+
+/** A sink writing into MySQL or MariaDB tables, each batch one transaction with its checkpoint. */
+export function createMysqlSink(ctx: SinkContext<ConnectionOptions>): Sink {
+  return new MysqlSink(ctx, parseMysqlSinkProperties(ctx.properties));
+}
+
+// Sources and targets are told apart by schema and name, whatever characters they hold.
+const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
+
+class MysqlSink implements Sink {
+  private readonly pool: Pool;
+  private readonly database: string;
+  private readonly tables = new Map<string, TargetTable>();
+  private collation = 'utf8mb4_bin';
+  private closed = false;
+  private readonly sql: Record<
+    | 'readCheckpoint'
+    | 'lockCheckpoint'
+    | 'storeCheckpoint'
+    | 'markPartition'
+    | 'partitionsDone'
+    | 'forgetPartitions',
+    string
+  >;
+
+  constructor(
+    private readonly ctx: SinkContext<ConnectionOptions>,
+    private readonly config: MysqlSinkConfig,
+  ) {
+    const database = config.targetDatabase ?? ctx.connection.database;
+    if (!database) throw new Error('the mysql connection names no database');
+    this.database = database;
+    // A few connections so snapshot partitions can be written in parallel; batches use one at a time.
+    this.pool = mysql.createPool({
+      ...ctx.connection,
+      connectTimeout: ctx.connection.connectTimeout ?? CONNECT_TIMEOUT_MS,
+      connectionLimit: 4,
+      maxIdle: 4,
+      // Values are read back as the server prints them, never as JavaScript numbers or dates.
+      dateStrings: true,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      charset: 'utf8mb4',
+      multipleStatements: false,
+      // The server may never make the sink read a local file.
+      flags: ['-LOCAL_FILES'],
+      enableKeepAlive: true,
+    });
+    this.pool.pool.on('connection', (connection) => {
+      // An idle connection dropped by the server surfaces again on its next use; do not crash here.
+      connection.on('error', () => {});
+      // Queued before anything the sink sends on this connection; a session that cannot be set is not used.
+      connection.query(SESSION_SQL, (error: unknown) => {
+        if (error) connection.destroy();
+      });
+      connection.query(IDLE_IN_TRANSACTION_SQL, () => {});
+    });
+    const checkpoints = qualifiedName({ schema: database, table: CHECKPOINTS_TABLE });
+    const partitions = qualifiedName({ schema: database, table: PARTITIONS_TABLE });
+    this.sql = {
+      readCheckpoint: `SELECT lsn, CAST(epoch AS CHAR) AS epoch FROM ${checkpoints} WHERE pipeline_id = ? AND lsn IS NOT NULL`,
+      // Locks the checkpoint row for the batch's transaction: an older worker waits for a newer
+      // one's batch, then sees its epoch and is fenced off.
+      lockCheckpoint: `SELECT CAST(epoch AS CHAR) AS epoch FROM ${checkpoints} WHERE pipeline_id = ? FOR UPDATE`,
+      storeCheckpoint:
+        `INSERT INTO ${checkpoints} (pipeline_id, lsn, epoch, updated_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6)) ` +
+        'ON DUPLICATE KEY UPDATE lsn = VALUES(lsn), epoch = VALUES(epoch), updated_at = VALUES(updated_at)',
+      markPartition:
+        `INSERT INTO ${partitions} (pipeline_id, table_name, partition_id, row_count, done_at) ` +
+        'VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE row_count = VALUES(row_count), done_at = VALUES(done_at)',
+      partitionsDone: `SELECT table_name, partition_id FROM ${partitions} WHERE pipeline_id = ? ORDER BY table_name, partition_id`,
+      forgetPartitions: `DELETE FROM ${partitions} WHERE pipeline_id = ? AND table_name = ?`,
+    };
+  }
+
+  private targetOf(source: TableRef): TableRef {
+    return mysqlTargetOf(this.config, source, this.database);
+  }
+
+  async open(tables: TableSchema[]): Promise<void> {
+    const targets = new Map<string, TableSchema>();
+    for (const source of tables) {
+      const target = this.targetOf(source);
+      const key = refKey({ schema: target.schema, table: target.table.toLowerCase() });
+      const other = targets.get(key);
+      if (other) {
+        throw new Error(
+          `${tableKey(other)} and ${tableKey(source)} would both be written to ${tableKey(target)}; map one elsewhere`,
+        );
+      }
+      targets.set(key, source);
+    }
+    // MySQL DDL commits by itself: each step below is idempotent, so an open that fails part way is run again.
+    await this.withConnection(async (conn) => {
+      this.collation = await binaryCollation(conn);
+      await ensureBookkeeping(conn, this.database, this.config.createTables, this.collation);
+      for (const source of tables) {
+        const table = await prepareTarget(
+          conn,
+          source,
+          this.targetOf(source),
+          this.config.createTables,
+          this.collation,
+        );
+        this.tables.set(refKey(source), table);
+      }
+    });
+  }
+
+  async readCheckpoint(): Promise<Checkpoint | null> {
+    const rows = await this.queryBookkeeping<{ lsn: string; epoch: string }>(this.sql.readCheckpoint, [
+      this.ctx.pipelineId,
+    ]);
+    const row = rows[0];
+    return row ? { lsn: row.lsn, epoch: Number(row.epoch) } : null;
+  }
+
+  async snapshotPartitionsDone(): Promise<SnapshotPartition[]> {
+    const rows = await this.queryBookkeeping<{ table_name: string; partition_id: string }>(
+      this.sql.partitionsDone,
+      [this.ctx.pipelineId],
+    );
+    const known = new Map([...this.tables.values()].map((t) => [tableKey(t.source), t.source]));
+    return rows.map((row) => {
+      const source = known.get(row.table_name);
+      const dot = row.table_name.indexOf('.');
+      const table = source
+        ? { schema: source.schema, table: source.table }
+        : { schema: row.table_name.slice(0, dot), table: row.table_name.slice(dot + 1) };
+      return { table, partitionId: row.partition_id };
+    });
+  }
+
+  async resetTable(table: TableSchema): Promise<void> {
+    // The markers go first and for good, then the rows by TRUNCATE (which commits by itself and
+    // cannot share a transaction): a crash in between leaves rows but no markers, which is a
+    // snapshot starting from scratch again, never done partitions over an empty table.
+    await this.withConnection(async (conn) => {
+      await conn.query(this.sql.forgetPartitions, [this.ctx.pipelineId, tableKey(table)]);
+      await conn.query(truncateSql(this.targetOf(table)));
+    });
+  }
+
+  async writeSnapshotPartition(
+    table: TableSchema,
+    partition: SnapshotPartition,
+    copyText: Readable,
+  ): Promise<number> {
+    if (refKey(partition.table) !== refKey(table)) {
+      throw new Error(`partition of ${tableKey(partition.table)} given for table ${tableKey(table)}`);
+    }
+    // Until the stream is read, an error it emits must not become an uncaught exception.
+    const parked = () => {};
+    copyText.on('error', parked);
+    try {
+      const target = this.tableOf(table);
+      return await this.transaction(async (conn) => {
+        let count = 0;
+        for await (const rows of copyTextRows(copyText, table.columns, SNAPSHOT_BATCH_ROWS)) {
+          const inserts = rows.map((after) => ({
+            op: 'insert' as const,
+            table,
+            after,
+            commitLsn: '',
+            xid: 0,
+            commitTime: '',
+          }));
+          // Upserts, not plain inserts: a partition written again (after a crash) converges.
+          for (const statement of planBatch(inserts, () => target, STATEMENT_LIMITS)) {
+            await this.run(conn, statement);
+          }
+          count += rows.length;
+        }
+        await conn.query(this.sql.markPartition, [
+          this.ctx.pipelineId,
+          tableKey(table),
+          partition.partitionId,
+          count,
+        ]);
+        return count;
+      });
+    } catch (error) {
+      // The stream is ours once given: release whatever feeds it (a source COPY) when it cannot be written.
+      if (!copyText.destroyed) copyText.destroy();
+      throw error;
+    } finally {
+      copyText.off('error', parked);
+    }
+  }
+
+  /** Nothing is left for the end: a table is created with its primary key, which InnoDB stores rows by. */
+  async finishSnapshot(table: TableRef): Promise<void> {
+    this.tableOf(table);
+  }
+
+  planSchemaChange(current: TableSchema, changes: readonly SchemaChangeItem[]): string[] {
+    return schemaChangeSql(this.targetOf(current), current, changes);
+  }
+
+  /**
+   * MySQL DDL commits each statement by itself, so the plan cannot be one transaction as the
+   * contract asks: a plan that fails part way is run again, and a statement whose change the
+   * table already has (an added column that is there, a dropped one that is gone) is skipped.
+   */
+  async applySchemaChange(
+    proposed: TableSchema,
+    statements: readonly string[],
+  ): Promise<{ skipped: string[] }> {
+    const skipped: string[] = [];
+    const table = await this.withConnection(async (conn) => {
+      for (const statement of statements) {
+        try {
+          await conn.query(statement);
+        } catch (error) {
+          if (!alreadyDone(error)) throw error;
+          skipped.push(statement);
+        }
+      }
+      // Whatever was skipped, the table must now have the proposed shape.
+      return prepareTarget(conn, proposed, this.targetOf(proposed), false, this.collation);
+    });
+    this.tables.set(refKey(proposed), table);
+    return { skipped };
+  }
+
+  async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+    const statements = planBatch(batch.changes, (ref) => this.tableOf(ref));
+    const id = this.ctx.pipelineId;
+    return this.transaction(async (conn) => {
+      const [locked] = await conn.query<RowDataPacket[]>(this.sql.lockCheckpoint, [id]);
+      const stored = locked[0] ? Number(locked[0].epoch) : undefined;
+      if (stored !== undefined && stored > batch.epoch) throw new FencedError(stored, batch.epoch);
+      for (const statement of statements) await this.run(conn, statement);
+      await conn.query(this.sql.storeCheckpoint, [id, batch.commitLsn, batch.epoch]);
+      return { lsn: batch.commitLsn, epoch: batch.epoch };
+    });
+  }
+
+  /**
+   * Runs one planned statement. A server refusing its data is a RefusedChangeError, not retried,
+   * naming the row it refuses: MySQL undoes just the failed statement, so its rows are tried one
+   * by one under a savepoint (undone too, as the whole transaction is about to be).
+   */
+  private async run(conn: PoolConnection, statement: Statement): Promise<void> {
+    try {
+      await conn.query(statement.sql, statement.values);
+    } catch (error) {
+      if (!refusesData(error)) throw error;
+      const about = statement.about;
+      let key = about?.keys.length === 1 ? about.keys[0] : undefined;
+      if (key === undefined && about && statement.row) {
+        key = await this.refusedRow(conn, statement.row, about.keys).catch(() => undefined);
+      }
+      throw new RefusedChangeError(about?.table, key, (error as Error).message, { cause: error });
+    }
+  }
+
+  private async refusedRow(
+    conn: PoolConnection,
+    row: NonNullable<Statement['row']>,
+    keys: readonly Row[],
+  ): Promise<Row | undefined> {
+    await conn.query('SAVEPOINT probe');
+    try {
+      for (const [index, key] of keys.entries()) {
+        const single = row(index);
+        try {
+          await conn.query(single.sql, single.values);
+        } catch (error) {
+          if (refusesData(error)) return key;
+          throw error;
+        }
+      }
+      return undefined;
+    } finally {
+      await conn.query('ROLLBACK TO SAVEPOINT probe');
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  private tableOf(ref: TableRef): TargetTable {
+    const table = this.tables.get(refKey(ref));
+    if (!table) throw new Error(`table ${tableKey(ref)} was not opened by this sink`);
+    return table;
+  }
+
+  /** Rows of a bookkeeping query; none when the bookkeeping tables do not exist yet. */
+  private async queryBookkeeping<R>(sql: string, values: unknown[]): Promise<R[]> {
+    try {
+      const [rows] = await this.pool.query<RowDataPacket[]>(sql, values);
+      return rows as unknown as R[];
+    } catch (error) {
+      if ((error as { errno?: number }).errno === NO_SUCH_TABLE) return [];
+      throw error;
+    }
+  }
+
+  private async withConnection<T>(work: (conn: PoolConnection) => Promise<T>): Promise<T> {
+    const conn = await this.pool.getConnection();
+    try {
+      return await work(conn);
+    } finally {
+      conn.release();
+    }
+  }
+
+  private async transaction<T>(work: (conn: PoolConnection) => Promise<T>): Promise<T> {
+    const conn = await this.pool.getConnection();
+    let broken = false;
+    try {
+      await conn.beginTransaction();
+      const result = await work(conn);
+      await conn.commit();
+      return result;
+    } catch (error) {
+      await conn.rollback().catch(() => {
+        broken = true;
+      });
+      throw error;
+    } finally {
+      // A connection that could not roll back is in an unknown state: drop it rather than reuse it.
+      if (broken) conn.destroy();
+      else conn.release();
+    }
+  }
+}

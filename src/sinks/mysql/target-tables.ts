@@ -1,0 +1,146 @@
+import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
+import { type TableRef, type TableSchema, tableKey } from '../../core/change.js';
+import { validationFailed } from '../../errors/app-error.js';
+import type { TargetTable } from './apply-plan.js';
+import { sourceKindOf, uncreatableReason } from './column-types.js';
+import { bookkeepingTablesSql, COLLATION_CHOICES, createDatabaseSql, createTableSql } from './ddl.js';
+import { valueConverter } from './values.js';
+
+type Queryable = Pick<PoolConnection, 'query'>;
+
+async function rows<T>(conn: Queryable, sql: string, values: unknown[] = []): Promise<T[]> {
+  const [result] = await conn.query<RowDataPacket[]>(sql, values);
+  return result as unknown as T[];
+}
+
+/** The TABLE_TYPE of a table (`BASE TABLE`, `VIEW`), or undefined when there is none. */
+export const tableExists = async (conn: Queryable, ref: TableRef) =>
+  (
+    await rows<{ type: string }>(
+      conn,
+      'SELECT TABLE_TYPE AS type FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
+      [ref.schema, ref.table],
+    )
+  )[0]?.type;
+
+/** The first collation of COLLATION_CHOICES the server has. */
+export async function binaryCollation(conn: Queryable): Promise<string> {
+  const found = await rows<{ name: string }>(
+    conn,
+    'SELECT COLLATION_NAME AS name FROM information_schema.COLLATIONS WHERE COLLATION_NAME IN (?)',
+    [[...COLLATION_CHOICES]],
+  );
+  const names = new Set(found.map((r) => r.name));
+  return COLLATION_CHOICES.find((c) => names.has(c)) ?? 'utf8mb4_bin';
+}
+
+/**
+ * Makes sure `database` and the bookkeeping tables in it exist, creating what is missing (the
+ * database only when allowed). Existence is checked first, so a user without CREATE privilege can
+ * use what another made. MySQL DDL commits by itself: each step stands alone and is idempotent.
+ */
+export async function ensureBookkeeping(
+  conn: Queryable,
+  database: string,
+  createTables: boolean,
+  collation: string,
+): Promise<void> {
+  const known = await rows<{ name: string }>(
+    conn,
+    'SELECT SCHEMA_NAME AS name FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?',
+    [database],
+  );
+  if (known.length === 0) {
+    if (!createTables) {
+      throw validationFailed(
+        'sink.properties.target_database',
+        `database ${database} does not exist and create_tables is false`,
+      );
+    }
+    await conn.query(createDatabaseSql(database));
+  }
+  for (const { table, sql } of bookkeepingTablesSql(database, collation)) {
+    if ((await tableExists(conn, { schema: database, table })) === undefined) await conn.query(sql);
+  }
+}
+
+/**
+ * Makes sure the target of `source` can be written: creates it when missing (if allowed), else
+ * checks it is a table with every source column and a primary key or unique index on exactly the
+ * key columns. Returns the table as the sink writes it, each column's values converted for the
+ * target's own column type (a user-made target may differ from the mapping). MySQL compares
+ * column names case-insensitively, and so does this check.
+ */
+export async function prepareTarget(
+  conn: Queryable,
+  source: TableSchema,
+  target: TableRef,
+  createTables: boolean,
+  collation: string,
+): Promise<TargetTable> {
+  // None of these heals by waiting: the sink's tables need a person, so they are not retried.
+  let type = await tableExists(conn, target);
+  if (type === undefined) {
+    if (!createTables) {
+      throw validationFailed(
+        'sink.connection',
+        `target table ${tableKey(target)} of ${tableKey(source)} does not exist and create_tables is false`,
+      );
+    }
+    const reason = uncreatableReason(target.table, source.columns, source.keyColumns);
+    if (reason) {
+      throw validationFailed(
+        'source.tables',
+        `cannot create ${tableKey(target)} for ${tableKey(source)}: ${reason}; create the target table yourself`,
+      );
+    }
+    await conn.query(createTableSql(target, source, collation));
+    type = await tableExists(conn, target);
+  }
+  if (type !== 'BASE TABLE') {
+    throw validationFailed(
+      'sink.connection',
+      `target ${tableKey(target)} of ${tableKey(source)} is not a table`,
+    );
+  }
+  const columns = await rows<{ name: string; type: string }>(
+    conn,
+    'SELECT COLUMN_NAME AS name, DATA_TYPE AS type FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
+    [target.schema, target.table],
+  );
+  const types = new Map(columns.map((c) => [c.name.toLowerCase(), c.type]));
+  const missing = source.columns.map((c) => c.name).filter((name) => !types.has(name.toLowerCase()));
+  if (missing.length > 0) {
+    throw validationFailed(
+      'sink.connection',
+      `target table ${tableKey(target)} lacks the columns ${JSON.stringify(missing)} of ${tableKey(source)}`,
+    );
+  }
+  const unique = await rows<{ index: string; column: string }>(
+    conn,
+    'SELECT INDEX_NAME AS `index`, COLUMN_NAME AS `column` FROM information_schema.STATISTICS ' +
+      'WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND NON_UNIQUE = 0',
+    [target.schema, target.table],
+  );
+  const indexes = new Map<string, string[]>();
+  for (const { index, column } of unique)
+    indexes.set(index, [...(indexes.get(index) ?? []), column.toLowerCase()]);
+  const keys = source.keyColumns.map((k) => k.toLowerCase()).sort();
+  const hasKey = [...indexes.values()].some(
+    (cols) => cols.length === keys.length && [...cols].sort().every((c, i) => c === keys[i]),
+  );
+  if (!hasKey) {
+    throw validationFailed(
+      'sink.connection',
+      `target table ${tableKey(target)} has no primary key or unique index on exactly the key columns ` +
+        `${JSON.stringify(source.keyColumns)} of ${tableKey(source)}`,
+    );
+  }
+  const converters = new Map(
+    source.columns.map((c) => [
+      c.name,
+      valueConverter(c.name, sourceKindOf(c.typeName), types.get(c.name.toLowerCase()) ?? ''),
+    ]),
+  );
+  return { source, target, converters };
+}

@@ -1,0 +1,109 @@
+import type { TableRef } from '../../core/change.js';
+import type { PropertyDoc } from '../../core/property-docs.js';
+import { validationFailed } from '../../errors/app-error.js';
+import type { BatchLimits, SinkProperties } from '../registry.js';
+
+/** The Redis sink's properties, parsed and validated. */
+export interface RedisSinkConfig extends SinkProperties {
+  /** Stream key template, `{schema}` and `{table}` its placeholders. */
+  stream: string;
+  /** Approximate most entries kept per stream (`XADD ... MAXLEN ~ n`); 0 keeps every entry. */
+  maxlen: number;
+  batch: BatchLimits;
+}
+
+/** Every property of the Redis sink, for error messages and the README. */
+export const REDIS_SINK_PROPERTIES: readonly PropertyDoc[] = [
+  {
+    key: 'stream',
+    default: '`{schema}.{table}`',
+    description:
+      "Key of the stream each table is published to; `{schema}` and `{table}` are replaced by the source table's names. Several tables may share a stream: each message names its table.",
+  },
+  {
+    key: 'maxlen',
+    default: '0',
+    description:
+      'Trims each stream to about this many entries as it is written (`XADD ... MAXLEN ~`), 0..1000000000; 0 keeps every entry.',
+  },
+  {
+    key: 'batch_max_events',
+    default: '10000',
+    description: 'Most change events published with one checkpoint (1..1000000).',
+  },
+  {
+    key: 'batch_max_bytes',
+    default: '16777216',
+    description: 'Most bytes of change data published with one checkpoint (1024..1073741824).',
+  },
+  {
+    key: 'batch_max_wait_ms',
+    default: '0',
+    description:
+      'How long, in milliseconds, a batch may gather before it is published (0..60000). 0 publishes it as soon as the sink is free: the next batch gathers while one is written.',
+  },
+];
+
+const DEFAULT_STREAM = '{schema}.{table}';
+const STREAM_MAX_LENGTH = 512;
+const PLACEHOLDERS = new Set(['{schema}', '{table}']);
+
+function integer(key: string, text: string | undefined, fallback: number, min: number, max: number): number {
+  if (text === undefined) return fallback;
+  const value = /^\d{1,10}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value >= min && value <= max)) {
+    throw validationFailed(
+      `sink.properties.${key}`,
+      `must be an integer from ${min} to ${max}, got '${text}'`,
+    );
+  }
+  return value;
+}
+
+function streamTemplate(text: string | undefined): string {
+  if (text === undefined) return DEFAULT_STREAM;
+  const field = 'sink.properties.stream';
+  if (text.trim() === '') throw validationFailed(field, 'must not be empty');
+  if (text.length > STREAM_MAX_LENGTH) {
+    throw validationFailed(field, `must be at most ${STREAM_MAX_LENGTH} characters`);
+  }
+  if ([...text].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) {
+    throw validationFailed(field, 'must not contain control characters');
+  }
+  // Braces are for placeholders only: a typo such as `{tabel}` must not become part of a key.
+  const rest = text.replace(/\{[^{}]*\}/g, (placeholder) => {
+    if (!PLACEHOLDERS.has(placeholder)) {
+      throw validationFailed(field, `unknown placeholder ${placeholder}; use {schema} and {table}`);
+    }
+    return '';
+  });
+  if (/[{}]/.test(rest)) throw validationFailed(field, 'has a brace that opens or closes no placeholder');
+  return text;
+}
+
+/** Parses and validates the Redis sink properties; throws a 422 AppError naming the bad key. */
+export function parseRedisSinkProperties(props: Record<string, string>): RedisSinkConfig {
+  const known = new Set(REDIS_SINK_PROPERTIES.map((d) => d.key));
+  for (const key of Object.keys(props)) {
+    if (!known.has(key)) {
+      throw validationFailed(
+        `sink.properties.${key}`,
+        `unknown property; known properties are ${[...known].join(', ')}`,
+      );
+    }
+  }
+  return {
+    stream: streamTemplate(props.stream),
+    maxlen: integer('maxlen', props.maxlen, 0, 0, 1_000_000_000),
+    batch: {
+      maxEvents: integer('batch_max_events', props.batch_max_events, 10_000, 1, 1_000_000),
+      maxBytes: integer('batch_max_bytes', props.batch_max_bytes, 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      maxWaitMs: integer('batch_max_wait_ms', props.batch_max_wait_ms, 0, 0, 60_000),
+    },
+  };
+}
+
+/** The stream key a table's messages go to. */
+export function streamKeyOf(config: RedisSinkConfig, table: TableRef): string {
+  return config.stream.replace(/\{(schema|table)\}/g, (_, name: 'schema' | 'table') => table[name]);
+}
