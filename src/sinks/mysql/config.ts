@@ -1,6 +1,7 @@
 import { type TableRef, tableKey } from '../../core/change.js';
 import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
+import { batchLimitsOf, booleanProperty } from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
 import { BOOKKEEPING_TABLES } from './ddl.js';
 
@@ -59,24 +60,6 @@ const QUALIFIED = new RegExp(`^(?:(${PART})\\.)?(${PART})$`);
 const TABLE_KEY = new RegExp(`^table\\.(${PART})\\.(${PART})$`);
 const NAME_RULE = 'a letter or "_" followed by letters, digits, "_" or "$", at most 63 characters';
 
-function integer(key: string, text: string | undefined, fallback: number, min: number, max: number): number {
-  if (text === undefined) return fallback;
-  const value = /^\d{1,10}$/.test(text) ? Number(text) : Number.NaN;
-  if (!(value >= min && value <= max)) {
-    throw validationFailed(
-      `sink.properties.${key}`,
-      `must be an integer from ${min} to ${max}, got '${text}'`,
-    );
-  }
-  return value;
-}
-
-function boolean(key: string, text: string | undefined, fallback: boolean): boolean {
-  if (text === undefined) return fallback;
-  if (text === 'true' || text === 'false') return text === 'true';
-  throw validationFailed(`sink.properties.${key}`, `must be 'true' or 'false', got '${text}'`);
-}
-
 /** Parses and validates the MySQL sink properties; throws a 422 AppError naming the bad key. */
 export function parseMysqlSinkProperties(props: Record<string, string>): MysqlSinkConfig {
   const tableMap = new Map<string, { database: string | undefined; table: string }>();
@@ -116,12 +99,8 @@ export function parseMysqlSinkProperties(props: Record<string, string>): MysqlSi
   return {
     targetDatabase,
     tableMap,
-    batch: {
-      maxEvents: integer('batch_max_events', props.batch_max_events, 10_000, 1, 1_000_000),
-      maxBytes: integer('batch_max_bytes', props.batch_max_bytes, 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
-      maxWaitMs: integer('batch_max_wait_ms', props.batch_max_wait_ms, 0, 0, 60_000),
-    },
-    createTables: boolean('create_tables', props.create_tables, true),
+    batch: batchLimitsOf(props),
+    createTables: booleanProperty('create_tables', props.create_tables, true),
   };
 }
 

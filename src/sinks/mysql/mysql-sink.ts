@@ -11,6 +11,7 @@ import {
   type SinkContext,
   type SnapshotPartition,
 } from '../../core/sink.js';
+import { writingPartition } from '../partition-writing.js';
 import { RefusedChangeError } from '../refused-change.js';
 import { planBatch, STATEMENT_LIMITS, type Statement, type TargetTable } from './apply-plan.js';
 import { type MysqlSinkConfig, mysqlTargetOf, parseMysqlSinkProperties } from './config.js';
@@ -191,13 +192,7 @@ class MysqlSink implements Sink {
     partition: SnapshotPartition,
     copyText: Readable,
   ): Promise<number> {
-    if (refKey(partition.table) !== refKey(table)) {
-      throw new Error(`partition of ${tableKey(partition.table)} given for table ${tableKey(table)}`);
-    }
-    // Until the stream is read, an error it emits must not become an uncaught exception.
-    const parked = () => {};
-    copyText.on('error', parked);
-    try {
+    return writingPartition(table, partition, copyText, async () => {
       const target = this.tableOf(table);
       return await this.transaction(async (conn) => {
         let count = 0;
@@ -224,13 +219,7 @@ class MysqlSink implements Sink {
         ]);
         return count;
       });
-    } catch (error) {
-      // The stream is ours once given: release whatever feeds it (a source COPY) when it cannot be written.
-      if (!copyText.destroyed) copyText.destroy();
-      throw error;
-    } finally {
-      copyText.off('error', parked);
-    }
+    });
   }
 
   /** Nothing is left for the end: a table is created with its primary key, which InnoDB stores rows by. */

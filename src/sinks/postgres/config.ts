@@ -1,6 +1,7 @@
 import { type TableRef, tableKey } from '../../core/change.js';
 import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
+import { batchLimitsOf, booleanProperty } from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
 
 /** The Postgres sink's properties, parsed and validated. */
@@ -60,24 +61,6 @@ const NAME_RULE = 'a letter or "_" followed by letters, digits, "_" or "$", at m
 /** Key of a source table in `PostgresSinkConfig.tableMap` and in the sink's lookups. */
 export { tableKey };
 
-function integer(key: string, text: string | undefined, fallback: number, min: number, max: number): number {
-  if (text === undefined) return fallback;
-  const value = /^\d{1,10}$/.test(text) ? Number(text) : Number.NaN;
-  if (!(value >= min && value <= max)) {
-    throw validationFailed(
-      `sink.properties.${key}`,
-      `must be an integer from ${min} to ${max}, got '${text}'`,
-    );
-  }
-  return value;
-}
-
-function boolean(key: string, text: string | undefined, fallback: boolean): boolean {
-  if (text === undefined) return fallback;
-  if (text === 'true' || text === 'false') return text === 'true';
-  throw validationFailed(`sink.properties.${key}`, `must be 'true' or 'false', got '${text}'`);
-}
-
 /** Parses and validates the Postgres sink properties; throws a 422 AppError naming the bad key. */
 export function parsePostgresSinkProperties(props: Record<string, string>): PostgresSinkConfig {
   const tableMap = new Map<string, { schema: string | undefined; table: string }>();
@@ -114,12 +97,8 @@ export function parsePostgresSinkProperties(props: Record<string, string>): Post
   return {
     targetSchema,
     tableMap,
-    batch: {
-      maxEvents: integer('batch_max_events', props.batch_max_events, 10_000, 1, 1_000_000),
-      maxBytes: integer('batch_max_bytes', props.batch_max_bytes, 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
-      maxWaitMs: integer('batch_max_wait_ms', props.batch_max_wait_ms, 0, 0, 60_000),
-    },
-    createTables: boolean('create_tables', props.create_tables, true),
+    batch: batchLimitsOf(props),
+    createTables: booleanProperty('create_tables', props.create_tables, true),
   };
 }
 

@@ -13,6 +13,7 @@ import {
   type SnapshotPartition,
 } from '../../core/sink.js';
 import { healsByRetrying, sqlstateOf } from '../../core/sqlstate.js';
+import { writingPartition } from '../partition-writing.js';
 import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
 import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
 import {
@@ -191,13 +192,7 @@ class PostgresSink implements Sink {
     partition: SnapshotPartition,
     copyText: Readable,
   ): Promise<number> {
-    if (refKey(partition.table) !== refKey(table)) {
-      throw new Error(`partition of ${tableKey(partition.table)} given for table ${tableKey(table)}`);
-    }
-    // Until the stream is piped, an error it emits must not become an uncaught exception.
-    const parked = () => {};
-    copyText.on('error', parked);
-    try {
+    return writingPartition(table, partition, copyText, async () => {
       const target = targetTableOf(this.config, table);
       return await this.transaction(async (client) => {
         const copy = client.query(copyFrom(copyFromSql(target, table.columns)));
@@ -211,13 +206,7 @@ class PostgresSink implements Sink {
         ]);
         return rows;
       });
-    } catch (error) {
-      // The stream is ours once given: release whatever feeds it (a source COPY) when it cannot be written.
-      if (!copyText.destroyed) copyText.destroy();
-      throw error;
-    } finally {
-      copyText.off('error', parked);
-    }
+    });
   }
 
   async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {

@@ -1,6 +1,7 @@
 import type { TableRef } from '../../core/change.js';
 import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
+import { batchLimitsOf, integerProperty } from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
 
 /** The Redis sink's properties, parsed and validated. */
@@ -48,18 +49,6 @@ const DEFAULT_STREAM = '{schema}.{table}';
 const STREAM_MAX_LENGTH = 512;
 const PLACEHOLDERS = new Set(['{schema}', '{table}']);
 
-function integer(key: string, text: string | undefined, fallback: number, min: number, max: number): number {
-  if (text === undefined) return fallback;
-  const value = /^\d{1,10}$/.test(text) ? Number(text) : Number.NaN;
-  if (!(value >= min && value <= max)) {
-    throw validationFailed(
-      `sink.properties.${key}`,
-      `must be an integer from ${min} to ${max}, got '${text}'`,
-    );
-  }
-  return value;
-}
-
 function streamTemplate(text: string | undefined): string {
   if (text === undefined) return DEFAULT_STREAM;
   const field = 'sink.properties.stream';
@@ -94,12 +83,8 @@ export function parseRedisSinkProperties(props: Record<string, string>): RedisSi
   }
   return {
     stream: streamTemplate(props.stream),
-    maxlen: integer('maxlen', props.maxlen, 0, 0, 1_000_000_000),
-    batch: {
-      maxEvents: integer('batch_max_events', props.batch_max_events, 10_000, 1, 1_000_000),
-      maxBytes: integer('batch_max_bytes', props.batch_max_bytes, 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
-      maxWaitMs: integer('batch_max_wait_ms', props.batch_max_wait_ms, 0, 0, 60_000),
-    },
+    maxlen: integerProperty('maxlen', props.maxlen, 0, 0, 1_000_000_000),
+    batch: batchLimitsOf(props),
   };
 }
 

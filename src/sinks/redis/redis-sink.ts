@@ -19,6 +19,7 @@ import {
   type TableCount,
   tablePath,
 } from '../change-envelope.js';
+import { writingPartition } from '../partition-writing.js';
 import { parseRedisSinkProperties, type RedisSinkConfig, streamKeyOf } from './config.js';
 import { APPLY_BATCH, type LuaScript, PUBLISH_ROWS } from './scripts.js';
 
@@ -129,16 +130,9 @@ class RedisSink implements Sink {
     partition: SnapshotPartition,
     copyText: Readable,
   ): Promise<number> {
-    if (refKey(partition.table) !== refKey(table)) {
-      const name = (t: TableRef) => `${t.schema}.${t.table}`;
-      throw new Error(`partition of ${name(partition.table)} given for table ${name(table)}`);
-    }
-    // Until the stream is read, an error it emits must not become an uncaught exception.
-    const parked = () => {};
-    copyText.on('error', parked);
     const stream = streamKeyOf(this.config, table);
     let rows = 0;
-    try {
+    return writingPartition(table, partition, copyText, async () => {
       let held: Row[] = [];
       for await (const chunk of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
         if (held.length > 0) await this.publishRows(table, stream, held, '');
@@ -147,13 +141,7 @@ class RedisSink implements Sink {
       }
       await this.publishRows(table, stream, held, partitionField(table, partition.partitionId), rows);
       return rows;
-    } catch (error) {
-      // The stream is ours once given: release whatever feeds it (a source COPY) when it cannot be written.
-      if (!copyText.destroyed) copyText.destroy();
-      throw error;
-    } finally {
-      copyText.off('error', parked);
-    }
+    });
   }
 
   private async publishRows(
