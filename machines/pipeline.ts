@@ -38,7 +38,7 @@ export type PipelineEvent =
   | { type: 'PHASE'; phase: Phase }
   /** The sink durably took something since the data plane (re)started: failures so far are over. */
   | { type: 'PROGRESS' }
-  | { type: 'FAILED'; message: string; retryable: boolean }
+  | { type: 'FAILED'; message: string; retryable: boolean; unreachable?: boolean }
   | { type: 'SCHEMA_CHANGE' }
   /** The definition changed: restart the data plane with it (hot reload). */
   | { type: 'RELOAD' };
@@ -60,7 +60,13 @@ export interface PipelineInput {
   error?: string | null;
 }
 
-/** Transient failures are retried this many times in a row before the pipeline fails. */
+/**
+ * Transient failures are retried this many times in a row before the pipeline fails. Once
+ * running, a server that cannot be reached (`unreachable`) is retried for as long as it takes, at
+ * the capped backoff: nothing is lost meanwhile (the source's slot holds the changes), and the
+ * pipeline catches up by itself when the server returns. A start stays bounded: `starting` cannot
+ * be stopped (the spec's table), so it must end by itself.
+ */
 export const MAX_RETRIES = 8;
 
 /** Capped exponential backoff: 1 s, 2 s, 4 s … 60 s. */
@@ -79,8 +85,11 @@ const errorMessage = (error: unknown) =>
       ? String((error as PrepareFailure).message)
       : String(error);
 
-const isRetryableFailure = (error: unknown) =>
-  typeof error === 'object' && error !== null && (error as Partial<PrepareFailure>).retryable === true;
+const isRetryableFailure = (error: unknown, retries: number) =>
+  typeof error === 'object' &&
+  error !== null &&
+  (error as Partial<PrepareFailure>).retryable === true &&
+  retries < MAX_RETRIES;
 
 export const pipelineMachine = setup({
   types: {
@@ -101,7 +110,9 @@ export const pipelineMachine = setup({
   },
   guards: {
     canRetry: ({ context, event }) =>
-      event.type === 'FAILED' && event.retryable && context.retries < MAX_RETRIES,
+      event.type === 'FAILED' &&
+      event.retryable &&
+      (event.unreachable === true || context.retries < MAX_RETRIES),
   },
   delays: {
     backoff: ({ context }) => retryDelayMs(context.retries - 1),
@@ -139,8 +150,7 @@ export const pipelineMachine = setup({
             onDone: '#pipeline.running',
             onError: [
               {
-                guard: ({ context, event }) =>
-                  isRetryableFailure(event.error) && context.retries < MAX_RETRIES,
+                guard: ({ context, event }) => isRetryableFailure(event.error, context.retries),
                 target: 'waiting',
                 actions: assign({
                   error: ({ event }) => errorMessage(event.error),

@@ -25,4 +25,32 @@ export function isRetryable(error: unknown): boolean {
   return sqlstate === undefined || healsByRetrying(sqlstate);
 }
 
+// Socket errors of a server that is down or out of reach. A name that does not resolve is not
+// among them: it is more often a typo than an outage, and should fail rather than wait forever.
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+  'PROTOCOL_CONNECTION_LOST',
+]);
+
+/**
+ * Whether a failure is a server (source or sink) that cannot be reached or went away: retried
+ * for as long as it takes (see MAX_RETRIES), since the slot keeps what it has not yet taken.
+ */
+export function isUnreachable(error: unknown): boolean {
+  if (!isRetryable(error)) return false;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return true;
+  const sqlstate = sqlstateOf(error);
+  // Class 08 (connection exception), and a server shutting down or starting up.
+  return (
+    sqlstate !== undefined && (sqlstate.startsWith('08') || sqlstate === '57P01' || sqlstate === '57P03')
+  );
+}
+
 export const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -10,7 +10,7 @@ import { apiState } from '../../machines/pipeline-transitions.js';
 import type { Logger } from '../log/logger.js';
 import { leasesStore } from '../store/leases-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
-import { isRetryable, messageOf } from './error-kinds.js';
+import { isRetryable, isUnreachable, messageOf } from './error-kinds.js';
 import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
 import { PipelineStats } from './pipeline-stats.js';
 import type { ReplicationRunner } from './replication-runner.js';
@@ -195,7 +195,12 @@ export class PipelineActors {
               (error: unknown) => {
                 if (controller.signal.aborted) return;
                 log.warn({ err: error }, 'replication failed');
-                report({ type: 'FAILED', message: messageOf(error), retryable: isRetryable(error) });
+                report({
+                  type: 'FAILED',
+                  message: messageOf(error),
+                  retryable: isRetryable(error),
+                  unreachable: isUnreachable(error),
+                });
               },
             );
           return () => controller.abort();

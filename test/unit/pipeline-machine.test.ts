@@ -183,6 +183,21 @@ describe('pipeline machine', () => {
     expect(apiState(actor.getSnapshot().value)).toBe('failed');
   });
 
+  it('keeps retrying a server that cannot be reached once running, past MAX_RETRIES', async () => {
+    const { actor, h: running } = await actorIn('running');
+    for (let i = 0; i < MAX_RETRIES + 3; i++) {
+      running.report({ type: 'FAILED', message: 'connect ECONNREFUSED', retryable: true, unreachable: true });
+      expect(apiState(actor.getSnapshot().value)).toBe('running');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // Anything else that keeps failing still fails the pipeline after MAX_RETRIES in a row.
+    for (let i = 0; i <= MAX_RETRIES; i++) {
+      running.report({ type: 'FAILED', message: 'deadlock detected', retryable: true });
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(apiState(actor.getSnapshot().value)).toBe('failed');
+  });
+
   it('cannot be stopped while starting, and clears its error when a failure is stopped', async () => {
     const h = harness({ prepareFails: 'connect ECONNREFUSED', retryable: true });
     const actor = createActor(h.machine, { input: { pipelineId: 'p' } }).start();
