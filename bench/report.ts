@@ -93,7 +93,7 @@ replication, publication and subscription), then raw [decoding](#decoding) of a 
 stream against \`pg_recvlogical\`, a reference only: it makes the walsender work harder than a
 well-behaved stream does). The [live load](#live-load) (\`npm run bench:live\`) and the
 [memory](#memory) of the service in a process of its own (\`npm run bench:memory\`, also run here
-unless \`BENCH_MEMORY=off\`) follow.
+unless \`BENCH_MEMORY=off\`) and the [sinks](#sinks) side by side (\`npm run bench:sinks\`) follow.
 
 - Date: ${report.date.toISOString()}
 - Code: ${report.code}
@@ -125,7 +125,7 @@ ${decodeMarkdown(report.decode, report.runs)}`;
 }
 
 /** Sections written by runs of their own, kept (or replaced, for the memory one when it ran) in this order. */
-const KEPT_SECTIONS = ['live-load', 'memory'] as const;
+const KEPT_SECTIONS = ['live-load', 'memory', 'sinks'] as const;
 
 export function writeBenchmarksMd(path: string, report: Report): void {
   const old = existsSync(path) ? readFileSync(path, 'utf8') : '';

@@ -1,0 +1,221 @@
+import type { MachineInfo } from './report.js';
+import { rate, secs, table } from './report-format.js';
+import type { SinkServers } from './sinks-servers.js';
+import { backlogChanges, type RunShape, type SinkKind } from './sinks-targets.js';
+
+/** CPU seconds over one phase, by who used them. */
+export interface Cpu {
+  /** This process: the service (which runs in it) and the benchmark's polls. */
+  service: number;
+  /** Every process of the source cluster. */
+  source: number;
+  /** The sink's server: the sink PostgreSQL cluster, mariadbd or redis-server (NaN: not found). */
+  sink: number;
+  /** The cluster of the service's metadata store. */
+  store: number;
+}
+
+interface Phase {
+  seconds: number;
+  /** 1-minute load average just before the phase. */
+  load: number;
+  cpu: Cpu;
+  /** What the check after the phase found. */
+  check: string;
+}
+
+export interface SinkResult {
+  kind: SinkKind;
+  where: string;
+  snapshot: Phase & { partitions: number; parallelism: number; partitionRows: number };
+  drain: Phase & {
+    /** Resume to the first backlog change visible in the sink. */
+    startupSeconds: number;
+    writeSeconds: number;
+    /** WAL from the slot's confirmed position to the end of the backlog. */
+    walMiB: number;
+  };
+  /** `sink_errors_total` of the pipeline at the end. */
+  sinkErrors: number;
+}
+
+export interface SinksReport {
+  date: Date;
+  code: string;
+  command: string;
+  machine: MachineInfo;
+  servers: SinkServers;
+  /** The source's `synchronous_commit`. */
+  syncCommit: string;
+  shape: RunShape;
+  /** pg_total_relation_size of the source table at the snapshot. */
+  tableMiB: number;
+  results: SinkResult[];
+}
+
+const SINK_NAMES: Record<SinkKind, string> = {
+  postgres: 'postgres (reference)',
+  mysql: 'mysql (MariaDB)',
+  redis: 'redis (Streams)',
+};
+
+const snapshotRate = (r: SinkResult, shape: RunShape) => shape.rows / r.snapshot.seconds;
+const drainRate = (r: SinkResult, shape: RunShape) => backlogChanges(shape) / r.drain.seconds;
+const ratio = (value: number, reference: number | undefined) =>
+  reference === undefined ? 'n/a' : (value / reference).toFixed(2);
+const cpuCells = (c: Cpu) =>
+  [c.service, c.source, c.sink, c.store].map((v) => (Number.isNaN(v) ? '?' : v.toFixed(1))).join(' / ');
+
+export function sinksSummaryTable(report: SinksReport): string {
+  const { shape, results } = report;
+  const reference = results.find((r) => r.kind === 'postgres');
+  return table(
+    [
+      'sink',
+      'snapshot s',
+      'snapshot rows/s',
+      'snapshot vs postgres',
+      'drain s',
+      'drain changes/s',
+      'drain vs postgres',
+    ],
+    results.map((r) => [
+      SINK_NAMES[r.kind],
+      secs(r.snapshot.seconds),
+      rate(snapshotRate(r, shape)),
+      ratio(snapshotRate(r, shape), reference && snapshotRate(reference, shape)),
+      secs(r.drain.seconds),
+      rate(drainRate(r, shape)),
+      ratio(drainRate(r, shape), reference && drainRate(reference, shape)),
+    ]),
+  );
+}
+
+export function sinksDetailTable(report: SinksReport): string {
+  const rows: string[][] = [];
+  for (const r of report.results) {
+    rows.push([
+      SINK_NAMES[r.kind],
+      'snapshot',
+      secs(r.snapshot.seconds),
+      '',
+      r.snapshot.load.toFixed(2),
+      cpuCells(r.snapshot.cpu),
+      `${r.snapshot.partitions} partitions, parallelism ${r.snapshot.parallelism}`,
+      r.snapshot.check,
+    ]);
+    rows.push([
+      SINK_NAMES[r.kind],
+      'drain',
+      secs(r.drain.seconds),
+      secs(r.drain.startupSeconds),
+      r.drain.load.toFixed(2),
+      cpuCells(r.drain.cpu),
+      `backlog written in ${secs(r.drain.writeSeconds)} s, ${r.drain.walMiB.toFixed(1)} MiB of WAL; sink errors ${r.sinkErrors}`,
+      r.drain.check,
+    ]);
+  }
+  return table(
+    [
+      'sink',
+      'phase',
+      's',
+      'first backlog change visible s',
+      'load before',
+      'CPU s: service process / source PG / sink server / store PG',
+      'notes',
+      'check after',
+    ],
+    rows,
+  );
+}
+
+export function sinksMarkdown(report: SinksReport): string {
+  const { machine: m, servers: s, shape } = report;
+  const changes = backlogChanges(shape);
+  const reference = report.results.find((r) => r.kind === 'postgres');
+  const lines = report.results
+    .filter((r) => r.kind !== 'postgres')
+    .map((r) =>
+      reference
+        ? `${SINK_NAMES[r.kind]}: snapshot ${ratio(snapshotRate(r, shape), snapshotRate(reference, shape))} of the postgres sink's rows/s, ` +
+          `drain ${ratio(drainRate(r, shape), drainRate(reference, shape))} of its changes/s.`
+        : `${SINK_NAMES[r.kind]}: no postgres run to compare with.`,
+    );
+  return [
+    '## Sinks',
+    '',
+    'One table through each sink type, set up through the REST API as a user would: a source',
+    'connection, a sink connection, a pipeline with default sink properties (Redis: a stream key of',
+    "the run's own), start. The postgres sink is the reference: every ratio is to its figure in the",
+    'same run.',
+    '',
+    `- Date: ${report.date.toISOString()}`,
+    `- Code: ${report.code}`,
+    `- Machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB.toFixed(1)} GiB memory, ${m.os}; Node.js ${m.node}`,
+    `- PostgreSQL ${m.postgres} (the embedded binaries: source, postgres sink, metadata store); MariaDB ${s.mariadb.version}; Redis ${s.redis.version}`,
+    `- Source: \`synchronous_commit = ${report.syncCommit}\` (\`fsync=off\`, \`full_page_writes=off\`, \`wal_level=logical\`, as the test harness starts its clusters; the postgres sink cluster the same)`,
+    `- MariaDB as the machine runs it: \`innodb_flush_log_at_trx_commit = ${s.mariadb.flushAtCommit}\` (a log flush at every commit), \`innodb_buffer_pool_size\` ${s.mariadb.bufferPoolMiB.toFixed(0)} MiB, binary log ${s.mariadb.logBin}; Redis: \`appendonly ${s.redis.appendonly}\`, \`save "${s.redis.save}"\` (memory only)`,
+    `- N = ${shape.rows.toLocaleString('en-US')} rows (${report.tableMiB.toFixed(0)} MiB by \`pg_total_relation_size\`), M = ${changes.toLocaleString('en-US')} changes in ${shape.transactions.toLocaleString('en-US')} transactions; one run per sink`,
+    `- 1-minute load average before the runs: ${m.load.toFixed(2)}`,
+    '',
+    '```sh',
+    `${report.command}   # defaults: SINKS_ROWS=1000000 SINKS_CHANGES=200000 SINKS=postgres,mysql,redis`,
+    '```',
+    '',
+    '### Method',
+    '',
+    'Three throw-away PostgreSQL clusters are started: the source, the postgres sink and the',
+    "service's metadata store (so that the sink server's CPU is the sink's alone); the service runs",
+    'inside the benchmark process. MariaDB (127.0.0.1:3306) and Redis (127.0.0.1:6379) are the',
+    "machine's servers, started if they are down. The source table is the snapshot benchmark's",
+    '`public.bench_snapshot (id bigint primary key, a text, b integer, c timestamptz, d numeric(12,2))`,',
+    'filled once in a template database (then `VACUUM (ANALYZE)`); each sink gets a source database',
+    'of its own copied from it, so every sink copies the same N rows and drains the same backlog. The',
+    'pipeline creates its target itself: a table in a fresh PostgreSQL database, a table in a fresh',
+    'MariaDB database (`sinks_<random>`), or the stream `bench:<random>:public.bench_snapshot`;',
+    'database, keys (`bench:<random>:*`, `replicator:<pipeline id>:*`) and pipeline are removed after the',
+    'run. The sinks run one after the other, postgres first.',
+    '',
+    '- **Snapshot**: timed from `PUT /v1/pipelines/{name}/state {"state":"start"}` until',
+    '  `GET /v1/pipelines/{name}/progress` shows the phase `streaming` (polled every 100 ms), default',
+    '  snapshot options. rows/s = N / seconds. Then (untimed) the sink must hold exactly the',
+    "  source's rows: for postgres and mysql the row count and a checksum (the sum of the first 32 bits",
+    "  of the md5 of each row's text `id|a|b|c|d`, `c` in UTC with microseconds, computed by each",
+    "  database) equal to the source's; for redis, `XLEN` of the stream equal to N (one `read` entry per",
+    '  row).',
+    '- **Drain**: the pipeline is paused (`{"state":"pause"}`, until its walsender is gone); the',
+    `  backlog is written at the source by one \`DO\` block committing after each of ${shape.transactions.toLocaleString('en-US')}`,
+    `  transactions of an \`UPDATE\` of an existing row (\`b\`, \`c\`, \`d\`${shape.transactions <= shape.rows && shape.rows % 7919 !== 0 ? '; distinct rows' : ''}) followed by an`,
+    "  `INSERT` of a new row above the snapshot's ids, then one synchronous commit so that all of it",
+    '  is flushed WAL. Timed from `{"state":"resume"}` until the sink holds the whole backlog, polled',
+    "  every 50 ms: for postgres and mysql, until the backlog's last inserted row shows in the sink",
+    '  table (looked up by key, with the first inserted one for the start-up): batches are applied in',
+    "  commit order, each in one transaction, and that row is the backlog's last change, so the whole",
+    "  backlog is then applied (a count-only poll of the rows above the snapshot's ids would scan up to",
+    '  M / 2 rows each time, 20 times a second, on the sink server being measured); for redis, the',
+    "  stream's length (`XLEN`) equal to N + M, one entry per change. The stream length was chosen",
+    "  over the slot's confirmed position reaching the source's WAL position: the pipeline confirms",
+    '  an idle position only with its periodic feedback, seconds later, which would time the feedback',
+    '  and not the drain, while each entry is written in the same Lua script as its checkpoint.',
+    '  changes/s = M / seconds. Then (untimed) postgres and mysql must equal the source by the same',
+    "  checksum; for redis the entries after the snapshot's are read back: M of them, M distinct `id`s,",
+    '  half inserts and half updates, the inserts in commit order.',
+    '- CPU: user + system seconds over each phase (sampled 0.5 s after it) of this process (the',
+    "  service and the polls), every process of the source cluster, the sink's server (the postgres",
+    '  sink cluster, `mariadbd` or `redis-server`, all their threads) and the store cluster.',
+    '',
+    '### Results',
+    '',
+    sinksSummaryTable(report),
+    '',
+    "Ratios are that sink's rows/s or changes/s over the postgres sink's in the same run (> 1: faster",
+    'than the postgres sink).',
+    '',
+    ...lines.map((l) => `- ${l}`),
+    '',
+    '#### Every phase',
+    '',
+    sinksDetailTable(report),
+  ].join('\n');
+}

@@ -1,0 +1,110 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import mysql, { type RowDataPacket } from 'mysql2/promise';
+import { MYSQL_ADMIN, REDIS_URL } from './sinks-targets.js';
+
+const run = promisify(execFile);
+
+/**
+ * Starts the machine's MariaDB (127.0.0.1:3306) and Redis (127.0.0.1:6379) if they are installed
+ * but not listening, as the test command does (`test/support/ensure-sink-servers.sh`).
+ */
+export async function ensureSinkServers(): Promise<void> {
+  await run('bash', ['test/support/ensure-sink-servers.sh']);
+}
+
+/** The sink servers as the report names them, with the settings that weigh on their speed. */
+export interface SinkServers {
+  mariadb: { version: string; flushAtCommit: string; bufferPoolMiB: number; logBin: string; pid?: number };
+  redis: { version: string; appendonly: string; save: string; pid?: number };
+}
+
+/** The pid of the single running process named `comm`, if there is one. */
+function pidByName(comm: string): number | undefined {
+  const pids = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+  return pids.length === 1 ? pids[0] : undefined;
+}
+
+export async function sinkServers(): Promise<SinkServers> {
+  const db = await mysql.createConnection(MYSQL_ADMIN);
+  let mariadb: SinkServers['mariadb'];
+  try {
+    const [rows] = await db.query<RowDataPacket[]>(
+      'SELECT VERSION() AS v, @@innodb_flush_log_at_trx_commit AS flush, @@innodb_buffer_pool_size AS pool, @@log_bin AS log_bin',
+    );
+    const row: Record<string, unknown> = rows[0] ?? {};
+    mariadb = {
+      version: String(row.v),
+      flushAtCommit: String(row.flush),
+      bufferPoolMiB: Number(row.pool) / 2 ** 20,
+      logBin: Number(row.log_bin) ? 'ON' : 'OFF',
+      ...optionalPid(pidByName('mariadbd')),
+    };
+  } finally {
+    await db.end();
+  }
+  const redis = new Redis(REDIS_URL);
+  try {
+    const info = await redis.info('server');
+    const field = (name: string) => new RegExp(`^${name}:(.*)$`, 'm').exec(info)?.[1]?.trim() ?? 'unknown';
+    const config = async (name: string) => ((await redis.config('GET', name)) as string[])[1] ?? 'unknown';
+    return {
+      mariadb,
+      redis: {
+        version: field('redis_version'),
+        appendonly: await config('appendonly'),
+        save: await config('save'),
+        ...optionalPid(Number(field('process_id')) || undefined),
+      },
+    };
+  } finally {
+    await redis.quit();
+  }
+}
+
+const optionalPid = (pid: number | undefined) => (pid === undefined ? {} : { pid });
+
+let ticks: number | undefined;
+const clockTicks = () => {
+  ticks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  return ticks;
+};
+
+function stat(pid: number | 'self'): { ppid: number; own: number; reaped: number } | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    const n = (i: number) => Number(f[i]);
+    return { ppid: n(1), own: n(11) + n(12), reaped: n(13) + n(14) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU seconds used so far by `pid` (all its threads), the children it has waited for, and its
+ * live children: a PostgreSQL cluster by its postmaster, or a MariaDB or Redis server.
+ */
+export function treeCpuSeconds(pid: number | 'self'): number {
+  const main = stat(pid);
+  if (!main) return 0;
+  let total = main.own + main.reaped;
+  if (pid !== 'self') {
+    for (const child of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+      const s = stat(Number(child));
+      if (s?.ppid === pid) total += s.own;
+    }
+  }
+  return total / clockTicks();
+}
