@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { availableBinDirs, createDatabase, startPgCluster } from '../test/support/pg-cluster.js';
 import { sqlOn } from '../test/support/replication-fixture.js';
 import { startTestService, testConfig } from '../test/support/service.js';
+import { cleanUp, cleanups } from './cleanups.js';
 import { dropDecodeSlots, runDecodeBenchmark } from './decode.js';
 import { decodeDetailTable, decodeRatios, decodeSummaryTable } from './decode-report.js';
 import { type DrainSource, drainFromSource, type RunRecord } from './drain.js';
@@ -17,28 +18,6 @@ import { snapshotDetailTable, snapshotSummaryTable, snapshotTargets } from './sn
 import { benchRuns, benchScale } from './workloads.js';
 
 const log = (message: string) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`);
-
-// Steps that undo what was started, run newest first, once, on success, failure or a signal.
-const cleanups: { what: string; run: () => Promise<void> | void }[] = [];
-let cleaning: Promise<void> | undefined;
-function cleanUp(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const step of cleanups.reverse()) {
-      try {
-        await step.run();
-      } catch (error) {
-        console.error(`cleanup (${step.what}) failed:`, error);
-      }
-    }
-  })();
-  return cleaning;
-}
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    console.error(`${signal}: stopping what the benchmark started`);
-    void cleanUp().finally(() => process.exit(130));
-  });
-}
 
 /**
  * The PostgreSQL binaries to drain from: every version the harness has (the embedded one first),

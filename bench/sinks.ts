@@ -11,6 +11,7 @@ import {
 import { sqlOn } from '../test/support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../test/support/service.js';
 import { writeSection } from './benchmarks-section.js';
+import { cleanUp, cleanups } from './cleanups.js';
 import { postmasterPid } from './cpu-usage.js';
 import { secondsUntil } from './poll.js';
 import { codeVersion, machineInfo } from './report.js';
@@ -73,28 +74,6 @@ const DRAIN_POLL_MS = 50;
 const TEMPLATE = 'sinks_template';
 
 const log = (message: string) => console.log(`[sinks ${new Date().toISOString().slice(11, 19)}] ${message}`);
-
-// Steps that undo what was started, newest first, once, on success, failure or a signal.
-const cleanups: { what: string; run: () => Promise<void> | void }[] = [];
-let cleaning: Promise<void> | undefined;
-function cleanUp(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const step of cleanups.reverse()) {
-      try {
-        await step.run();
-      } catch (error) {
-        console.error(`cleanup (${step.what}) failed:`, error);
-      }
-    }
-  })();
-  return cleaning;
-}
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    console.error(`${signal}: stopping what the benchmark started`);
-    void cleanUp().finally(() => process.exit(130));
-  });
-}
 
 /** The backlog: `transactions` transactions of one UPDATE of an existing row, then one INSERT. */
 function backlogWorkload(shape: RunShape): Workload {
