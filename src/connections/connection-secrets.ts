@@ -2,7 +2,7 @@ import { validationFailed } from '../errors/app-error.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import type { ConnectionRow, ConnectionWrite } from '../store/connections-store.js';
 import { PASSWORD_MASK } from './dsn.js';
-import { invalidDsn } from './postgres-dsn.js';
+import { invalidDsn } from './dsn-text.js';
 import { TLS_FIELDS, type TlsMaterial } from './tls-material.js';
 
 /** Every secret a connection may hold, in clear, as the data plane needs them. */

@@ -1,4 +1,4 @@
-import { invalidDsn } from './postgres-dsn.js';
+import { decode, hasControl, invalidDsn, shown } from './dsn-text.js';
 
 /** The TLS modes of a mysql DSN, with libpq's meaning (see `mysqlConnectionOptions`). */
 export const MYSQL_SSL_MODES = ['disable', 'require', 'verify-ca', 'verify-full'] as const;
@@ -46,21 +46,6 @@ const UNSUPPORTED: Record<string, string> = {
   timezone: 'the service always uses UTC',
   connectTimeout: 'the service sets its own timeouts',
 };
-
-// A parameter name as echoed in an error: never its value, and never a whole page of it.
-const shown = (key: string) =>
-  [...(key.length > 40 ? `${key.slice(0, 40)}…` : key)].map((c) => (isControl(c) ? '?' : c)).join('');
-
-const isControl = (c: string) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f;
-const hasControl = (text: string) => [...text].some(isControl);
-
-function decode(part: string, what: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    throw invalidDsn(`the ${what} is not valid percent-encoding`);
-  }
-}
 
 function queryParams(search: string): Map<string, string> {
   const params = new Map<string, string>();

@@ -1,8 +1,9 @@
 import type { ConnectionOptions } from 'node:tls';
 import type pg from 'pg';
 import { validationFailed } from '../errors/app-error.js';
+import { invalidDsn } from './dsn-text.js';
 import { type LocalAccessPolicy, NO_LOCAL_ACCESS, readTlsFile } from './local-access.js';
-import { invalidDsn, type PostgresDsn, parsePostgresDsn } from './postgres-dsn.js';
+import { type PostgresDsn, parsePostgresDsn } from './postgres-dsn.js';
 import type { TlsMaterial } from './tls-material.js';
 
 /** How long a connection attempt may take before it fails, unless a caller sets its own. */

@@ -1,5 +1,5 @@
 import { isAbsolute, relative, resolve } from 'node:path';
-import { AppError } from '../errors/app-error.js';
+import { decode, hasControl, invalidDsn, shown } from './dsn-text.js';
 import type { LocalAccessPolicy } from './local-access.js';
 
 /** The TLS modes the service honours; `prefer` and `allow` are refused (see UNSUPPORTED). */
@@ -52,25 +52,6 @@ const UNSUPPORTED: Record<string, string> = {
   ssl: 'use sslmode',
   uselibpqcompat: 'use sslmode',
 };
-
-// A parameter name as echoed in an error: never its value, and never a whole page of it.
-const shown = (key: string) =>
-  [...(key.length > 40 ? `${key.slice(0, 40)}…` : key)].map((c) => (isControl(c) ? '?' : c)).join('');
-
-const isControl = (c: string) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f;
-const hasControl = (text: string, allowAllButNul = false) =>
-  [...text].some((c) => (allowAllButNul ? c === '\u0000' : isControl(c)));
-
-export const invalidDsn = (problem: string) =>
-  new AppError('INVALID_DSN', `dsn: ${problem}`, { field: 'dsn' });
-
-function decode(part: string, what: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    throw invalidDsn(`the ${what} is not valid percent-encoding`);
-  }
-}
 
 function refuseControl(value: string, what: string, allowAllButNul = false): void {
   if (hasControl(value, allowAllButNul)) throw invalidDsn(`the ${what} contains a control character`);

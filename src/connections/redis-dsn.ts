@@ -1,5 +1,5 @@
 import type { CheckedDsn } from './connection-types.js';
-import { invalidDsn } from './postgres-dsn.js';
+import { decode, hasControl, invalidDsn, shown } from './dsn-text.js';
 
 /** A Redis DSN that passed the allow-list: every field the service will connect with. */
 export interface RedisDsn extends CheckedDsn {
@@ -32,21 +32,6 @@ const UNSUPPORTED: Record<string, string> = {
   socket: 'Unix sockets are refused',
   path: 'Unix sockets are refused',
 };
-
-const isControl = (c: string) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f;
-const hasControl = (text: string) => [...text].some(isControl);
-
-// A parameter name as echoed in an error: never its value, and never a whole page of it.
-const shown = (key: string) =>
-  [...(key.length > 40 ? `${key.slice(0, 40)}…` : key)].map((c) => (isControl(c) ? '?' : c)).join('');
-
-function decode(part: string, what: string): string {
-  try {
-    return decodeURIComponent(part);
-  } catch {
-    throw invalidDsn(`the ${what} is not valid percent-encoding`);
-  }
-}
 
 function parseUrl(dsn: string): URL {
   try {

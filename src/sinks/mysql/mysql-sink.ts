@@ -11,8 +11,8 @@ import {
   type SinkContext,
   type SnapshotPartition,
 } from '../../core/sink.js';
-import { writingPartition } from '../partition-writing.js';
 import { RefusedChangeError } from '../refused-change.js';
+import { partitionsOfMarkers, writingPartition } from '../snapshot-partitions.js';
 import { planBatch, STATEMENT_LIMITS, type Statement, type TargetTable } from './apply-plan.js';
 import { type MysqlSinkConfig, mysqlTargetOf, parseMysqlSinkProperties } from './config.js';
 import { CHECKPOINTS_TABLE, PARTITIONS_TABLE, qualifiedName, truncateSql } from './ddl.js';
@@ -166,15 +166,10 @@ class MysqlSink implements Sink {
       this.sql.partitionsDone,
       [this.ctx.pipelineId],
     );
-    const known = new Map([...this.tables.values()].map((t) => [tableKey(t.source), t.source]));
-    return rows.map((row) => {
-      const source = known.get(row.table_name);
-      const dot = row.table_name.indexOf('.');
-      const table = source
-        ? { schema: source.schema, table: source.table }
-        : { schema: row.table_name.slice(0, dot), table: row.table_name.slice(dot + 1) };
-      return { table, partitionId: row.partition_id };
-    });
+    return partitionsOfMarkers(
+      rows,
+      [...this.tables.values()].map((t) => t.source),
+    );
   }
 
   async resetTable(table: TableSchema): Promise<void> {

@@ -13,7 +13,7 @@ import {
   type SnapshotPartition,
 } from '../../core/sink.js';
 import { healsByRetrying, sqlstateOf } from '../../core/sqlstate.js';
-import { writingPartition } from '../partition-writing.js';
+import { partitionsOfMarkers, writingPartition } from '../snapshot-partitions.js';
 import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
 import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
 import {
@@ -168,15 +168,10 @@ class PostgresSink implements Sink {
     const rows = await this.queryBookkeeping<{ table_name: string; partition_id: string }>(
       SQL.partitionsDone,
     );
-    const known = new Map([...this.tables.values()].map((t) => [tableKey(t.source), t.source]));
-    return rows.map((row) => {
-      const source = known.get(row.table_name);
-      const dot = row.table_name.indexOf('.');
-      const table = source
-        ? { schema: source.schema, table: source.table }
-        : { schema: row.table_name.slice(0, dot), table: row.table_name.slice(dot + 1) };
-      return { table, partitionId: row.partition_id };
-    });
+    return partitionsOfMarkers(
+      rows,
+      [...this.tables.values()].map((t) => t.source),
+    );
   }
 
   async resetTable(table: TableSchema): Promise<void> {

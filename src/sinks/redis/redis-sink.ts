@@ -19,7 +19,7 @@ import {
   type TableCount,
   tablePath,
 } from '../change-envelope.js';
-import { writingPartition } from '../partition-writing.js';
+import { writingPartition } from '../snapshot-partitions.js';
 import { parseRedisSinkProperties, type RedisSinkConfig, streamKeyOf } from './config.js';
 import { APPLY_BATCH, type LuaScript, PUBLISH_ROWS } from './scripts.js';
 
