@@ -15,13 +15,13 @@ export interface CpuSample {
 }
 
 let ticks: number | undefined;
-const clockTicks = () => {
+export const clockTicks = () => {
   ticks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
   return ticks;
 };
 
 /** utime, stime, cutime, cstime (in ticks) and the parent pid from /proc/<pid>/stat. */
-function stat(pid: number | 'self'): { ppid: number; own: number; reaped: number } | undefined {
+export function procStat(pid: number | 'self'): { ppid: number; own: number; reaped: number } | undefined {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name, which sits in parentheses and may hold spaces.
@@ -45,10 +45,10 @@ export async function postmasterPid(adminUrl: string): Promise<number> {
  * one that ended between them moves into the postmaster's reaped time: the difference is exact.
  */
 function clusterTicks(postmaster: number, pids: number[]): number {
-  const main = stat(postmaster);
+  const main = procStat(postmaster);
   let total = main ? main.own + main.reaped : 0;
   for (const pid of pids) {
-    const s = stat(pid);
+    const s = procStat(pid);
     if (s?.ppid === postmaster) total += s.own;
   }
   return total;
@@ -58,7 +58,7 @@ export function cpuSample(sourcePostmaster: number, sinkPostmaster: number): Cpu
   const pids = readdirSync('/proc')
     .filter((d) => /^\d+$/.test(d))
     .map(Number);
-  const self = stat('self');
+  const self = procStat('self');
   const hz = clockTicks();
   return {
     self: (self?.own ?? 0) / hz,

@@ -1,8 +1,9 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import mysql, { type RowDataPacket } from 'mysql2/promise';
+import { clockTicks, procStat } from './cpu-usage.js';
 import { MYSQL_ADMIN, REDIS_URL } from './sinks-targets.js';
 
 const run = promisify(execFile);
@@ -75,34 +76,17 @@ export async function sinkServers(): Promise<SinkServers> {
 
 const optionalPid = (pid: number | undefined) => (pid === undefined ? {} : { pid });
 
-let ticks: number | undefined;
-const clockTicks = () => {
-  ticks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  return ticks;
-};
-
-function stat(pid: number | 'self'): { ppid: number; own: number; reaped: number } | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    const n = (i: number) => Number(f[i]);
-    return { ppid: n(1), own: n(11) + n(12), reaped: n(13) + n(14) };
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * CPU seconds used so far by `pid` (all its threads), the children it has waited for, and its
  * live children: a PostgreSQL cluster by its postmaster, or a MariaDB or Redis server.
  */
 export function treeCpuSeconds(pid: number | 'self'): number {
-  const main = stat(pid);
+  const main = procStat(pid);
   if (!main) return 0;
   let total = main.own + main.reaped;
   if (pid !== 'self') {
     for (const child of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-      const s = stat(Number(child));
+      const s = procStat(Number(child));
       if (s?.ppid === pid) total += s.own;
     }
   }
