@@ -1,4 +1,4 @@
-import { isAbsolute } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
 import type { LocalAccessPolicy } from '../connections/local-access.js';
 import { parseBytes, parseDuration } from './duration.js';
 
@@ -143,6 +143,17 @@ export const OPTIONS: readonly OptionSpec[] = [
     flag: 'connections-tls-file-dir',
     description: 'absolute directory whose files DSNs may name in sslrootcert, sslcert and sslkey',
   },
+  {
+    key: 'connections.duckdb_dirs',
+    flag: 'connections-duckdb-dirs',
+    description: 'comma-separated absolute directories where duckdb DSNs may name a database file',
+  },
+  {
+    key: 'connections.webhook_allow_private',
+    flag: 'connections-webhook-allow-private',
+    default: 'false',
+    description: 'whether webhooks may reach loopback, private and link-local addresses (and use http)',
+  },
 ];
 
 export const envName = (key: string) => `REPLICATOR_${key.toUpperCase().replaceAll('.', '_')}`;
@@ -228,6 +239,20 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
   if (tlsFileDir !== undefined && !isAbsolute(tlsFileDir)) {
     throw new ConfigError('connections.tls_file_dir', `must be an absolute path (got "${tlsFileDir}")`);
   }
+  const duckdbDirs = (value('connections.duckdb_dirs') ?? '')
+    .split(',')
+    .map((dir) => dir.trim())
+    .filter((dir) => dir !== '');
+  for (const dir of duckdbDirs) {
+    if (!isAbsolute(dir)) {
+      throw new ConfigError('connections.duckdb_dirs', `must list absolute paths (got "${dir}")`);
+    }
+  }
+  const webhookAllowPrivate = oneOf(
+    'connections.webhook_allow_private',
+    value('connections.webhook_allow_private') as string,
+    ['true', 'false'] as const,
+  );
   const sockets = oneOf(
     'connections.allow_unix_sockets',
     value('connections.allow_unix_sockets') as string,
@@ -236,7 +261,13 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
   return {
     listen,
     dataDir,
-    connections: { allowUnixSockets: sockets === 'true', tlsFileDir },
+    connections: {
+      allowUnixSockets: sockets === 'true',
+      tlsFileDir,
+      dataDir: resolve(dataDir),
+      duckdbDirs: duckdbDirs.map((dir) => resolve(dir)),
+      webhookAllowPrivate: webhookAllowPrivate === 'true',
+    },
     slotWalWarningBytes,
     leaseTtlMs,
     databaseUrl,

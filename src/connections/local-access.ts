@@ -13,9 +13,21 @@ export interface LocalAccessPolicy {
   allowUnixSockets: boolean;
   /** `connections.tls_file_dir`: sslrootcert, sslcert and sslkey may name files inside it. */
   tlsFileDir: string | undefined;
+  /** The service's data directory, absolute: where a file-based sink's relative path lives. */
+  dataDir: string | undefined;
+  /** `connections.duckdb_dirs`: absolute directories a DuckDB DSN may name a database file in. */
+  duckdbDirs: readonly string[];
+  /** `connections.webhook_allow_private`: webhooks may reach loopback, private and link-local addresses, over http too. */
+  webhookAllowPrivate: boolean;
 }
 
-export const NO_LOCAL_ACCESS: LocalAccessPolicy = { allowUnixSockets: false, tlsFileDir: undefined };
+export const NO_LOCAL_ACCESS: LocalAccessPolicy = {
+  allowUnixSockets: false,
+  tlsFileDir: undefined,
+  dataDir: undefined,
+  duckdbDirs: [],
+  webhookAllowPrivate: false,
+};
 
 /** Certificates and keys are small; a CA bundle of every public root is about 220 KiB. */
 export const TLS_FILE_MAX_BYTES = 512 * 1024;

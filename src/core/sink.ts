@@ -33,6 +33,31 @@ export interface SinkContext<Connection = unknown> {
   connection: Connection;
   /** The validated sink properties. */
   properties: Record<string, string>;
+  /**
+   * Durable bookkeeping the service keeps for this pipeline, for a sink that has no storage of its
+   * own to keep its checkpoint and partition markers next to the data (a broker, a webhook).
+   */
+  state: SinkStateStore;
+}
+
+/** A stored checkpoint, with what the sink recorded of a transaction it delivered in part. */
+export interface StoredSinkCheckpoint extends Checkpoint {
+  /** The sink's own JSON progress note, `{}` when it wrote none. */
+  detail: Record<string, unknown>;
+}
+
+/**
+ * The service's store of one pipeline's sink bookkeeping. Writes are durable when they resolve.
+ * The checkpoint never moves back, and a writer whose epoch is older than the stored one is
+ * refused with FencedError, as a database sink fences in its own table.
+ */
+export interface SinkStateStore {
+  readCheckpoint(): Promise<StoredSinkCheckpoint | null>;
+  writeCheckpoint(checkpoint: Checkpoint, detail?: Record<string, unknown>): Promise<void>;
+  partitionsDone(): Promise<SnapshotPartition[]>;
+  markPartitionDone(partition: SnapshotPartition): Promise<void>;
+  /** Forgets the partition markers of a table whose snapshot starts again. */
+  forgetPartitions(table: TableRef): Promise<void>;
 }
 
 /** How the runtime cuts the change stream into batches for a sink; every sink's parsed properties carry them. */

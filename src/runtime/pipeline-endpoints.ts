@@ -8,6 +8,7 @@ import { parseTableName } from '../pipelines/table-name.js';
 import { findSinkKind } from '../sinks/registry.js';
 import { findSourceKind } from '../source/registry.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
+import { sinkStateStore } from '../store/sink-state-store.js';
 
 /** Resolves a connection name of a project to its type and the settings to connect with. */
 export type ConnectionResolver = (projectId: string, name: string) => Promise<ResolvedConnection>;
@@ -83,6 +84,7 @@ export class PipelineEndpoints {
       pipelineId: resolved.row.id,
       connection: resolved.sink.settings,
       properties: resolved.row.sink_properties,
+      state: sinkStateStore(this.deps.pool, resolved.row.id),
     });
   }
 

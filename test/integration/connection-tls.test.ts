@@ -98,7 +98,7 @@ describe('TLS to a PostgreSQL server, with certificates given as PEM text', () =
     writeFileSync(join(tlsDir, 'ca.pem'), certs.ca);
     spawnSync('mkfifo', [join(tlsDir, 'fifo.pem')]);
     symlinkSync('/etc/passwd', join(tlsDir, 'link.pem'));
-    const policy = { allowUnixSockets: false, tlsFileDir: tlsDir };
+    const policy = { ...NO_LOCAL_ACCESS, tlsFileDir: tlsDir };
     expect(await encrypted(url('localhost', 'sslmode=verify-full&sslrootcert=ca.pem'), {}, policy)).toBe(
       true,
     );

@@ -11,6 +11,7 @@ import { AppError } from '../../src/errors/app-error.js';
 import { createMysqlSink } from '../../src/sinks/mysql/mysql-sink.js';
 import { preflightMysqlSink } from '../../src/sinks/mysql/preflight.js';
 import { RefusedChangeError } from '../../src/sinks/refused-change.js';
+import { memorySinkState } from '../support/memory-sink-state.js';
 
 /** Builds a source table schema; `*` after a column name marks a key column. */
 function tableSchema(schema: string, table: string, columns: [string, string][]): TableSchema {
@@ -205,6 +206,7 @@ describe('mysql sink', () => {
       pipelineId,
       connection: mysqlConnectionOptions(dsn, { tls: {} }),
       properties,
+      state: memorySinkState(),
     });
     sinks.push(sink);
     return sink;

@@ -8,6 +8,7 @@ import type { ChangeEvent, ColumnSchema, Row, TableRef, TableSchema } from '../.
 import { type ChangeBatch, FencedError, type Sink } from '../../src/core/sink.js';
 import { MIN_ROWS_FOR_COPY } from '../../src/sinks/postgres/apply-plan.js';
 import { createPostgresSink } from '../../src/sinks/postgres/postgres-sink.js';
+import { memorySinkState } from '../support/memory-sink-state.js';
 import { createDatabase } from '../support/pg-cluster.js';
 
 /** Builds a source table schema; `*` after a column name marks a key column. */
@@ -161,7 +162,12 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
   });
 
   function newSink(properties: Record<string, string> = {}, pipelineId: string = randomUUID()): Sink {
-    const sink = createPostgresSink({ pipelineId, connection: settings, properties });
+    const sink = createPostgresSink({
+      pipelineId,
+      connection: settings,
+      properties,
+      state: memorySinkState(),
+    });
     sinks.push(sink);
     return sink;
   }
@@ -345,6 +351,7 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
         pipelineId: randomUUID(),
         connection: await pgClientConfigOfDsn(writerUrl.toString()),
         properties: { target_schema: 'limited' },
+        state: memorySinkState(),
       });
       sinks.push(sink);
       await sink.open([items]);

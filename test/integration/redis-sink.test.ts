@@ -9,6 +9,7 @@ import { FencedError, type Sink } from '../../src/core/sink.js';
 import { freePort } from '../../src/net/free-port.js';
 import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
 import { createRedisSink } from '../../src/sinks/redis/redis-sink.js';
+import { memorySinkState } from '../support/memory-sink-state.js';
 import { col, tableOf } from '../support/table-schemas.js';
 
 const REDIS_URL = 'redis://127.0.0.1:6379/0';
@@ -62,7 +63,12 @@ describe('redis sink, through the sink contract', () => {
     const props = { stream: `${prefix}:{schema}.{table}`, ...properties };
     const open = async (tables: TableSchema[] = [orders, lines]) => {
       const settings = await redisConnectionType.settings(REDIS_URL, { tls: {} }, NO_LOCAL_ACCESS);
-      const sink = createRedisSink({ pipelineId, connection: settings, properties: props });
+      const sink = createRedisSink({
+        pipelineId,
+        connection: settings,
+        properties: props,
+        state: memorySinkState(),
+      });
       opened.push(sink);
       await sink.open(tables);
       return sink;
@@ -380,7 +386,12 @@ describe('redis sink, through the sink contract', () => {
       { tls: {} },
       NO_LOCAL_ACCESS,
     );
-    const sink = createRedisSink({ pipelineId: randomUUID(), connection: settings, properties: {} });
+    const sink = createRedisSink({
+      pipelineId: randomUUID(),
+      connection: settings,
+      properties: {},
+      state: memorySinkState(),
+    });
     const started = Date.now();
     await expect(sink.open([orders])).rejects.toThrow(
       `cannot reach Redis at 127.0.0.1:${port}: connect ECONNREFUSED`,
@@ -397,6 +408,7 @@ describe('redis sink, through the sink contract', () => {
       pipelineId: randomUUID(),
       connection: { ...settings, connectionName: name },
       properties: { stream: `test:${name}:{table}` },
+      state: memorySinkState(),
     });
     opened.push(sink);
     await sink.open([orders]);

@@ -1,7 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Config } from '../../src/config/options.js';
+import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
 import { createLogger } from '../../src/log/logger.js';
 import { type RunningService, startService } from '../../src/server.js';
 
@@ -14,9 +15,10 @@ export interface TestService {
 }
 
 export function testConfig(databaseUrl: string | undefined, dataDir?: string): Config {
+  const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'replicator-data-'));
   return {
     listen: { host: '127.0.0.1', port: 0 },
-    dataDir: dataDir ?? mkdtempSync(join(tmpdir(), 'replicator-data-')),
+    dataDir: dir,
     databaseUrl,
     auth: {
       mode: 'none',
@@ -31,7 +33,7 @@ export function testConfig(databaseUrl: string | undefined, dataDir?: string): C
     log: { level: 'silent' },
     slotWalWarningBytes: 10 * 1024 ** 3,
     leaseTtlMs: 3_000,
-    connections: { allowUnixSockets: false, tlsFileDir: undefined },
+    connections: { ...NO_LOCAL_ACCESS, dataDir: resolve(dir) },
   };
 }
 

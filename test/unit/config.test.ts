@@ -1,6 +1,6 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseDuration } from '../../src/config/duration.js';
 import { loadConfig, parseCommandLine } from '../../src/config/load.js';
@@ -34,8 +34,30 @@ describe('configuration', () => {
       log: { level: 'info' },
       slotWalWarningBytes: 10 * 1024 ** 3,
       leaseTtlMs: 15_000,
-      connections: { allowUnixSockets: false, tlsFileDir: undefined },
+      connections: {
+        allowUnixSockets: false,
+        tlsFileDir: undefined,
+        dataDir: resolve('./data'),
+        duckdbDirs: [],
+        webhookAllowPrivate: false,
+      },
     });
+  });
+
+  it('reads the directories DuckDB files may live in, and refuses relative ones', () => {
+    expect(
+      load(['--connections-duckdb-dirs', '/srv/duck, /var/lib/warehouse']).connections.duckdbDirs,
+    ).toEqual(['/srv/duck', '/var/lib/warehouse']);
+    expect(() => load(['--connections-duckdb-dirs', '/srv/duck,relative'])).toThrow(
+      'config error: connections.duckdb_dirs: must list absolute paths (got "relative")',
+    );
+  });
+
+  it('lets webhooks reach private addresses only when told to', () => {
+    expect(
+      load([], { REPLICATOR_CONNECTIONS_WEBHOOK_ALLOW_PRIVATE: 'true' }).connections.webhookAllowPrivate,
+    ).toBe(true);
+    expect(() => load(['--connections-webhook-allow-private', 'yes'])).toThrow(ConfigError);
   });
 
   it('reads the authentication keys and refuses bad values naming the key', () => {
@@ -70,7 +92,7 @@ describe('configuration', () => {
       '--connections-tls-file-dir',
       '/etc/replicator/tls',
     ]);
-    expect(config.connections).toEqual({ allowUnixSockets: true, tlsFileDir: '/etc/replicator/tls' });
+    expect(config.connections).toMatchObject({ allowUnixSockets: true, tlsFileDir: '/etc/replicator/tls' });
     expect(() => load(['--connections-tls-file-dir', 'relative/dir'])).toThrow(
       'connections.tls_file_dir: must be an absolute path',
     );

@@ -161,7 +161,7 @@ describe('postgres DSN allow-list', () => {
     ]) {
       expect(refusal(dsn).message).toContain('connections.allow_unix_sockets');
     }
-    const allowed = { allowUnixSockets: true, tlsFileDir: undefined };
+    const allowed = { ...NO_LOCAL_ACCESS, allowUnixSockets: true };
     expect(parsePostgresDsn('postgres://postgres@/postgres?host=/tmp', allowed)).toMatchObject({
       host: '/tmp',
       socket: true,
@@ -185,7 +185,7 @@ describe('postgres DSN allow-list', () => {
   });
 
   it('accepts file names inside the operator TLS directory only', () => {
-    const policy = { allowUnixSockets: false, tlsFileDir: '/etc/replicator/tls' };
+    const policy = { ...NO_LOCAL_ACCESS, tlsFileDir: '/etc/replicator/tls' };
     expect(
       parsePostgresDsn('postgres://u@h/db?sslmode=verify-full&sslrootcert=ca.pem', policy).sslrootcert,
     ).toBe('ca.pem');
