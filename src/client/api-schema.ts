@@ -882,6 +882,36 @@ export interface components {
             /** @description Human-readable message */
             error: string;
         };
+        /** @description sink.properties of a pipeline whose sink connection is of type mysql */
+        MysqlSinkProperties: {
+            /** @description Bytes of change data that make a batch applied in one transaction (1024..1073741824), transactions kept whole as for `batch_max_events`. Default: 16777216. */
+            batch_max_bytes?: string;
+            /** @description Change events that make a batch applied in one transaction (1..1000000). Transactions are not split between batches, so one may hold up to twice as many; a transaction larger than that is applied in pieces. Default: 10000. */
+            batch_max_events?: string;
+            /** @description How long, in milliseconds, a batch may gather before it is applied (0..60000). 0 means as soon as the sink is free: the next batch gathers while one is written. Default: 0. */
+            batch_max_wait_ms?: string;
+            /** @description `true` creates a missing target database and missing tables on start; `false` requires them to exist. Default: true. */
+            create_tables?: string;
+            /** @description Database the target tables and the bookkeeping tables are written to. Default: the DSN's database. */
+            target_database?: string;
+        } & {
+            [key: string]: string;
+        };
+        /** @description sink.properties of a pipeline whose sink connection is of type nats */
+        NatsSinkProperties: {
+            /** @description Bytes of change data that make a batch published with one checkpoint (1024..1073741824), transactions kept whole as for `batch_max_events`. Default: 16777216. */
+            batch_max_bytes?: string;
+            /** @description Change events that make a batch published with one checkpoint (1..1000000). Transactions are not split between batches, so one may hold up to twice as many; a transaction larger than that is published in pieces. Default: 10000. */
+            batch_max_events?: string;
+            /** @description How long, in milliseconds, a batch may gather before it is published (0..60000). 0 means as soon as the sink is free: the next batch gathers while one is written. Default: 0. */
+            batch_max_wait_ms?: string;
+            /** @description Duplicate window of a stream the sink creates, in milliseconds (1000..604800000): a message whose id the stream took within the window is dropped. An existing stream keeps its own. Default: 120000. */
+            duplicate_window_ms?: string;
+            /** @description The JetStream stream that must capture every table's subject (letters, digits, `-` and `_`, at most 64). When it does not exist the sink creates it, capturing the subject template with each placeholder's token as `*`; an existing stream is used as it is. Default: REPLICATOR. */
+            stream?: string;
+            /** @description Subject each table's messages are published to; `{schema}` and `{table}` are replaced by the source table's names, which then must not hold `.`, `*`, `>` or white space. Several tables may share a subject: each message names its table. Subjects starting with `$` or `_INBOX` are refused. Default: replicator.{schema}.{table}. */
+            subject?: string;
+        };
         Pipeline: {
             /** @description ISO 8601 UTC timestamp */
             created_at: string;
@@ -929,6 +959,21 @@ export interface components {
             replication_lag_ms: number;
             state: string;
         };
+        /** @description sink.properties of a pipeline whose sink connection is of type postgres */
+        PostgresSinkProperties: {
+            /** @description Bytes of change data that make a batch applied in one transaction (1024..1073741824), transactions kept whole as for `batch_max_events`. Default: 16777216. */
+            batch_max_bytes?: string;
+            /** @description Change events that make a batch applied in one transaction (1..1000000). Transactions are not split between batches, so one may hold up to twice as many; a transaction larger than that is applied in pieces. Default: 10000. */
+            batch_max_events?: string;
+            /** @description How long, in milliseconds, a batch may gather before it is applied (0..60000). 0 means as soon as the sink is free: the next batch gathers while one is written. Default: 0. */
+            batch_max_wait_ms?: string;
+            /** @description `true` creates missing target schemas and tables on start; `false` requires them to exist. Default: true. */
+            create_tables?: string;
+            /** @description Schema all target tables are written to. Default: the source table's schema. */
+            target_schema?: string;
+        } & {
+            [key: string]: string;
+        };
         Project: {
             /** @description ISO 8601 UTC timestamp */
             created_at: string;
@@ -937,6 +982,36 @@ export interface components {
             /** @description the name of the workspace that holds the project */
             workspace: string;
             workspace_id: string;
+        };
+        /** @description sink.properties of a pipeline whose sink connection is of type rabbitmq */
+        RabbitmqSinkProperties: {
+            /** @description Bytes of change data that make a batch published with one checkpoint (1024..1073741824), transactions kept whole as for `batch_max_events`. Default: 16777216. */
+            batch_max_bytes?: string;
+            /** @description Change events that make a batch published with one checkpoint (1..1000000). Transactions are not split between batches, so one may hold up to twice as many; a transaction larger than that is published in pieces. Default: 10000. */
+            batch_max_events?: string;
+            /** @description How long, in milliseconds, a batch may gather before it is published (0..60000). 0 means as soon as the sink is free: the next batch gathers while one is written. Default: 0. */
+            batch_max_wait_ms?: string;
+            /** @description Exchange each table's messages are published to; `{schema}` and `{table}` are replaced by the source table's names. Declared durable, of `exchange_type`, when missing; an existing one is used if it has that type. Default: replicator. */
+            exchange?: string;
+            /** @description Type of the exchange: `topic`, `direct`, `fanout` or `headers`. Default: topic. */
+            exchange_type?: string;
+            /** @description Whether a message no queue is bound for fails its batch (which is retried) rather than being dropped by the broker: `true` or `false`. Default: true. */
+            mandatory?: string;
+            /** @description Routing key of each table's messages; `{schema}` and `{table}` are replaced by the source table's names. Queues bound with it (or a pattern, on a topic exchange) receive them. Default: {schema}.{table}. */
+            routing_key?: string;
+        };
+        /** @description sink.properties of a pipeline whose sink connection is of type redis */
+        RedisSinkProperties: {
+            /** @description Bytes of change data that make a batch published with one checkpoint (1024..1073741824), transactions kept whole as for `batch_max_events`. Default: 16777216. */
+            batch_max_bytes?: string;
+            /** @description Change events that make a batch published with one checkpoint (1..1000000). Transactions are not split between batches, so one may hold up to twice as many; a transaction larger than that is published in pieces. Default: 10000. */
+            batch_max_events?: string;
+            /** @description How long, in milliseconds, a batch may gather before it is published (0..60000). 0 means as soon as the sink is free: the next batch gathers while one is written. Default: 0. */
+            batch_max_wait_ms?: string;
+            /** @description Trims each stream to about this many entries as it is written (`XADD ... MAXLEN ~`), 0..1000000000; 0 keeps every entry. Default: 0. */
+            maxlen?: string;
+            /** @description Key of the stream each table is published to; `{schema}` and `{table}` are replaced by the source table's names. Several tables may share a stream: each message names its table. Default: {schema}.{table}. */
+            stream?: string;
         };
         RoleBinding: {
             /** @description ISO 8601 UTC timestamp */
@@ -1060,6 +1135,19 @@ export interface components {
             password_set: boolean;
             /** @description ISO 8601 UTC timestamp */
             updated_at: string;
+        };
+        /** @description sink.properties of a pipeline whose sink connection is of type webhook */
+        WebhookSinkProperties: {
+            /** @description Most bytes of change data in one request (1024..1073741824); the JSON body is somewhat larger. Keep it under the body size limit of the receiver. Default: 1048576. */
+            batch_max_bytes?: string;
+            /** @description Most change events posted in one request (1..1000000). Default: 1000. */
+            batch_max_events?: string;
+            /** @description How long, in milliseconds, a batch may gather before it is posted (0..60000). 0 posts it as soon as the sink is free: the next batch gathers while one is posted. Default: 0. */
+            batch_max_wait_ms?: string;
+            /** @description Requests made for one batch before it fails (1..20), with exponential backoff and jitter between them, or the receiver's `Retry-After` (at most 30 s). Only timeouts, connection failures, 408, 429 and 5xx answers are tried again. Default: 5. */
+            max_attempts?: string;
+            /** @description How long one request may take, from connecting to the last byte of the answer, in milliseconds (100..300000). A request that takes longer is abandoned and tried again. Default: 10000. */
+            timeout_ms?: string;
         };
         Workspace: {
             /** @description ISO 8601 UTC timestamp */
@@ -1984,7 +2072,7 @@ export interface operations {
                         /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
                         client_key?: string;
                     };
-                    /** @description Connection type: postgres, mysql, redis (see the README for each one's DSN) */
+                    /** @description Connection type: postgres, mysql, redis, rabbitmq, nats, webhook (see the README for each one's DSN) */
                     type: string;
                 };
             };
@@ -2095,7 +2183,7 @@ export interface operations {
                         /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
                         client_key?: string;
                     };
-                    /** @description Connection type: postgres, mysql, redis (see the README for each one's DSN) */
+                    /** @description Connection type: postgres, mysql, redis, rabbitmq, nats, webhook (see the README for each one's DSN) */
                     type: string;
                 };
             };
@@ -2505,7 +2593,7 @@ export interface operations {
                     sink: {
                         /** @description the name of an existing connection, without control characters */
                         connection: string;
-                        /** @description Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). postgres: target_schema, table.<schema>.<table>, batch_max_events, batch_max_bytes, batch_max_wait_ms, create_tables; mysql: target_database, table.<schema>.<table>, batch_max_events, batch_max_bytes, batch_max_wait_ms, create_tables; redis: stream, maxlen, batch_max_events, batch_max_bytes, batch_max_wait_ms. See the README for each one's meaning and default. */
+                        /** @description Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). postgres: PostgresSinkProperties, mysql: MysqlSinkProperties, redis: RedisSinkProperties, rabbitmq: RabbitmqSinkProperties, nats: NatsSinkProperties, webhook: WebhookSinkProperties in components.schemas list each type's keys, their meaning and default. */
                         properties?: {
                             [key: string]: string;
                         };
@@ -2626,7 +2714,7 @@ export interface operations {
                     sink: {
                         /** @description the name of an existing connection, without control characters */
                         connection: string;
-                        /** @description Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). postgres: target_schema, table.<schema>.<table>, batch_max_events, batch_max_bytes, batch_max_wait_ms, create_tables; mysql: target_database, table.<schema>.<table>, batch_max_events, batch_max_bytes, batch_max_wait_ms, create_tables; redis: stream, maxlen, batch_max_events, batch_max_bytes, batch_max_wait_ms. See the README for each one's meaning and default. */
+                        /** @description Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). postgres: PostgresSinkProperties, mysql: MysqlSinkProperties, redis: RedisSinkProperties, rabbitmq: RabbitmqSinkProperties, nats: NatsSinkProperties, webhook: WebhookSinkProperties in components.schemas list each type's keys, their meaning and default. */
                         properties?: {
                             [key: string]: string;
                         };

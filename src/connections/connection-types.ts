@@ -1,8 +1,11 @@
 import type { ConnectionSecrets } from './connection-secrets.js';
 import type { LocalAccessPolicy } from './local-access.js';
 import { mysqlConnectionType } from './mysql-connection-type.js';
+import { natsConnectionType } from './nats-connection-type.js';
 import { postgresConnectionType } from './postgres-connection-type.js';
+import { rabbitmqConnectionType } from './rabbitmq-connection-type.js';
 import { redisConnectionType } from './redis-connection-type.js';
+import { webhookConnectionType } from './webhook-connection-type.js';
 
 /** A DSN that passed its type's checks. */
 export interface CheckedDsn {
@@ -40,7 +43,14 @@ export interface ConnectionType<Settings = unknown, Dsn extends CheckedDsn = Che
   settings(publicDsn: string, secrets: ConnectionSecrets, policy: LocalAccessPolicy): Promise<Settings>;
 }
 
-const TYPES: readonly ConnectionType[] = [postgresConnectionType, mysqlConnectionType, redisConnectionType];
+const TYPES: readonly ConnectionType[] = [
+  postgresConnectionType,
+  mysqlConnectionType,
+  redisConnectionType,
+  rabbitmqConnectionType,
+  natsConnectionType,
+  webhookConnectionType,
+];
 
 const BY_TYPE = new Map(TYPES.map((t) => [t.type, t]));
 

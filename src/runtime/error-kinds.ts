@@ -36,6 +36,9 @@ const UNREACHABLE_CODES = new Set([
   'EPIPE',
   'EAI_AGAIN',
   'PROTOCOL_CONNECTION_LOST',
+  // A webhook receiver that is down, overloaded or too slow: no connection, a timeout, or 408,
+  // 429, 502, 503 or 504 after every attempt of the batch (src/sinks/webhook/delivery-errors.ts).
+  'WEBHOOK_UNAVAILABLE',
 ]);
 
 /**

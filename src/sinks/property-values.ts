@@ -1,3 +1,4 @@
+import type { PropertyDoc } from '../core/property-docs.js';
 import type { BatchLimits } from '../core/sink.js';
 import { validationFailed } from '../errors/app-error.js';
 
@@ -39,3 +40,27 @@ export const batchLimitsOf = (props: Record<string, string>): BatchLimits => ({
   ),
   maxWaitMs: integerProperty('batch_max_wait_ms', props.batch_max_wait_ms, 0, 0, 60_000),
 });
+
+/**
+ * The documentation of `batch_max_events`, `batch_max_bytes` and `batch_max_wait_ms`, for a sink
+ * that takes each batch whole: `batch` says what a batch is to it ("applied in one transaction"),
+ * `done` what happens to it ("applied"). The limits start a write rather than cap it, because
+ * transactions stay whole: the runtime splits only a transaction that passes twice a limit.
+ */
+export const batchPropertyDocs = (batch: string, done: string): PropertyDoc[] => [
+  {
+    key: 'batch_max_events',
+    default: '10000',
+    description: `Change events that make a batch ${batch} (1..1000000). Transactions are not split between batches, so one may hold up to twice as many; a transaction larger than that is ${done} in pieces.`,
+  },
+  {
+    key: 'batch_max_bytes',
+    default: '16777216',
+    description: `Bytes of change data that make a batch ${batch} (1024..1073741824), transactions kept whole as for \`batch_max_events\`.`,
+  },
+  {
+    key: 'batch_max_wait_ms',
+    default: '0',
+    description: `How long, in milliseconds, a batch may gather before it is ${done} (0..60000). 0 means as soon as the sink is free: the next batch gathers while one is written.`,
+  },
+];

@@ -1,12 +1,22 @@
 import type { SinkKind } from '../core/sink.js';
 import { mysqlSinkKind } from './mysql/kind.js';
+import { natsSinkKind } from './nats/kind.js';
 import { postgresSinkKind } from './postgres/kind.js';
+import { rabbitmqSinkKind } from './rabbitmq/kind.js';
 import { redisSinkKind } from './redis/kind.js';
+import { webhookSinkKind } from './webhook/kind.js';
 
 export type { BatchLimits, SinkKind, SinkProperties } from '../core/sink.js';
 
 /** Every kind of sink, one line each: a sink is a folder exporting its kind. */
-const KINDS: readonly SinkKind[] = [postgresSinkKind, mysqlSinkKind, redisSinkKind];
+const KINDS: readonly SinkKind[] = [
+  postgresSinkKind,
+  mysqlSinkKind,
+  redisSinkKind,
+  rabbitmqSinkKind,
+  natsSinkKind,
+  webhookSinkKind,
+];
 
 const BY_TYPE = new Map(KINDS.map((k) => [k.type, k]));
 

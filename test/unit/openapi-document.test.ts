@@ -1,5 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { openapiDocument } from '../../scripts/openapi-document.js';
+import { sinkPropertiesSchemaName } from '../../src/http/schemas/sink-properties.js';
+import { findSinkKind, sinkTypes } from '../../src/sinks/registry.js';
 
 type Operation = {
   operationId?: string;
@@ -66,5 +68,27 @@ describe('the OpenAPI document, for client generators', () => {
     // Every $ref points at a schema the document holds.
     const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)];
     for (const [, name] of refs) expect(doc.components.schemas, name).toHaveProperty([name as string]);
+  });
+
+  it("lists each sink type's properties, with their meaning and default", () => {
+    for (const type of sinkTypes()) {
+      const name = sinkPropertiesSchemaName(type);
+      const schema = doc.components.schemas[name] as {
+        properties: Record<string, { description: string }>;
+        additionalProperties: false | { description: string };
+      };
+      expect(schema, name).toBeDefined();
+      const docs = findSinkKind(type)?.properties ?? [];
+      const fixed = docs.filter((d) => !d.key.includes('<'));
+      expect(Object.keys(schema.properties), name).toEqual(fixed.map((d) => d.key));
+      for (const d of fixed) expect(schema.properties[d.key]?.description).toContain(d.description);
+      const family = docs.find((d) => d.key.includes('<'));
+      if (family)
+        expect(schema.additionalProperties).toMatchObject({
+          description: expect.stringContaining(family.key),
+        });
+      else expect(schema.additionalProperties, name).toBe(false);
+    }
+    expect(sinkPropertiesSchemaName('postgres')).toBe('PostgresSinkProperties');
   });
 });

@@ -4,6 +4,7 @@ import { CreatedToken, SessionInfo, Token, User } from './auth.js';
 import { ErrorBody, Unauthenticated } from './common.js';
 import { Connection, SourceTableView } from './connections.js';
 import { Pipeline, PipelineSummary } from './pipelines.js';
+import { SINK_PROPERTIES_SCHEMAS } from './sink-properties.js';
 import { Provider } from './sso.js';
 import { Project, RoleBinding, Workspace } from './tenancy.js';
 
@@ -27,6 +28,7 @@ const COMPONENT_SCHEMAS: readonly (TSchema & { $id?: string })[] = [
   Project,
   RoleBinding,
   Provider,
+  ...SINK_PROPERTIES_SCHEMAS,
 ];
 
 /** Adds the named schemas to a plugin's scope (those it inherits already are kept). */

@@ -1,8 +1,9 @@
 import { Type } from 'typebox';
 import { DEFAULT_SNAPSHOT_OPTIONS, SNAPSHOT_LIMITS } from '../../pipelines/snapshot-options.js';
 import { TABLE_NAME_PATTERN, TABLE_NAME_RULE } from '../../pipelines/table-name.js';
-import { findSinkKind, sinkTypes } from '../../sinks/registry.js';
+import { sinkTypes } from '../../sinks/registry.js';
 import { ConnectionReference, Name, Timestamp } from './common.js';
+import { sinkPropertiesSchemaName } from './sink-properties.js';
 
 const Source = Type.Object(
   {
@@ -18,8 +19,8 @@ const Source = Type.Object(
 
 // Each sink's keys, from the same documentation the README's tables are made of.
 const SINK_PROPERTIES_DESCRIPTION = `Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). ${sinkTypes()
-  .map((type) => `${type}: ${(findSinkKind(type)?.properties ?? []).map((p) => p.key).join(', ')}`)
-  .join('; ')}. See the README for each one's meaning and default.`;
+  .map((type) => `${type}: ${sinkPropertiesSchemaName(type)}`)
+  .join(', ')} in components.schemas list each type's keys, their meaning and default.`;
 
 const Sink = Type.Object(
   {

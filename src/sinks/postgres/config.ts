@@ -1,7 +1,7 @@
 import { type TableRef, tableKey } from '../../core/change.js';
 import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
-import { batchLimitsOf, booleanProperty } from '../property-values.js';
+import { batchLimitsOf, batchPropertyDocs, booleanProperty } from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
 
 /** The Postgres sink's properties, parsed and validated. */
@@ -28,22 +28,7 @@ export const POSTGRES_SINK_PROPERTIES: readonly PropertyDoc[] = [
     default: 'the source table name',
     description: 'Target of that source table: `<table>` or `<schema>.<table>`.',
   },
-  {
-    key: 'batch_max_events',
-    default: '10000',
-    description: 'Most change events applied in one transaction (1..1000000).',
-  },
-  {
-    key: 'batch_max_bytes',
-    default: '16777216',
-    description: 'Most bytes of change data applied in one transaction (1024..1073741824).',
-  },
-  {
-    key: 'batch_max_wait_ms',
-    default: '0',
-    description:
-      'How long, in milliseconds, a batch may gather before it is applied (0..60000). 0 applies it as soon as the sink is free: the next batch gathers while one is written.',
-  },
+  ...batchPropertyDocs('applied in one transaction', 'applied'),
   {
     key: 'create_tables',
     default: 'true',

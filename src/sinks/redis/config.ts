@@ -1,7 +1,7 @@
 import type { TableRef } from '../../core/change.js';
 import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
-import { batchLimitsOf, integerProperty } from '../property-values.js';
+import { batchLimitsOf, batchPropertyDocs, integerProperty } from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
 
 /** The Redis sink's properties, parsed and validated. */
@@ -27,22 +27,7 @@ export const REDIS_SINK_PROPERTIES: readonly PropertyDoc[] = [
     description:
       'Trims each stream to about this many entries as it is written (`XADD ... MAXLEN ~`), 0..1000000000; 0 keeps every entry.',
   },
-  {
-    key: 'batch_max_events',
-    default: '10000',
-    description: 'Most change events published with one checkpoint (1..1000000).',
-  },
-  {
-    key: 'batch_max_bytes',
-    default: '16777216',
-    description: 'Most bytes of change data published with one checkpoint (1024..1073741824).',
-  },
-  {
-    key: 'batch_max_wait_ms',
-    default: '0',
-    description:
-      'How long, in milliseconds, a batch may gather before it is published (0..60000). 0 publishes it as soon as the sink is free: the next batch gathers while one is written.',
-  },
+  ...batchPropertyDocs('published with one checkpoint', 'published'),
 ];
 
 const DEFAULT_STREAM = '{schema}.{table}';

@@ -11,15 +11,9 @@ import {
   type SinkContext,
   type SnapshotPartition,
 } from '../../core/sink.js';
-import {
-  type AddressedEnvelope,
-  changeEnvelopes,
-  type Numbering,
-  readEnvelope,
-  type TableCount,
-  tablePath,
-} from '../change-envelope.js';
+import { changeEnvelopes, type Numbering, readEnvelope, type TableCount } from '../change-envelope.js';
 import { writingPartition } from '../snapshot-partitions.js';
+import { publishedBefore, unfinishedAt } from '../unfinished-transactions.js';
 import { parseRedisSinkProperties, type RedisSinkConfig, streamKeyOf } from './config.js';
 import { APPLY_BATCH, type LuaScript, PUBLISH_ROWS } from './scripts.js';
 
@@ -250,32 +244,4 @@ class RedisSink implements Sink {
       return await this.client.call('EVAL', [script.text, keys.length, ...keys, ...args]);
     }
   }
-}
-
-/**
- * Whether a message is among those published of a transaction unfinished at the checkpoint: a
- * transaction too large for one batch is published in pieces under the checkpoint before it, and
- * after a crash replayed whole from its start. Any other message is new: the stream starts again
- * at the checkpoint, and a change of a transaction older than it (held while its table was copied
- * again) was never published.
- */
-function publishedBefore({ table, envelope, sequence }: AddressedEnvelope, unfinished: Numbering): boolean {
-  const published = unfinished.get(tablePath(table));
-  return published !== undefined && envelope.lsn === published.commitLsn && sequence < published.count;
-}
-
-/**
- * What to remember as published of the transactions unfinished at `checkpoint` (committed past
- * it): this batch's numbering, and what an earlier run had published where it got further.
- */
-function unfinishedAt(checkpoint: bigint, before: Numbering, numbering: Numbering): Map<string, TableCount> {
-  const unfinished = new Map<string, TableCount>();
-  for (const [path, counted] of [...before, ...numbering]) {
-    if (parseLsn(counted.commitLsn) < checkpoint) continue;
-    const earlier = unfinished.get(path);
-    const count =
-      earlier?.commitLsn === counted.commitLsn ? Math.max(earlier.count, counted.count) : counted.count;
-    unfinished.set(path, { commitLsn: counted.commitLsn, count });
-  }
-  return unfinished;
 }

@@ -1,0 +1,198 @@
+import type { Readable } from 'node:stream';
+import type { RabbitmqSettings } from '../../connections/rabbitmq-connection-type.js';
+import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
+import { copyTextRows } from '../../core/copy-text.js';
+import { parseLsn } from '../../core/lsn.js';
+import type { SchemaChangeItem } from '../../core/schema-diff.js';
+import {
+  type ChangeBatch,
+  FencedError,
+  type Sink,
+  type SinkContext,
+  type SnapshotPartition,
+} from '../../core/sink.js';
+import { changeEnvelopes, type Numbering, readEnvelope } from '../change-envelope.js';
+import { writingPartition } from '../snapshot-partitions.js';
+import { detailOf, publishedBefore, unfinishedAt, unfinishedOf } from '../unfinished-transactions.js';
+import { Broker } from './broker.js';
+import { parseRabbitmqSinkProperties, type RabbitmqSinkConfig, routeOf } from './config.js';
+import { Flight, type Outgoing } from './confirms.js';
+import { messageOf } from './message.js';
+
+/** Snapshot rows read from the COPY stream at a time. */
+const SNAPSHOT_CHUNK_ROWS = 500;
+
+/** A sink publishing each change as a JSON envelope to RabbitMQ exchanges (see README, RabbitMQ sink). */
+export function createRabbitmqSink(ctx: SinkContext<RabbitmqSettings>): Sink {
+  return new RabbitmqSink(ctx, parseRabbitmqSinkProperties(ctx.properties));
+}
+
+// Tables are told apart by schema and name, whatever characters they hold.
+const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
+
+/**
+ * The broker keeps no bookkeeping of ours: the checkpoint (with the transaction published in part,
+ * if any) and the done partitions are the service's (`ctx.state`), written only once the broker
+ * has confirmed every message they cover. Delivery is at least once: a crash between the confirms
+ * and the checkpoint publishes the batch (or partition) again, under the same message ids.
+ */
+class RabbitmqSink implements Sink {
+  private broker: Broker | undefined;
+  private readonly tables = new Map<string, TableSchema>();
+  /** Each exchange's declaration, made once per connection. */
+  private readonly exchanges = new Map<string, Promise<void>>();
+  /** Numbering of each table's last transaction, carried from batch to batch. */
+  private numbering: Numbering = new Map();
+  private closed = false;
+
+  constructor(
+    private readonly ctx: SinkContext<RabbitmqSettings>,
+    private readonly config: RabbitmqSinkConfig,
+  ) {}
+
+  async open(tables: TableSchema[]): Promise<void> {
+    if (this.closed) throw new Error('the RabbitMQ sink is closed');
+    this.broker ??= await Broker.connect(this.ctx.connection);
+    for (const table of tables) this.tables.set(refKey(table), table);
+    // A missing exchange, or one of another type, shows at once rather than at the first change.
+    await Promise.all(tables.map((table) => this.exchangeReady(table)));
+  }
+
+  async readCheckpoint(): Promise<Checkpoint | null> {
+    const stored = await this.ctx.state.readCheckpoint();
+    return stored ? { lsn: stored.lsn, epoch: stored.epoch } : null;
+  }
+
+  snapshotPartitionsDone(): Promise<SnapshotPartition[]> {
+    return this.ctx.state.partitionsDone();
+  }
+
+  /** Forgets the table's partition markers; what was published is the consumers' and stays. */
+  async resetTable(table: TableSchema): Promise<void> {
+    await this.ctx.state.forgetPartitions(table);
+  }
+
+  /**
+   * Publishes the partition's rows as `read` messages and marks it done once the broker confirmed
+   * them all. A partition that fails part way is published again whole, under the same ids (a
+   * read's id is its table and key).
+   */
+  async writeSnapshotPartition(
+    table: TableSchema,
+    partition: SnapshotPartition,
+    copyText: Readable,
+  ): Promise<number> {
+    return writingPartition(table, partition, copyText, async () => {
+      await this.exchangeReady(table);
+      const rows = await this.publish(async (send) => {
+        let count = 0;
+        for await (const chunk of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
+          const now = Date.now();
+          for (const row of chunk) await send(messageOf(this.config, table, readEnvelope(table, row), now));
+          count += chunk.length;
+        }
+        return count;
+      });
+      await this.ctx.state.markPartitionDone(partition);
+      return rows;
+    });
+  }
+
+  async finishSnapshot(): Promise<void> {}
+
+  /** Nothing to plan: a message has no schema, and a new column simply appears in `after`. */
+  planSchemaChange(_current: TableSchema, _changes: readonly SchemaChangeItem[]): string[] {
+    return [];
+  }
+
+  /** Only takes the new shape, for the types of the values from now on. */
+  async applySchemaChange(proposed: TableSchema): Promise<{ skipped: string[] }> {
+    this.tables.set(refKey(proposed), proposed);
+    return { skipped: [] };
+  }
+
+  /**
+   * Publishes the batch, waits for every confirm, then stores the checkpoint. The stored epoch is
+   * checked first, so that a worker that lost the pipeline publishes nothing (the checkpoint
+   * write fences again, for a takeover in between).
+   */
+  async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+    this.connected();
+    const stored = await this.ctx.state.readCheckpoint();
+    if (stored && stored.epoch > batch.epoch) throw new FencedError(stored.epoch, batch.epoch);
+    const before = unfinishedOf(stored?.detail);
+    const { envelopes, numbering } = changeEnvelopes(
+      batch.changes,
+      (ref) => this.schemaOf(ref),
+      this.numbering,
+    );
+    const fresh = envelopes.filter((e) => !publishedBefore(e, before));
+    const lsn = stored && parseLsn(stored.lsn) > parseLsn(batch.commitLsn) ? stored.lsn : batch.commitLsn;
+    const unfinished = unfinishedAt(parseLsn(lsn), before, numbering);
+
+    if (fresh.length > 0) {
+      const tables = new Map(fresh.map(({ table }) => [refKey(table), table]));
+      await Promise.all([...tables.values()].map((table) => this.exchangeReady(table)));
+      const now = Date.now();
+      await this.publish(async (send) => {
+        for (const { table, envelope } of fresh) await send(messageOf(this.config, table, envelope, now));
+      });
+    }
+    await this.ctx.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch }, detailOf(unfinished));
+    this.numbering = numbering;
+    return { lsn, epoch: batch.epoch };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.broker?.close();
+  }
+
+  /** Runs `produce` on a confirm channel of its own, and waits for the confirm of all it sent. */
+  private async publish<T>(produce: (send: (message: Outgoing) => Promise<void>) => Promise<T>): Promise<T> {
+    const broker = this.connected();
+    try {
+      return await broker.withChannel(async (channel) => {
+        const flight = new Flight(broker, channel);
+        try {
+          const result = await produce((message) => flight.publish(message));
+          await flight.settled();
+          return result;
+        } finally {
+          flight.end();
+        }
+      });
+    } catch (error) {
+      // An exchange deleted meanwhile closes the channel: the next publish declares them again.
+      this.exchanges.clear();
+      throw error;
+    }
+  }
+
+  /** Declares the exchange of a table's messages, once. */
+  private exchangeReady(table: TableRef): Promise<void> {
+    const broker = this.connected();
+    const { exchange } = routeOf(this.config, table);
+    let declared = this.exchanges.get(exchange);
+    if (!declared) {
+      declared = broker.declareExchange(exchange, this.config.exchangeType);
+      // A failed declaration is made again next time (the operator may have fixed it meanwhile).
+      declared.catch(() => this.exchanges.delete(exchange));
+      this.exchanges.set(exchange, declared);
+    }
+    return declared;
+  }
+
+  private connected(): Broker {
+    if (!this.broker || this.closed) throw new Error('the RabbitMQ sink is not open');
+    this.broker.throwIfLost();
+    return this.broker;
+  }
+
+  private schemaOf(ref: TableRef): TableSchema {
+    const table = this.tables.get(refKey(ref));
+    if (!table) throw new Error(`table ${ref.schema}.${ref.table} was not opened by this sink`);
+    return table;
+  }
+}

@@ -1,0 +1,172 @@
+import type { Readable } from 'node:stream';
+import type { WebhookSettings } from '../../connections/webhook-connection-type.js';
+import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
+import { copyTextRows } from '../../core/copy-text.js';
+import { parseLsn } from '../../core/lsn.js';
+import type { SchemaChangeItem } from '../../core/schema-diff.js';
+import {
+  type ChangeBatch,
+  FencedError,
+  type Sink,
+  type SinkContext,
+  type SnapshotPartition,
+} from '../../core/sink.js';
+import { changeEnvelopes, type Numbering, readEnvelope } from '../change-envelope.js';
+import { writingPartition } from '../snapshot-partitions.js';
+import { parseWebhookSinkProperties, type WebhookSinkConfig } from './config.js';
+import { detailOf, postedBefore, unfinishedAt, unfinishedOf } from './delivered.js';
+import { RequestChunks, type WebhookRequest } from './request-chunks.js';
+import { WebhookClient } from './webhook-client.js';
+
+/** A sink posting batches of change envelopes to an HTTPS endpoint (see README, Webhook sink). */
+export function createWebhookSink(ctx: SinkContext<WebhookSettings>): Sink {
+  const config = parseWebhookSinkProperties(ctx.properties);
+  const client = new WebhookClient(ctx.connection, {
+    timeoutMs: config.timeoutMs,
+    maxAttempts: config.maxAttempts,
+    pipelineId: ctx.pipelineId,
+  });
+  return new WebhookSink(ctx, config, client);
+}
+
+const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
+
+/**
+ * The receiver has no storage the sink can use, so its bookkeeping is the service's (`ctx.state`):
+ * the checkpoint is written only after the receiver answered 2xx to every request of the batch,
+ * fenced by epoch there; a snapshot partition is marked done once all its rows were accepted. At
+ * least once: a request the receiver accepted but whose answer was lost, or whose checkpoint was
+ * not written (a crash), is posted again, with the same event ids.
+ */
+class WebhookSink implements Sink {
+  private readonly tables = new Map<string, TableSchema>();
+  /** Numbering of each table's last transaction, carried from batch to batch. */
+  private numbering: Numbering = new Map();
+  private closed = false;
+
+  constructor(
+    private readonly ctx: SinkContext<WebhookSettings>,
+    private readonly config: WebhookSinkConfig,
+    private readonly client: WebhookClient,
+  ) {}
+
+  /** Nothing to connect to ahead of a request: the first batch tells whether the receiver is there. */
+  async open(tables: TableSchema[]): Promise<void> {
+    for (const table of tables) this.tables.set(refKey(table), table);
+  }
+
+  async readCheckpoint(): Promise<Checkpoint | null> {
+    const stored = await this.ctx.state.readCheckpoint();
+    return stored ? { lsn: stored.lsn, epoch: stored.epoch } : null;
+  }
+
+  snapshotPartitionsDone(): Promise<SnapshotPartition[]> {
+    return this.ctx.state.partitionsDone();
+  }
+
+  /** Forgets the table's partition markers; what the receiver already has is its own. */
+  async resetTable(table: TableSchema): Promise<void> {
+    await this.ctx.state.forgetPartitions(table);
+  }
+
+  /**
+   * Posts the partition's rows as `read` events, in requests of at most `batch_max_events` events
+   * and about `batch_max_bytes`, then marks the partition done. A partition interrupted midway is
+   * copied again whole: its rows come again under the same ids (a read's id is its table and key).
+   */
+  async writeSnapshotPartition(
+    table: TableSchema,
+    partition: SnapshotPartition,
+    copyText: Readable,
+  ): Promise<number> {
+    const { maxEvents, maxBytes } = this.config.batch;
+    return writingPartition(table, partition, copyText, async () => {
+      const chunks = new RequestChunks(maxEvents, maxBytes);
+      let rows = 0;
+      for await (const chunk of copyTextRows(copyText, table.columns, Math.min(maxEvents, 1000))) {
+        for (const row of chunk) {
+          const envelope = readEnvelope(table, row);
+          const ready = chunks.add(JSON.stringify(envelope), envelope.id);
+          if (ready) await this.post(ready);
+        }
+        rows += chunk.length;
+      }
+      const last = chunks.take();
+      if (last) await this.post(last);
+      await this.ctx.state.markPartitionDone(partition);
+      return rows;
+    });
+  }
+
+  async finishSnapshot(): Promise<void> {}
+
+  /** Nothing to plan: events carry no schema, and a new column simply appears in `after`. */
+  planSchemaChange(_current: TableSchema, _changes: readonly SchemaChangeItem[]): string[] {
+    return [];
+  }
+
+  /** Only takes the new shape, for the types of the values from now on. */
+  async applySchemaChange(proposed: TableSchema): Promise<{ skipped: string[] }> {
+    this.tables.set(refKey(proposed), proposed);
+    return { skipped: [] };
+  }
+
+  /**
+   * Posts the batch's events, in as many requests as the limits take, and once the receiver
+   * answered 2xx to all, stores the checkpoint. Between requests, what was posted is noted with
+   * the checkpoint before the batch, so a batch failing midway is not posted again from its start.
+   * A writer fenced off by a newer epoch is stopped before it posts, when the store already says
+   * so; the store refuses its checkpoint in any case.
+   */
+  async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+    const stored = await this.ctx.state.readCheckpoint();
+    if (stored && stored.epoch > batch.epoch) throw new FencedError(stored.epoch, batch.epoch);
+    const before = unfinishedOf(stored?.detail);
+    const { envelopes, numbering } = changeEnvelopes(
+      batch.changes,
+      (ref) => this.schemaOf(ref),
+      this.numbering,
+    );
+    const fresh = envelopes.filter((e) => !postedBefore(e, before));
+    const { maxEvents, maxBytes } = this.config.batch;
+    const chunks = new RequestChunks(maxEvents, maxBytes);
+    let posted = 0;
+    const post = async (request: WebhookRequest) => {
+      await this.post(request);
+      posted += request.events;
+      // With no checkpoint yet there is none to note it with: a failure then posts it all again.
+      if (posted < fresh.length && stored) {
+        const note = unfinishedAt(stored.lsn, before, fresh.slice(0, posted));
+        await this.ctx.state.writeCheckpoint({ lsn: stored.lsn, epoch: batch.epoch }, detailOf(note));
+      }
+    };
+    for (const e of fresh) {
+      const ready = chunks.add(JSON.stringify(e.envelope), e.envelope.id);
+      if (ready) await post(ready);
+    }
+    const last = chunks.take();
+    if (last) await post(last);
+
+    const lsn = stored && parseLsn(stored.lsn) > parseLsn(batch.commitLsn) ? stored.lsn : batch.commitLsn;
+    const unfinished = unfinishedAt(lsn, before, fresh);
+    await this.ctx.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch }, detailOf(unfinished));
+    this.numbering = numbering;
+    return { lsn, epoch: batch.epoch };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.client.close();
+  }
+
+  private post(request: WebhookRequest): Promise<void> {
+    return this.client.post(request.body, request.key);
+  }
+
+  private schemaOf(ref: TableRef): TableSchema {
+    const table = this.tables.get(refKey(ref));
+    if (!table) throw new Error(`table ${ref.schema}.${ref.table} was not opened by this sink`);
+    return table;
+  }
+}

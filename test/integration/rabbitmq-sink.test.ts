@@ -1,0 +1,726 @@
+import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { type AddressInfo, createConnection, createServer, type Socket } from 'node:net';
+import { Readable } from 'node:stream';
+import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type GetMessage } from 'amqplib';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
+import { rabbitmqConnectionType } from '../../src/connections/rabbitmq-connection-type.js';
+import type { ChangeEvent, Row, TableSchema } from '../../src/core/change.js';
+import { FencedError, type Sink, type SinkStateStore } from '../../src/core/sink.js';
+import { freePort } from '../../src/net/free-port.js';
+import { isUnreachable } from '../../src/runtime/error-kinds.js';
+import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
+import { Broker } from '../../src/sinks/rabbitmq/broker.js';
+import { Flight } from '../../src/sinks/rabbitmq/confirms.js';
+import { createRabbitmqSink } from '../../src/sinks/rabbitmq/rabbitmq-sink.js';
+import { memorySinkState } from '../support/memory-sink-state.js';
+import { col, tableOf } from '../support/table-schemas.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+
+const RABBITMQ_URL = 'amqp://guest@127.0.0.1:5672/';
+const GUEST = { password: 'guest', tls: {} };
+
+const orders = tableOf(
+  [col('id', 'integer', { isKey: true }), col('total', 'numeric(10,2)'), col('note', 'text')],
+  ['id'],
+  { schema: 'public', table: 'orders' },
+);
+const lines = tableOf([col('id', 'bigint', { isKey: true }), col('sku', 'text')], ['id'], {
+  schema: 'shop',
+  table: 'lines',
+});
+
+const copyLines = (rows: Row[], table: TableSchema = orders) =>
+  rows.map((row) => `${table.columns.map((c) => row[c.name] ?? '\\N').join('\t')}\n`).join('');
+const copyText = (rows: Row[], table: TableSchema = orders) => Readable.from([copyLines(rows, table)]);
+const orderRows = (from: number, to: number): Row[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => ({
+    id: String(from + i),
+    total: `${from + i}.50`,
+    note: 'n',
+  }));
+
+/** Commit `n` of the tests: its commit record at `0/n000`, its end 0x10 later. */
+const tx = (n: number) => ({
+  commitLsn: `0/${n.toString(16).toUpperCase()}000`,
+  end: `0/${n.toString(16).toUpperCase()}010`,
+  xid: 1000 + n,
+  commitTime: `2024-05-01T12:00:${String(n % 60).padStart(2, '0')}Z`,
+});
+type Tx = ReturnType<typeof tx>;
+const ev = (t: Tx, c: Partial<ChangeEvent> & Pick<ChangeEvent, 'op'>): ChangeEvent => ({
+  table: orders,
+  commitLsn: t.commitLsn,
+  xid: t.xid,
+  commitTime: t.commitTime,
+  ...c,
+});
+const inserts = (t: Tx, from: number, count: number) =>
+  Array.from({ length: count }, (_, i) => ev(t, { op: 'insert', after: { id: String(from + i) } }));
+
+describe('rabbitmq sink, through the sink contract', () => {
+  let admin: ChannelModel;
+  let channel: Channel;
+  const opened: Sink[] = [];
+  const exchanges: string[] = [];
+
+  /** A fresh pipeline: its own exchange, a queue bound to all of it, and its own bookkeeping. */
+  async function pipeline(properties: Record<string, string> = {}, bind: string | null = '#') {
+    const exchange = `test.${randomUUID().slice(0, 8)}`;
+    exchanges.push(exchange);
+    const props = { exchange, ...properties };
+    const state = memorySinkState();
+    const open = async (
+      tables: TableSchema[] = [orders, lines],
+      store: SinkStateStore = state,
+      url = RABBITMQ_URL,
+    ) => {
+      const settings = await rabbitmqConnectionType.settings(url, GUEST, NO_LOCAL_ACCESS);
+      const sink = createRabbitmqSink({
+        pipelineId: randomUUID(),
+        connection: settings,
+        properties: props,
+        state: store,
+      });
+      opened.push(sink);
+      await sink.open(tables);
+      return sink;
+    };
+    // The sink declares the exchange; a test binds its queue once it exists.
+    const queue = async (pattern = bind ?? '#') => {
+      await channel.assertExchange(exchange, properties.exchange_type ?? 'topic', { durable: true });
+      const { queue: name } = await channel.assertQueue('', { exclusive: true, autoDelete: true });
+      await channel.bindQueue(name, exchange, pattern);
+      return name;
+    };
+    const bound = bind === null ? undefined : await queue(bind);
+    /** Every message in the queue, taken off it. */
+    const take = async (name = bound as string): Promise<GetMessage[]> => {
+      const messages: GetMessage[] = [];
+      for (;;) {
+        const message = await channel.get(name, { noAck: true });
+        if (message === false) return messages;
+        messages.push(message);
+      }
+    };
+    const read = async (name?: string): Promise<ChangeEnvelope[]> =>
+      (await take(name)).map((m) => JSON.parse(m.content.toString()) as ChangeEnvelope);
+    return { exchange, state, open, queue, bound, take, read };
+  }
+
+  beforeAll(async () => {
+    admin = await amqp.connect('amqp://guest:guest@127.0.0.1:5672');
+    channel = await admin.createChannel();
+    channel.on('error', () => undefined);
+  });
+  afterEach(async () => {
+    for (const sink of opened.splice(0)) await sink.close();
+  });
+  afterAll(async () => {
+    const cleanup = await admin.createChannel();
+    for (const exchange of exchanges) await cleanup.deleteExchange(exchange);
+    await admin.close();
+  });
+
+  it('publishes snapshot partitions as read messages, and a restarted snapshot skips the done ones', async () => {
+    const p = await pipeline();
+    const sink = await p.open();
+    expect(await sink.readCheckpoint()).toBeNull();
+    expect(await sink.snapshotPartitionsDone()).toEqual([]);
+    expect(
+      await sink.writeSnapshotPartition(
+        orders,
+        { table: orders, partitionId: '0' },
+        copyText(orderRows(1, 3)),
+      ),
+    ).toBe(3);
+    expect(await p.state.partitionsDone()).toEqual([{ table: orders, partitionId: '0' }]);
+
+    // The second partition fails after some of its rows went out: a crash mid-partition.
+    async function* failing() {
+      yield copyLines(orderRows(4, 1003));
+      throw new Error('source connection lost');
+    }
+    await expect(
+      sink.writeSnapshotPartition(orders, { table: orders, partitionId: '1' }, Readable.from(failing())),
+    ).rejects.toThrow('source connection lost');
+    await sink.close();
+
+    const again = await p.open();
+    expect((await again.snapshotPartitionsDone()).map((d) => d.partitionId)).toEqual(['0']);
+    expect(
+      await again.writeSnapshotPartition(
+        orders,
+        { table: orders, partitionId: '1' },
+        copyText(orderRows(4, 1003)),
+      ),
+    ).toBe(1000);
+    expect((await again.snapshotPartitionsDone()).map((d) => d.partitionId).sort()).toEqual(['0', '1']);
+    await again.finishSnapshot(orders);
+
+    const messages = await p.take();
+    const events = messages.map((m) => JSON.parse(m.content.toString()) as ChangeEnvelope);
+    expect(events[0]).toEqual({
+      id: 'snapshot/public/orders/["1"]',
+      op: 'read',
+      table: 'public.orders',
+      key: { id: 1 },
+      before: null,
+      after: { id: 1, total: '1.50', note: 'n' },
+      lsn: null,
+      commit_time: null,
+    });
+    expect(messages[0]?.fields.routingKey).toBe('public.orders');
+    expect(messages[0]?.properties).toMatchObject({
+      messageId: 'snapshot/public/orders/["1"]',
+      type: 'read',
+      deliveryMode: 2,
+      contentType: 'application/json',
+      appId: 'replicator',
+      headers: { schema: 'public', table: 'orders', op: 'read' },
+    });
+    // The rows of the failed attempt come again under the same ids: consumers drop them by id.
+    expect(events.length).toBeGreaterThanOrEqual(1003);
+    expect(new Set(events.map((e) => e.id)).size).toBe(1003);
+    expect(events.every((e) => e.op === 'read')).toBe(true);
+    expect(messages.every((m) => m.properties.messageId === JSON.parse(m.content.toString()).id)).toBe(true);
+  });
+
+  it("forgets only the reset table's partition markers, and leaves the queues to the consumers", async () => {
+    const p = await pipeline();
+    const sink = await p.open();
+    await sink.writeSnapshotPartition(orders, { table: orders, partitionId: '0' }, copyText(orderRows(1, 2)));
+    await sink.writeSnapshotPartition(
+      lines,
+      { table: lines, partitionId: '0' },
+      copyText([{ id: '1', sku: 'A' }], lines),
+    );
+    await sink.resetTable(orders);
+    expect(await sink.snapshotPartitionsDone()).toEqual([{ table: lines, partitionId: '0' }]);
+    expect((await p.read()).length).toBe(3);
+  });
+
+  it('publishes inserts, updates, deletes and truncates as envelopes, then the checkpoint', async () => {
+    const p = await pipeline();
+    const sink = await p.open();
+    const t1 = tx(1);
+    const t2 = tx(2);
+    const t3 = tx(3);
+    const checkpoint = await sink.applyBatch({
+      changes: [
+        ev(t1, { op: 'insert', after: { id: '1', total: '9.99', note: 'hello' } }),
+        ev(t1, { op: 'insert', table: lines, after: { id: '9007199254740993', sku: 'X' } }),
+        ev(t2, { op: 'update', after: { id: '1', total: '10.00' }, unchangedToast: ['note'] }),
+        ev(t2, { op: 'update', key: { id: '1' }, after: { id: '2', total: '10.00', note: 'moved' } }),
+      ],
+      commitLsn: t2.end,
+      epoch: 1,
+    });
+    expect(checkpoint).toEqual({ lsn: t2.end, epoch: 1 });
+    await sink.applyBatch({
+      changes: [
+        ev(t3, { op: 'delete', key: { id: '2' } }),
+        ev(t3, { op: 'truncate', tables: [orders, lines] }),
+      ],
+      commitLsn: t3.end,
+      epoch: 1,
+    });
+    expect(await sink.readCheckpoint()).toEqual({ lsn: t3.end, epoch: 1 });
+    expect((await p.state.readCheckpoint())?.detail).toEqual({});
+
+    const messages = await p.take();
+    const base = (t: Tx, n: number, path = 'public/orders') => ({
+      id: `${t.commitLsn}/${path}/${n}`,
+      lsn: t.commitLsn,
+      commit_time: t.commitTime,
+    });
+    expect(messages.map((m) => JSON.parse(m.content.toString()))).toEqual([
+      {
+        ...base(t1, 0),
+        op: 'insert',
+        table: 'public.orders',
+        key: { id: 1 },
+        before: null,
+        after: { id: 1, total: '9.99', note: 'hello' },
+      },
+      {
+        ...base(t1, 0, 'shop/lines'),
+        op: 'insert',
+        table: 'shop.lines',
+        key: { id: '9007199254740993' },
+        before: null,
+        after: { id: '9007199254740993', sku: 'X' },
+      },
+      {
+        ...base(t2, 0),
+        op: 'update',
+        table: 'public.orders',
+        key: { id: 1 },
+        before: null,
+        after: { id: 1, total: '10.00' },
+        unchanged: ['note'],
+      },
+      {
+        ...base(t2, 1),
+        op: 'update',
+        table: 'public.orders',
+        key: { id: 1 },
+        before: null,
+        after: { id: 2, total: '10.00', note: 'moved' },
+      },
+      { ...base(t3, 0), op: 'delete', table: 'public.orders', key: { id: 2 }, before: null, after: null },
+      { ...base(t3, 1), op: 'truncate', table: 'public.orders', key: null, before: null, after: null },
+      {
+        ...base(t3, 0, 'shop/lines'),
+        op: 'truncate',
+        table: 'shop.lines',
+        key: null,
+        before: null,
+        after: null,
+      },
+    ]);
+    expect(messages.map((m) => [m.fields.exchange, m.fields.routingKey, m.properties.type])).toEqual([
+      [p.exchange, 'public.orders', 'insert'],
+      [p.exchange, 'shop.lines', 'insert'],
+      [p.exchange, 'public.orders', 'update'],
+      [p.exchange, 'public.orders', 'update'],
+      [p.exchange, 'public.orders', 'delete'],
+      [p.exchange, 'public.orders', 'truncate'],
+      [p.exchange, 'shop.lines', 'truncate'],
+    ]);
+    for (const m of messages) {
+      const envelope = JSON.parse(m.content.toString()) as ChangeEnvelope;
+      expect(m.properties).toMatchObject({
+        messageId: envelope.id,
+        deliveryMode: 2,
+        contentType: 'application/json',
+        timestamp: Date.parse(envelope.commit_time as string) / 1000,
+      });
+    }
+  });
+
+  it('routes each table by the exchange and routing key templates', async () => {
+    const prefix = `test.${randomUUID().slice(0, 8)}`;
+    exchanges.push(`${prefix}.public`, `${prefix}.shop`);
+    const settings = await rabbitmqConnectionType.settings(RABBITMQ_URL, GUEST, NO_LOCAL_ACCESS);
+    const sink = createRabbitmqSink({
+      pipelineId: randomUUID(),
+      connection: settings,
+      properties: { exchange: `${prefix}.{schema}`, routing_key: 'cdc.{table}' },
+      state: memorySinkState(),
+    });
+    opened.push(sink);
+    await sink.open([orders, lines]);
+    const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true });
+    await channel.bindQueue(queue, `${prefix}.public`, 'cdc.orders');
+    await channel.bindQueue(queue, `${prefix}.shop`, 'cdc.*');
+    const t1 = tx(1);
+    await sink.applyBatch({
+      changes: [
+        ev(t1, { op: 'insert', after: { id: '1' } }),
+        ev(t1, { op: 'insert', table: lines, after: { id: '2' } }),
+      ],
+      commitLsn: t1.end,
+      epoch: 1,
+    });
+    const messages: GetMessage[] = [];
+    for (
+      let m = await channel.get(queue, { noAck: true });
+      m !== false;
+      m = await channel.get(queue, { noAck: true })
+    ) {
+      messages.push(m);
+    }
+    expect(messages.map((m) => [m.fields.exchange, m.fields.routingKey])).toEqual([
+      [`${prefix}.public`, 'cdc.orders'],
+      [`${prefix}.shop`, 'cdc.lines'],
+    ]);
+  });
+
+  it('publishes nothing twice when a transaction written in pieces is replayed whole after a crash', async () => {
+    const p = await pipeline();
+    const t1 = tx(1);
+    const t2 = tx(2);
+    const first = await p.open();
+    await first.applyBatch({
+      changes: [ev(t1, { op: 'insert', after: { id: '1' } })],
+      commitLsn: t1.end,
+      epoch: 1,
+    });
+    // t2 is too large for one batch: its pieces go under the checkpoint before it.
+    const t2changes = [
+      ...[11, 12, 13].map((id) => ev(t2, { op: 'insert', after: { id: String(id) } })),
+      ev(t2, { op: 'insert', table: lines, after: { id: '1', sku: 'A' } }),
+      ...[14, 15].map((id) => ev(t2, { op: 'insert', after: { id: String(id) } })),
+    ];
+    await first.applyBatch({ changes: t2changes.slice(0, 2), commitLsn: t1.end, epoch: 1 });
+    await first.applyBatch({ changes: t2changes.slice(2, 4), commitLsn: t1.end, epoch: 1 });
+    expect(await first.readCheckpoint()).toEqual({ lsn: t1.end, epoch: 1 });
+    expect((await p.state.readCheckpoint())?.detail).toEqual({
+      unfinished: {
+        'public/orders': { commitLsn: t2.commitLsn, count: 3 },
+        'shop/lines': { commitLsn: t2.commitLsn, count: 1 },
+      },
+    });
+    await first.close(); // a crash before the rest of t2
+
+    // The stream starts again at the checkpoint: t2 comes whole from its start, cut otherwise.
+    const second = await p.open();
+    await second.applyBatch({ changes: t2changes.slice(0, 1), commitLsn: t1.end, epoch: 1 });
+    await second.close(); // and a crash again, having got less far than the first run
+    const third = await p.open();
+    await third.applyBatch({ changes: t2changes.slice(0, 5), commitLsn: t1.end, epoch: 1 });
+    await third.applyBatch({ changes: t2changes.slice(5), commitLsn: t2.end, epoch: 1 });
+
+    const events = await p.read();
+    expect(events.map((e) => e.id)).toEqual([
+      `${t1.commitLsn}/public/orders/0`,
+      `${t2.commitLsn}/public/orders/0`,
+      `${t2.commitLsn}/public/orders/1`,
+      `${t2.commitLsn}/public/orders/2`,
+      `${t2.commitLsn}/shop/lines/0`,
+      `${t2.commitLsn}/public/orders/3`,
+      `${t2.commitLsn}/public/orders/4`,
+    ]);
+    expect(await p.state.readCheckpoint()).toEqual({ lsn: t2.end, epoch: 1, detail: {} });
+  });
+
+  it('stores the checkpoint only once every message of the batch is confirmed, and in the queue', async () => {
+    const p = await pipeline();
+    const seen: number[] = [];
+    const state = memorySinkState();
+    const watching: SinkStateStore = {
+      ...state,
+      writeCheckpoint: async (checkpoint, detail) => {
+        seen.push((await channel.checkQueue(p.bound as string)).messageCount);
+        await state.writeCheckpoint(checkpoint, detail);
+      },
+    };
+    const sink = await p.open([orders, lines], watching);
+    await sink.applyBatch({ changes: inserts(tx(1), 1, 3000), commitLsn: tx(1).end, epoch: 1 });
+    await sink.applyBatch({ changes: inserts(tx(2), 5000, 10), commitLsn: tx(2).end, epoch: 1 });
+    expect(seen).toEqual([3000, 3010]);
+    expect(await sink.readCheckpoint()).toEqual({ lsn: tx(2).end, epoch: 1 });
+  });
+
+  it('refuses a batch from an older epoch, publishing nothing', async () => {
+    const p = await pipeline();
+    const newer = await p.open();
+    const older = await p.open();
+    const t1 = tx(1);
+    const t2 = tx(2);
+    await newer.applyBatch({
+      changes: [ev(t1, { op: 'insert', after: { id: '1' } })],
+      commitLsn: t1.end,
+      epoch: 2,
+    });
+    const refused = older.applyBatch({
+      changes: [ev(t2, { op: 'insert', after: { id: '2' } })],
+      commitLsn: t2.end,
+      epoch: 1,
+    });
+    await expect(refused).rejects.toBeInstanceOf(FencedError);
+    await expect(refused).rejects.toMatchObject({ storedEpoch: 2, writerEpoch: 1 });
+    expect((await p.read()).map((e) => e.after?.id)).toEqual([1]);
+    expect(await older.readCheckpoint()).toEqual({ lsn: t1.end, epoch: 2 });
+  });
+
+  it('fails a batch with a message no queue takes, storing no checkpoint, unless mandatory is false', async () => {
+    const p = await pipeline({}, 'public.*');
+    const sink = await p.open();
+    const t1 = tx(1);
+    const batch = {
+      changes: [
+        ev(t1, { op: 'insert', after: { id: '1' } }),
+        ev(t1, { op: 'insert', table: lines, after: { id: '1' } }),
+      ],
+      commitLsn: t1.end,
+      epoch: 1,
+    };
+    await expect(sink.applyBatch(batch)).rejects.toThrow(
+      `no queue took message ${t1.commitLsn}/shop/lines/0 published to exchange '${p.exchange}' with routing key 'shop.lines' (312 NO_ROUTE): bind a queue that matches it, or set the sink property mandatory to false`,
+    );
+    expect(await sink.readCheckpoint()).toBeNull();
+    // The message that had a queue went to it: the retried batch brings it again, under its id.
+    expect((await p.read()).map((e) => e.id)).toEqual([`${t1.commitLsn}/public/orders/0`]);
+    // The sink goes on: the next batch, once a queue takes every message, passes.
+    const all = await p.queue('#');
+    await sink.applyBatch(batch);
+    expect((await p.read(all)).map((e) => e.id)).toEqual([
+      `${t1.commitLsn}/public/orders/0`,
+      `${t1.commitLsn}/shop/lines/0`,
+    ]);
+
+    const q = await pipeline({ mandatory: 'false' }, 'public.*');
+    const lenient = await q.open();
+    await lenient.applyBatch(batch);
+    expect(await lenient.readCheckpoint()).toEqual({ lsn: t1.end, epoch: 1 });
+    expect((await q.read()).map((e) => e.id)).toEqual([`${t1.commitLsn}/public/orders/0`]);
+  });
+
+  it('fails a batch the broker nacks', async () => {
+    const p = await pipeline({}, null);
+    const sink = await p.open();
+    const { queue: full } = await channel.assertQueue('', {
+      exclusive: true,
+      autoDelete: true,
+      maxLength: 1,
+      arguments: { 'x-overflow': 'reject-publish' },
+    });
+    await channel.bindQueue(full, p.exchange, '#');
+    await expect(
+      sink.applyBatch({ changes: inserts(tx(1), 1, 3), commitLsn: tx(1).end, epoch: 1 }),
+    ).rejects.toThrow(/refused message 0\/1000\/public\/orders\/[12] \(nack\)/);
+    expect(await sink.readCheckpoint()).toBeNull();
+  });
+
+  it('declares a missing exchange durable, takes one of its type, and refuses one of another type', async () => {
+    const p = await pipeline({}, null);
+    await p.open();
+    // The sink's declaration is there, durable: declaring it the same way again passes.
+    await channel.assertExchange(p.exchange, 'topic', { durable: true });
+
+    const fanout = `test.${randomUUID().slice(0, 8)}`;
+    exchanges.push(fanout);
+    await channel.assertExchange(fanout, 'fanout', { durable: true });
+    const settings = await rabbitmqConnectionType.settings(RABBITMQ_URL, GUEST, NO_LOCAL_ACCESS);
+    const make = (properties: Record<string, string>) => {
+      const sink = createRabbitmqSink({
+        pipelineId: randomUUID(),
+        connection: settings,
+        properties,
+        state: memorySinkState(),
+      });
+      opened.push(sink);
+      return sink;
+    };
+    await expect(make({ exchange: fanout }).open([orders])).rejects.toThrow(
+      `exchange '${fanout}' exists in RabbitMQ at 127.0.0.1:5672 (vhost /) with another type or durability than a durable topic exchange`,
+    );
+    await expect(make({ exchange: fanout }).open([orders])).rejects.toThrow(
+      /received 'topic' but current is 'fanout'.*set exchange_type to its type/,
+    );
+    const matching = make({ exchange: fanout, exchange_type: 'fanout', routing_key: '' });
+    await matching.open([orders]);
+    const { queue: q } = await channel.assertQueue('', { exclusive: true, autoDelete: true });
+    await channel.bindQueue(q, fanout, '');
+    await matching.applyBatch({ changes: inserts(tx(1), 1, 2), commitLsn: tx(1).end, epoch: 1 });
+    expect((await p.take(q)).map((m) => m.fields.routingKey)).toEqual(['', '']);
+    // A predeclared exchange of the broker's own is taken as it is.
+    await make({ exchange: 'amq.topic' }).open([orders]);
+  });
+
+  it('fails with an unreachable error, not a hang, when RabbitMQ cannot be reached', async () => {
+    const port = await freePort();
+    const settings = await rabbitmqConnectionType.settings(
+      `amqp://guest@127.0.0.1:${port}/`,
+      GUEST,
+      NO_LOCAL_ACCESS,
+    );
+    const sink = createRabbitmqSink({
+      pipelineId: randomUUID(),
+      connection: settings,
+      properties: {},
+      state: memorySinkState(),
+    });
+    const started = Date.now();
+    const failed = sink.open([orders]);
+    await expect(failed).rejects.toThrow(
+      `cannot connect to RabbitMQ at 127.0.0.1:${port} (vhost /): connect ECONNREFUSED`,
+    );
+    expect(isUnreachable(await failed.catch((e: unknown) => e))).toBe(true);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await sink.close();
+    await sink.close();
+  });
+
+  it('fails on a refused login without showing the password, and without waiting forever for it', async () => {
+    const secret = `wrong-${randomUUID()}`;
+    const settings = await rabbitmqConnectionType.settings(
+      RABBITMQ_URL,
+      { password: secret, tls: {} },
+      NO_LOCAL_ACCESS,
+    );
+    const sink = createRabbitmqSink({
+      pipelineId: randomUUID(),
+      connection: settings,
+      properties: {},
+      state: memorySinkState(),
+    });
+    const error = (await sink.open([orders]).catch((e: unknown) => e)) as Error;
+    expect(error.message).toMatch(
+      /cannot connect to RabbitMQ at 127\.0\.0\.1:5672 \(vhost \/\): .*ACCESS.REFUSED/,
+    );
+    expect(JSON.stringify({ ...error, message: error.message, stack: error.stack })).not.toContain(secret);
+    expect(isUnreachable(error)).toBe(false);
+    await sink.close();
+  });
+
+  it('fails a batch under way at once when the connection is lost, as an outage', async () => {
+    const p = await pipeline();
+    const proxy = await TcpProxy.start('127.0.0.1', 5672);
+    try {
+      const sink = await p.open([orders, lines], p.state, `amqp://guest@127.0.0.1:${proxy.listenPort}/`);
+      await sink.applyBatch({ changes: inserts(tx(1), 1, 10), commitLsn: tx(1).end, epoch: 1 });
+      const big = sink.applyBatch({ changes: inserts(tx(2), 100, 50_000), commitLsn: tx(2).end, epoch: 1 });
+      const outcome = big.catch((e: unknown) => e);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const cut = Date.now();
+      await proxy.down();
+      const error = (await outcome) as Error & { code?: string };
+      expect(Date.now() - cut).toBeLessThan(2_000);
+      expect(error.message).toMatch(/^lost the connection to RabbitMQ at 127\.0\.0\.1:\d+ \(vhost \/\)/);
+      expect(error.code).toBe('ECONNRESET');
+      expect(isUnreachable(error)).toBe(true);
+      expect(await sink.readCheckpoint()).toEqual({ lsn: tx(1).end, epoch: 1 });
+      // Every later call fails the same way, at once: the runtime opens a new sink.
+      await expect(
+        sink.applyBatch({ changes: inserts(tx(3), 1, 1), commitLsn: tx(3).end, epoch: 1 }),
+      ).rejects.toMatchObject({ code: 'ECONNRESET' });
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it('fails publishing that makes no progress for the confirm timeout, as an outage', async () => {
+    // A front that stops passing the broker's frames on: no confirm, no heartbeat, no close.
+    let frozen = false;
+    const sockets = new Set<Socket>();
+    const front = createServer((client) => {
+      const upstream = createConnection(5672, '127.0.0.1');
+      for (const socket of [client, upstream]) {
+        sockets.add(socket);
+        socket.on('error', () => undefined);
+      }
+      client.pipe(upstream);
+      upstream.on('data', (data: Buffer) => {
+        if (!frozen) client.write(data);
+      });
+    });
+    await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+    const exchange = `test.${randomUUID().slice(0, 8)}`;
+    exchanges.push(exchange);
+    try {
+      const port = (front.address() as AddressInfo).port;
+      const settings = await rabbitmqConnectionType.settings(
+        `amqp://guest@127.0.0.1:${port}/`,
+        GUEST,
+        NO_LOCAL_ACCESS,
+      );
+      const broker = await Broker.connect(settings, { stallTimeoutMs: 500 });
+      await broker.declareExchange(exchange, 'topic');
+      const publish = (channel: ConfirmChannel) => async () => {
+        const flight = new Flight(broker, channel);
+        try {
+          await flight.publish({
+            exchange,
+            routingKey: 'x',
+            content: Buffer.from('{}'),
+            options: { messageId: 'm1', persistent: true },
+          });
+          await flight.settled();
+        } finally {
+          flight.end();
+        }
+      };
+      // A channel used once before is lent again: the broker goes silent while it waits for a confirm.
+      await broker.withChannel((channel) => publish(channel)());
+      const started = Date.now();
+      const error = (await broker
+        .withChannel((channel) => {
+          frozen = true;
+          return publish(channel)();
+        })
+        .catch((e: unknown) => e)) as Error & { code?: string };
+      expect(Date.now() - started).toBeGreaterThanOrEqual(450);
+      expect(error.message).toBe(`RabbitMQ at 127.0.0.1:${port} (vhost /) confirmed nothing for 0.5 s`);
+      expect(error.code).toBe('ETIMEDOUT');
+      expect(isUnreachable(error)).toBe(true);
+      // The connection is given up: later calls fail at once, and closing does not wait for the broker.
+      await expect(broker.withChannel(async () => 1)).rejects.toBe(error);
+      const closing = Date.now();
+      await broker.close();
+      expect(Date.now() - closing).toBeLessThan(1_000);
+
+      // A broker silent from the start of a request: a declaration times out the same way.
+      frozen = false;
+      const other = await Broker.connect(settings, { stallTimeoutMs: 500 });
+      frozen = true;
+      await expect(other.declareExchange(exchange, 'topic')).rejects.toMatchObject({
+        message: `RabbitMQ at 127.0.0.1:${port} (vhost /) did not answer the opening of a channel for 0.5 s`,
+        code: 'ETIMEDOUT',
+      });
+      await other.close();
+      for (const socket of sockets) socket.destroy();
+    } finally {
+      await new Promise((resolve) => front.close(resolve));
+    }
+  });
+
+  it('publishes without the configure permission to an exchange that exists, and says so when it does not', async () => {
+    const user = `replicator-test-${randomUUID().slice(0, 8)}`;
+    const password = `pw-${randomUUID()}`;
+    const ctl = (...args: string[]) => execFileSync('rabbitmqctl', args, { stdio: 'pipe', timeout: 30_000 });
+    ctl('add_user', user, password);
+    try {
+      // May write and read anything, configure nothing: no exchange of its own.
+      ctl('set_permissions', '-p', '/', user, '^$', '.*', '.*');
+      const p = await pipeline();
+      const settings = await rabbitmqConnectionType.settings(
+        `amqp://${user}@127.0.0.1:5672/`,
+        { password, tls: {} },
+        NO_LOCAL_ACCESS,
+      );
+      const make = (exchange: string) => {
+        const sink = createRabbitmqSink({
+          pipelineId: randomUUID(),
+          connection: settings,
+          properties: { exchange },
+          state: memorySinkState(),
+        });
+        opened.push(sink);
+        return sink;
+      };
+      const sink = make(p.exchange);
+      await sink.open([orders]);
+      await sink.applyBatch({ changes: inserts(tx(1), 1, 2), commitLsn: tx(1).end, epoch: 1 });
+      expect((await p.read()).map((e) => e.after?.id)).toEqual([1, 2]);
+
+      const missing = `test.${randomUUID().slice(0, 8)}`;
+      const error = (await make(missing)
+        .open([orders])
+        .catch((e: unknown) => e)) as Error;
+      expect(error.message).toMatch(
+        new RegExp(
+          `^exchange '${missing}' does not exist in RabbitMQ at 127\\.0\\.0\\.1:5672 \\(vhost /\\), and the sink may not declare it \\(.*ACCESS_REFUSED.*\\): declare it, or grant the user the configure permission$`,
+        ),
+      );
+      expect(error.message).not.toContain(password);
+    } finally {
+      ctl('delete_user', user);
+    }
+  });
+
+  it('declares an exchange deleted while it runs again, after failing the batch that met its absence', async () => {
+    const p = await pipeline();
+    const sink = await p.open();
+    await sink.applyBatch({ changes: inserts(tx(1), 1, 1), commitLsn: tx(1).end, epoch: 1 });
+    await channel.deleteExchange(p.exchange);
+    await expect(
+      sink.applyBatch({ changes: inserts(tx(2), 2, 1), commitLsn: tx(2).end, epoch: 1 }),
+    ).rejects.toThrow(
+      `closed the channel: Channel closed by server: 404 (NOT-FOUND) with message "NOT_FOUND - no exchange '${p.exchange}' in vhost '/'"`,
+    );
+    expect(await sink.readCheckpoint()).toEqual({ lsn: tx(1).end, epoch: 1 });
+    // The sink declares it again; the queue's binding went with the old one, so the retried batch
+    // finds no queue (mandatory) until a queue is bound again.
+    const retried = { changes: inserts(tx(2), 2, 1), commitLsn: tx(2).end, epoch: 1 };
+    await expect(sink.applyBatch(retried)).rejects.toThrow(/no queue took message/);
+    await channel.checkExchange(p.exchange);
+    const again = await p.queue('#');
+    await sink.applyBatch(retried);
+    expect((await p.read(again)).map((e) => e.after?.id)).toEqual([2]);
+    expect(await sink.readCheckpoint()).toEqual({ lsn: tx(2).end, epoch: 1 });
+  });
+});
