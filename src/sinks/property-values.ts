@@ -2,6 +2,19 @@ import type { PropertyDoc } from '../core/property-docs.js';
 import type { BatchLimits } from '../core/sink.js';
 import { validationFailed } from '../errors/app-error.js';
 
+/** Refuses (422) a key the sink does not document, listing those it does. */
+export function refuseUnknownProperties(props: Record<string, string>, docs: readonly PropertyDoc[]): void {
+  const known = new Set(docs.map((d) => d.key));
+  for (const key of Object.keys(props)) {
+    if (!known.has(key)) {
+      throw validationFailed(
+        `sink.properties.${key}`,
+        `unknown property; known properties are ${[...known].join(', ')}`,
+      );
+    }
+  }
+}
+
 /** An integer property within bounds; absent is `fallback`. A 422 names the key. */
 export function integerProperty(
   key: string,

@@ -1,7 +1,13 @@
 import { type TableRef, tableKey } from '../../core/change.js';
 import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
-import { batchLimitsOf, batchPropertyDocs, integerProperty } from '../property-values.js';
+import { checkNameTemplate, fillNameTemplate } from '../name-template.js';
+import {
+  batchLimitsOf,
+  batchPropertyDocs,
+  integerProperty,
+  refuseUnknownProperties,
+} from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
 import { subjectProblem, tokenProblem, wildcardOf } from './subjects.js';
 
@@ -42,28 +48,16 @@ export const NATS_SINK_PROPERTIES: readonly PropertyDoc[] = [
 const DEFAULT_SUBJECT = 'replicator.{schema}.{table}';
 const DEFAULT_STREAM = 'REPLICATOR';
 const SUBJECT_MAX_LENGTH = 255;
-const PLACEHOLDERS = new Set(['{schema}', '{table}']);
 // Stream names end up in JetStream API subjects and file names: a plain word only.
 const STREAM_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 function subjectTemplate(text: string | undefined): string {
   if (text === undefined) return DEFAULT_SUBJECT;
+  const rest = checkNameTemplate('subject', text);
   const field = 'sink.properties.subject';
-  if (text.trim() === '') throw validationFailed(field, 'must not be empty');
   if (text.length > SUBJECT_MAX_LENGTH) {
     throw validationFailed(field, `must be at most ${SUBJECT_MAX_LENGTH} characters`);
   }
-  if ([...text].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) {
-    throw validationFailed(field, 'must not contain control characters');
-  }
-  // Braces are for placeholders only: a typo such as `{tabel}` must not become part of a subject.
-  const rest = text.replace(/\{[^{}]*\}/g, (placeholder) => {
-    if (!PLACEHOLDERS.has(placeholder)) {
-      throw validationFailed(field, `unknown placeholder ${placeholder}; use {schema} and {table}`);
-    }
-    return 'x';
-  });
-  if (/[{}]/.test(rest)) throw validationFailed(field, 'has a brace that opens or closes no placeholder');
   const problem = subjectProblem(rest);
   if (problem) throw validationFailed(field, problem);
   return text;
@@ -82,15 +76,7 @@ function streamName(text: string | undefined): string {
 
 /** Parses and validates the NATS sink properties; throws a 422 AppError naming the bad key. */
 export function parseNatsSinkProperties(props: Record<string, string>): NatsSinkConfig {
-  const known = new Set(NATS_SINK_PROPERTIES.map((d) => d.key));
-  for (const key of Object.keys(props)) {
-    if (!known.has(key)) {
-      throw validationFailed(
-        `sink.properties.${key}`,
-        `unknown property; known properties are ${[...known].join(', ')}`,
-      );
-    }
-  }
+  refuseUnknownProperties(props, NATS_SINK_PROPERTIES);
   return {
     subject: subjectTemplate(props.subject),
     stream: streamName(props.stream),
@@ -107,7 +93,7 @@ export function parseNatsSinkProperties(props: Record<string, string>): NatsSink
 
 /** The subject a table's messages go to. */
 export function subjectOf(config: NatsSinkConfig, table: TableRef): string {
-  return config.subject.replace(/\{(schema|table)\}/g, (_, name: 'schema' | 'table') => table[name]);
+  return fillNameTemplate(config.subject, table);
 }
 
 /**

@@ -4,16 +4,10 @@ import { type ConnectionOptions, connect, type NatsConnection, RequestError } fr
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import { parseLsn } from '../../core/lsn.js';
-import type { SchemaChangeItem } from '../../core/schema-diff.js';
-import {
-  type ChangeBatch,
-  FencedError,
-  type Sink,
-  type SinkContext,
-  type SnapshotPartition,
-} from '../../core/sink.js';
+import type { ChangeBatch, Sink, SinkContext, SnapshotPartition } from '../../core/sink.js';
 import type { JsonValue } from '../../core/values.js';
 import { type ChangeEnvelope, changeEnvelopes, type Numbering, readEnvelope } from '../change-envelope.js';
+import { ServiceKeptSink } from '../envelope-sink.js';
 import { RefusedChangeError } from '../refused-change.js';
 import { writingPartition } from '../snapshot-partitions.js';
 import { checkNatsSinkTables, type NatsSinkConfig, parseNatsSinkProperties, subjectOf } from './config.js';
@@ -41,19 +35,15 @@ export function createNatsSink(ctx: SinkContext<ConnectionOptions>): Sink {
   return new NatsSink(ctx, parseNatsSinkProperties(ctx.properties));
 }
 
-// Tables are told apart by schema and name, whatever characters they hold.
-const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
-
 /**
  * Messages are published with JetStream and their acks awaited; only then is the checkpoint
  * stored, in the service's own store (`ctx.state`), which fences by epoch. Each message carries
  * its envelope id as `Nats-Msg-Id`, so a batch published again after a failure is dropped by the
  * stream within its duplicate window: at least once, consumers dropping a seen id beyond it.
  */
-class NatsSink implements Sink {
+class NatsSink extends ServiceKeptSink {
   private connection: NatsConnection | undefined;
   private js: JetStreamClient | undefined;
-  private readonly tables = new Map<string, TableSchema>();
   /** Numbering of each table's last transaction, carried from batch to batch. */
   private numbering: Numbering = new Map();
   private closed = false;
@@ -61,7 +51,9 @@ class NatsSink implements Sink {
   constructor(
     private readonly ctx: SinkContext<ConnectionOptions>,
     private readonly config: NatsSinkConfig,
-  ) {}
+  ) {
+    super(ctx.state);
+  }
 
   async open(tables: TableSchema[]): Promise<void> {
     // The definition was checked when written; this guards a sink opened on an older one.
@@ -88,21 +80,7 @@ class NatsSink implements Sink {
     } catch (error) {
       throw natsFailure(error, 'cannot prepare the JetStream stream', nc.isClosed());
     }
-    for (const table of tables) this.tables.set(refKey(table), table);
-  }
-
-  async readCheckpoint(): Promise<Checkpoint | null> {
-    const stored = await this.ctx.state.readCheckpoint();
-    return stored ? { lsn: stored.lsn, epoch: stored.epoch } : null;
-  }
-
-  snapshotPartitionsDone(): Promise<SnapshotPartition[]> {
-    return this.ctx.state.partitionsDone();
-  }
-
-  /** Forgets the table's partition markers; the stream is the consumers' and stays as it is. */
-  async resetTable(table: TableSchema): Promise<void> {
-    await this.ctx.state.forgetPartitions({ schema: table.schema, table: table.table });
+    this.know(tables);
   }
 
   /**
@@ -123,7 +101,7 @@ class NatsSink implements Sink {
         rows += chunk.length;
       }
       const { schema, table: name } = partition.table;
-      await this.ctx.state.markPartitionDone({
+      await this.state.markPartitionDone({
         table: { schema, table: name },
         partitionId: partition.partitionId,
       });
@@ -131,23 +109,9 @@ class NatsSink implements Sink {
     });
   }
 
-  async finishSnapshot(): Promise<void> {}
-
-  /** Nothing to plan: a stream has no schema, and a new column simply appears in `after`. */
-  planSchemaChange(_current: TableSchema, _changes: readonly SchemaChangeItem[]): string[] {
-    return [];
-  }
-
-  /** Only takes the new shape, for the types of the values from now on. */
-  async applySchemaChange(proposed: TableSchema): Promise<{ skipped: string[] }> {
-    this.tables.set(refKey(proposed), proposed);
-    return { skipped: [] };
-  }
-
   async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
     // Checked first too, so that a worker fenced off publishes nothing more.
-    const stored = await this.ctx.state.readCheckpoint();
-    if (stored && stored.epoch > batch.epoch) throw new FencedError(stored.epoch, batch.epoch);
+    const stored = await this.checkpointBefore(batch);
     const { envelopes, numbering } = changeEnvelopes(
       batch.changes,
       (ref) => this.schemaOf(ref),
@@ -156,7 +120,7 @@ class NatsSink implements Sink {
     await this.publishAll(
       envelopes.map(({ table, envelope }) => ({ table, subject: subjectOf(this.config, table), envelope })),
     );
-    await this.ctx.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch });
+    await this.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch });
     this.numbering = numbering;
     const lsn = stored && parseLsn(stored.lsn) > parseLsn(batch.commitLsn) ? stored.lsn : batch.commitLsn;
     return { lsn, epoch: batch.epoch };
@@ -166,12 +130,6 @@ class NatsSink implements Sink {
     if (this.closed) return;
     this.closed = true;
     await this.connection?.close().catch(() => undefined);
-  }
-
-  private schemaOf(ref: TableRef): TableSchema {
-    const table = this.tables.get(refKey(ref));
-    if (!table) throw new Error(`table ${ref.schema}.${ref.table} was not opened by this sink`);
-    return table;
   }
 
   /**

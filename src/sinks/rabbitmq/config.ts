@@ -1,7 +1,13 @@
 import type { TableRef } from '../../core/change.js';
 import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
-import { batchLimitsOf, batchPropertyDocs, booleanProperty } from '../property-values.js';
+import { checkNameTemplate, fillNameTemplate } from '../name-template.js';
+import {
+  batchLimitsOf,
+  batchPropertyDocs,
+  booleanProperty,
+  refuseUnknownProperties,
+} from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
 
 export const EXCHANGE_TYPES = ['topic', 'direct', 'fanout', 'headers'] as const;
@@ -52,7 +58,6 @@ const DEFAULT_EXCHANGE = 'replicator';
 const DEFAULT_ROUTING_KEY = '{schema}.{table}';
 /** AMQP short strings, which exchange names and routing keys are, hold at most 255 bytes. */
 export const AMQP_NAME_MAX_BYTES = 255;
-const PLACEHOLDERS = new Set(['{schema}', '{table}']);
 
 function nameTemplate(key: string, text: string | undefined, fallback: string): string {
   if (text === undefined) return fallback;
@@ -63,17 +68,8 @@ function nameTemplate(key: string, text: string | undefined, fallback: string): 
   if (Buffer.byteLength(text) > AMQP_NAME_MAX_BYTES) {
     throw validationFailed(field, `must be at most ${AMQP_NAME_MAX_BYTES} bytes`);
   }
-  if ([...text].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) {
-    throw validationFailed(field, 'must not contain control characters');
-  }
-  // Braces are for placeholders only: a typo such as `{tabel}` must not become part of a name.
-  const rest = text.replace(/\{[^{}]*\}/g, (placeholder) => {
-    if (!PLACEHOLDERS.has(placeholder)) {
-      throw validationFailed(field, `unknown placeholder ${placeholder}; use {schema} and {table}`);
-    }
-    return '';
-  });
-  if (/[{}]/.test(rest)) throw validationFailed(field, 'has a brace that opens or closes no placeholder');
+  // A fanout or headers exchange routes without a key: an empty one is a name as good as any.
+  checkNameTemplate(key, text, { blank: key === 'routing_key' });
   return text;
 }
 
@@ -85,15 +81,7 @@ function exchangeTypeOf(text: string | undefined): ExchangeType {
 
 /** Parses and validates the RabbitMQ sink properties; throws a 422 AppError naming the bad key. */
 export function parseRabbitmqSinkProperties(props: Record<string, string>): RabbitmqSinkConfig {
-  const known = new Set(RABBITMQ_SINK_PROPERTIES.map((d) => d.key));
-  for (const key of Object.keys(props)) {
-    if (!known.has(key)) {
-      throw validationFailed(
-        `sink.properties.${key}`,
-        `unknown property; known properties are ${[...known].join(', ')}`,
-      );
-    }
-  }
+  refuseUnknownProperties(props, RABBITMQ_SINK_PROPERTIES);
   return {
     exchange: nameTemplate('exchange', props.exchange, DEFAULT_EXCHANGE),
     exchangeType: exchangeTypeOf(props.exchange_type),
@@ -103,15 +91,15 @@ export function parseRabbitmqSinkProperties(props: Record<string, string>): Rabb
   };
 }
 
-const fill = (template: string, table: TableRef) =>
-  template.replace(/\{(schema|table)\}/g, (_, name: 'schema' | 'table') => table[name]);
-
 /** Where a table's messages go: its exchange and routing key. */
 export function routeOf(
   config: RabbitmqSinkConfig,
   table: TableRef,
 ): { exchange: string; routingKey: string } {
-  return { exchange: fill(config.exchange, table), routingKey: fill(config.routingKey, table) };
+  return {
+    exchange: fillNameTemplate(config.exchange, table),
+    routingKey: fillNameTemplate(config.routingKey, table),
+  };
 }
 
 /** Refuses (422) templates that give a table an exchange or routing key longer than AMQP allows. */

@@ -3,15 +3,9 @@ import type { RabbitmqSettings } from '../../connections/rabbitmq-connection-typ
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import { parseLsn } from '../../core/lsn.js';
-import type { SchemaChangeItem } from '../../core/schema-diff.js';
-import {
-  type ChangeBatch,
-  FencedError,
-  type Sink,
-  type SinkContext,
-  type SnapshotPartition,
-} from '../../core/sink.js';
+import type { ChangeBatch, Sink, SinkContext, SnapshotPartition } from '../../core/sink.js';
 import { changeEnvelopes, type Numbering, readEnvelope } from '../change-envelope.js';
+import { ServiceKeptSink, tableRefKey } from '../envelope-sink.js';
 import { writingPartition } from '../snapshot-partitions.js';
 import { detailOf, publishedBefore, unfinishedAt, unfinishedOf } from '../unfinished-transactions.js';
 import { Broker } from './broker.js';
@@ -27,18 +21,14 @@ export function createRabbitmqSink(ctx: SinkContext<RabbitmqSettings>): Sink {
   return new RabbitmqSink(ctx, parseRabbitmqSinkProperties(ctx.properties));
 }
 
-// Tables are told apart by schema and name, whatever characters they hold.
-const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
-
 /**
  * The broker keeps no bookkeeping of ours: the checkpoint (with the transaction published in part,
  * if any) and the done partitions are the service's (`ctx.state`), written only once the broker
  * has confirmed every message they cover. Delivery is at least once: a crash between the confirms
  * and the checkpoint publishes the batch (or partition) again, under the same message ids.
  */
-class RabbitmqSink implements Sink {
+class RabbitmqSink extends ServiceKeptSink {
   private broker: Broker | undefined;
-  private readonly tables = new Map<string, TableSchema>();
   /** Each exchange's declaration, made once per connection. */
   private readonly exchanges = new Map<string, Promise<void>>();
   /** Numbering of each table's last transaction, carried from batch to batch. */
@@ -48,28 +38,16 @@ class RabbitmqSink implements Sink {
   constructor(
     private readonly ctx: SinkContext<RabbitmqSettings>,
     private readonly config: RabbitmqSinkConfig,
-  ) {}
+  ) {
+    super(ctx.state);
+  }
 
   async open(tables: TableSchema[]): Promise<void> {
     if (this.closed) throw new Error('the RabbitMQ sink is closed');
     this.broker ??= await Broker.connect(this.ctx.connection);
-    for (const table of tables) this.tables.set(refKey(table), table);
+    this.know(tables);
     // A missing exchange, or one of another type, shows at once rather than at the first change.
     await Promise.all(tables.map((table) => this.exchangeReady(table)));
-  }
-
-  async readCheckpoint(): Promise<Checkpoint | null> {
-    const stored = await this.ctx.state.readCheckpoint();
-    return stored ? { lsn: stored.lsn, epoch: stored.epoch } : null;
-  }
-
-  snapshotPartitionsDone(): Promise<SnapshotPartition[]> {
-    return this.ctx.state.partitionsDone();
-  }
-
-  /** Forgets the table's partition markers; what was published is the consumers' and stays. */
-  async resetTable(table: TableSchema): Promise<void> {
-    await this.ctx.state.forgetPartitions(table);
   }
 
   /**
@@ -93,22 +71,9 @@ class RabbitmqSink implements Sink {
         }
         return count;
       });
-      await this.ctx.state.markPartitionDone(partition);
+      await this.state.markPartitionDone(partition);
       return rows;
     });
-  }
-
-  async finishSnapshot(): Promise<void> {}
-
-  /** Nothing to plan: a message has no schema, and a new column simply appears in `after`. */
-  planSchemaChange(_current: TableSchema, _changes: readonly SchemaChangeItem[]): string[] {
-    return [];
-  }
-
-  /** Only takes the new shape, for the types of the values from now on. */
-  async applySchemaChange(proposed: TableSchema): Promise<{ skipped: string[] }> {
-    this.tables.set(refKey(proposed), proposed);
-    return { skipped: [] };
   }
 
   /**
@@ -118,8 +83,7 @@ class RabbitmqSink implements Sink {
    */
   async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
     this.connected();
-    const stored = await this.ctx.state.readCheckpoint();
-    if (stored && stored.epoch > batch.epoch) throw new FencedError(stored.epoch, batch.epoch);
+    const stored = await this.checkpointBefore(batch);
     const before = unfinishedOf(stored?.detail);
     const { envelopes, numbering } = changeEnvelopes(
       batch.changes,
@@ -131,14 +95,14 @@ class RabbitmqSink implements Sink {
     const unfinished = unfinishedAt(parseLsn(lsn), before, numbering);
 
     if (fresh.length > 0) {
-      const tables = new Map(fresh.map(({ table }) => [refKey(table), table]));
+      const tables = new Map(fresh.map(({ table }) => [tableRefKey(table), table]));
       await Promise.all([...tables.values()].map((table) => this.exchangeReady(table)));
       const now = Date.now();
       await this.publish(async (send) => {
         for (const { table, envelope } of fresh) await send(messageOf(this.config, table, envelope, now));
       });
     }
-    await this.ctx.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch }, detailOf(unfinished));
+    await this.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch }, detailOf(unfinished));
     this.numbering = numbering;
     return { lsn, epoch: batch.epoch };
   }
@@ -188,11 +152,5 @@ class RabbitmqSink implements Sink {
     if (!this.broker || this.closed) throw new Error('the RabbitMQ sink is not open');
     this.broker.throwIfLost();
     return this.broker;
-  }
-
-  private schemaOf(ref: TableRef): TableSchema {
-    const table = this.tables.get(refKey(ref));
-    if (!table) throw new Error(`table ${ref.schema}.${ref.table} was not opened by this sink`);
-    return table;
   }
 }

@@ -1,7 +1,13 @@
 import type { TableRef } from '../../core/change.js';
 import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
-import { batchLimitsOf, batchPropertyDocs, integerProperty } from '../property-values.js';
+import { checkNameTemplate, fillNameTemplate } from '../name-template.js';
+import {
+  batchLimitsOf,
+  batchPropertyDocs,
+  integerProperty,
+  refuseUnknownProperties,
+} from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
 
 /** The Redis sink's properties, parsed and validated. */
@@ -32,40 +38,19 @@ export const REDIS_SINK_PROPERTIES: readonly PropertyDoc[] = [
 
 const DEFAULT_STREAM = '{schema}.{table}';
 const STREAM_MAX_LENGTH = 512;
-const PLACEHOLDERS = new Set(['{schema}', '{table}']);
 
 function streamTemplate(text: string | undefined): string {
   if (text === undefined) return DEFAULT_STREAM;
-  const field = 'sink.properties.stream';
-  if (text.trim() === '') throw validationFailed(field, 'must not be empty');
+  checkNameTemplate('stream', text);
   if (text.length > STREAM_MAX_LENGTH) {
-    throw validationFailed(field, `must be at most ${STREAM_MAX_LENGTH} characters`);
+    throw validationFailed('sink.properties.stream', `must be at most ${STREAM_MAX_LENGTH} characters`);
   }
-  if ([...text].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) {
-    throw validationFailed(field, 'must not contain control characters');
-  }
-  // Braces are for placeholders only: a typo such as `{tabel}` must not become part of a key.
-  const rest = text.replace(/\{[^{}]*\}/g, (placeholder) => {
-    if (!PLACEHOLDERS.has(placeholder)) {
-      throw validationFailed(field, `unknown placeholder ${placeholder}; use {schema} and {table}`);
-    }
-    return '';
-  });
-  if (/[{}]/.test(rest)) throw validationFailed(field, 'has a brace that opens or closes no placeholder');
   return text;
 }
 
 /** Parses and validates the Redis sink properties; throws a 422 AppError naming the bad key. */
 export function parseRedisSinkProperties(props: Record<string, string>): RedisSinkConfig {
-  const known = new Set(REDIS_SINK_PROPERTIES.map((d) => d.key));
-  for (const key of Object.keys(props)) {
-    if (!known.has(key)) {
-      throw validationFailed(
-        `sink.properties.${key}`,
-        `unknown property; known properties are ${[...known].join(', ')}`,
-      );
-    }
-  }
+  refuseUnknownProperties(props, REDIS_SINK_PROPERTIES);
   return {
     stream: streamTemplate(props.stream),
     maxlen: integerProperty('maxlen', props.maxlen, 0, 0, 1_000_000_000),
@@ -75,5 +60,5 @@ export function parseRedisSinkProperties(props: Record<string, string>): RedisSi
 
 /** The stream key a table's messages go to. */
 export function streamKeyOf(config: RedisSinkConfig, table: TableRef): string {
-  return config.stream.replace(/\{(schema|table)\}/g, (_, name: 'schema' | 'table') => table[name]);
+  return fillNameTemplate(config.stream, table);
 }

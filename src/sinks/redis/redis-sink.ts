@@ -3,7 +3,6 @@ import { Redis, type RedisOptions } from 'ioredis';
 import type { Checkpoint, Row, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import { parseLsn } from '../../core/lsn.js';
-import type { SchemaChangeItem } from '../../core/schema-diff.js';
 import {
   type ChangeBatch,
   FencedError,
@@ -12,6 +11,7 @@ import {
   type SnapshotPartition,
 } from '../../core/sink.js';
 import { changeEnvelopes, type Numbering, readEnvelope, type TableCount } from '../change-envelope.js';
+import { EnvelopeSink } from '../envelope-sink.js';
 import { writingPartition } from '../snapshot-partitions.js';
 import { publishedBefore, unfinishedAt } from '../unfinished-transactions.js';
 import { parseRedisSinkProperties, type RedisSinkConfig, streamKeyOf } from './config.js';
@@ -35,8 +35,6 @@ export function createRedisSink(ctx: SinkContext<RedisOptions>): Sink {
   return new RedisSink(ctx, parseRedisSinkProperties(ctx.properties));
 }
 
-// Tables are told apart by schema and name, whatever characters they hold.
-const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
 const partitionField = (table: TableRef, partitionId: string) =>
   JSON.stringify([table.schema, table.table, partitionId]);
 
@@ -46,11 +44,10 @@ const partitionField = (table: TableRef, partitionId: string) =>
  * partitions. A batch is one Lua script: fencing check, every XADD and the checkpoint run
  * atomically, so a batch is published with its checkpoint or not at all.
  */
-class RedisSink implements Sink {
+class RedisSink extends EnvelopeSink {
   private readonly client: Redis;
   private readonly checkpointKey: string;
   private readonly snapshotKey: string;
-  private readonly tables = new Map<string, TableSchema>();
   /** Numbering of each table's last transaction, carried from batch to batch. */
   private numbering: Numbering = new Map();
   private written: Written | null = null;
@@ -61,6 +58,7 @@ class RedisSink implements Sink {
     ctx: SinkContext<RedisOptions>,
     private readonly config: RedisSinkConfig,
   ) {
+    super();
     // No reconnection: a lost connection fails the call under way, and the runtime opens the sink again.
     this.client = new Redis({
       ...ctx.connection,
@@ -89,7 +87,7 @@ class RedisSink implements Sink {
         throw new Error(`cannot reach Redis at ${host}:${port}: ${why.message}`, { cause: why });
       }
     }
-    for (const table of tables) this.tables.set(refKey(table), table);
+    this.know(tables);
   }
 
   async readCheckpoint(): Promise<Checkpoint | null> {
@@ -153,19 +151,6 @@ class RedisSink implements Sink {
     );
   }
 
-  async finishSnapshot(): Promise<void> {}
-
-  /** Nothing to plan: a stream has no schema, and a new column simply appears in `after`. */
-  planSchemaChange(_current: TableSchema, _changes: readonly SchemaChangeItem[]): string[] {
-    return [];
-  }
-
-  /** Only takes the new shape, for the types of the values from now on. */
-  async applySchemaChange(proposed: TableSchema): Promise<{ skipped: string[] }> {
-    this.tables.set(refKey(proposed), proposed);
-    return { skipped: [] };
-  }
-
   async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
     const written = await this.writtenState();
     const { envelopes, numbering } = changeEnvelopes(
@@ -226,12 +211,6 @@ class RedisSink implements Sink {
     };
     this.written = written;
     return written;
-  }
-
-  private schemaOf(ref: TableRef): TableSchema {
-    const table = this.tables.get(refKey(ref));
-    if (!table) throw new Error(`table ${ref.schema}.${ref.table} was not opened by this sink`);
-    return table;
   }
 
   /** Runs a script by its SHA-1, sending its text the first time the server lacks it. */

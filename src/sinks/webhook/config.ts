@@ -1,6 +1,5 @@
 import type { PropertyDoc } from '../../core/property-docs.js';
-import { validationFailed } from '../../errors/app-error.js';
-import { batchLimitsOf, integerProperty } from '../property-values.js';
+import { batchLimitsOf, integerProperty, refuseUnknownProperties } from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
 
 /** The webhook sink's properties, parsed and validated. */
@@ -51,15 +50,7 @@ export const WEBHOOK_SINK_PROPERTIES: readonly PropertyDoc[] = [
 
 /** Parses and validates the webhook sink properties; throws a 422 AppError naming the bad key. */
 export function parseWebhookSinkProperties(props: Record<string, string>): WebhookSinkConfig {
-  const known = new Set(WEBHOOK_SINK_PROPERTIES.map((d) => d.key));
-  for (const key of Object.keys(props)) {
-    if (!known.has(key)) {
-      throw validationFailed(
-        `sink.properties.${key}`,
-        `unknown property; known properties are ${[...known].join(', ')}`,
-      );
-    }
-  }
+  refuseUnknownProperties(props, WEBHOOK_SINK_PROPERTIES);
   return {
     timeoutMs: integerProperty('timeout_ms', props.timeout_ms, 10_000, 100, 300_000),
     maxAttempts: integerProperty('max_attempts', props.max_attempts, 5, 1, 20),

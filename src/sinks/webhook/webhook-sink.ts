@@ -3,15 +3,9 @@ import type { WebhookSettings } from '../../connections/webhook-connection-type.
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import { parseLsn } from '../../core/lsn.js';
-import type { SchemaChangeItem } from '../../core/schema-diff.js';
-import {
-  type ChangeBatch,
-  FencedError,
-  type Sink,
-  type SinkContext,
-  type SnapshotPartition,
-} from '../../core/sink.js';
+import type { ChangeBatch, Sink, SinkContext, SnapshotPartition } from '../../core/sink.js';
 import { changeEnvelopes, type Numbering, readEnvelope } from '../change-envelope.js';
+import { ServiceKeptSink } from '../envelope-sink.js';
 import { writingPartition } from '../snapshot-partitions.js';
 import { parseWebhookSinkProperties, type WebhookSinkConfig } from './config.js';
 import { detailOf, postedBefore, unfinishedAt, unfinishedOf } from './delivered.js';
@@ -29,7 +23,7 @@ export function createWebhookSink(ctx: SinkContext<WebhookSettings>): Sink {
   return new WebhookSink(ctx, config, client);
 }
 
-const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
+const _refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
 
 /**
  * The receiver has no storage the sink can use, so its bookkeeping is the service's (`ctx.state`):
@@ -38,35 +32,22 @@ const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]
  * least once: a request the receiver accepted but whose answer was lost, or whose checkpoint was
  * not written (a crash), is posted again, with the same event ids.
  */
-class WebhookSink implements Sink {
-  private readonly tables = new Map<string, TableSchema>();
+class WebhookSink extends ServiceKeptSink {
   /** Numbering of each table's last transaction, carried from batch to batch. */
   private numbering: Numbering = new Map();
   private closed = false;
 
   constructor(
-    private readonly ctx: SinkContext<WebhookSettings>,
+    readonly ctx: SinkContext<WebhookSettings>,
     private readonly config: WebhookSinkConfig,
     private readonly client: WebhookClient,
-  ) {}
+  ) {
+    super(ctx.state);
+  }
 
   /** Nothing to connect to ahead of a request: the first batch tells whether the receiver is there. */
   async open(tables: TableSchema[]): Promise<void> {
-    for (const table of tables) this.tables.set(refKey(table), table);
-  }
-
-  async readCheckpoint(): Promise<Checkpoint | null> {
-    const stored = await this.ctx.state.readCheckpoint();
-    return stored ? { lsn: stored.lsn, epoch: stored.epoch } : null;
-  }
-
-  snapshotPartitionsDone(): Promise<SnapshotPartition[]> {
-    return this.ctx.state.partitionsDone();
-  }
-
-  /** Forgets the table's partition markers; what the receiver already has is its own. */
-  async resetTable(table: TableSchema): Promise<void> {
-    await this.ctx.state.forgetPartitions(table);
+    this.know(tables);
   }
 
   /**
@@ -93,22 +74,9 @@ class WebhookSink implements Sink {
       }
       const last = chunks.take();
       if (last) await this.post(last);
-      await this.ctx.state.markPartitionDone(partition);
+      await this.state.markPartitionDone(partition);
       return rows;
     });
-  }
-
-  async finishSnapshot(): Promise<void> {}
-
-  /** Nothing to plan: events carry no schema, and a new column simply appears in `after`. */
-  planSchemaChange(_current: TableSchema, _changes: readonly SchemaChangeItem[]): string[] {
-    return [];
-  }
-
-  /** Only takes the new shape, for the types of the values from now on. */
-  async applySchemaChange(proposed: TableSchema): Promise<{ skipped: string[] }> {
-    this.tables.set(refKey(proposed), proposed);
-    return { skipped: [] };
   }
 
   /**
@@ -119,8 +87,7 @@ class WebhookSink implements Sink {
    * so; the store refuses its checkpoint in any case.
    */
   async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
-    const stored = await this.ctx.state.readCheckpoint();
-    if (stored && stored.epoch > batch.epoch) throw new FencedError(stored.epoch, batch.epoch);
+    const stored = await this.checkpointBefore(batch);
     const before = unfinishedOf(stored?.detail);
     const { envelopes, numbering } = changeEnvelopes(
       batch.changes,
@@ -137,7 +104,7 @@ class WebhookSink implements Sink {
       // With no checkpoint yet there is none to note it with: a failure then posts it all again.
       if (posted < fresh.length && stored) {
         const note = unfinishedAt(stored.lsn, before, fresh.slice(0, posted));
-        await this.ctx.state.writeCheckpoint({ lsn: stored.lsn, epoch: batch.epoch }, detailOf(note));
+        await this.state.writeCheckpoint({ lsn: stored.lsn, epoch: batch.epoch }, detailOf(note));
       }
     };
     for (const e of fresh) {
@@ -149,7 +116,7 @@ class WebhookSink implements Sink {
 
     const lsn = stored && parseLsn(stored.lsn) > parseLsn(batch.commitLsn) ? stored.lsn : batch.commitLsn;
     const unfinished = unfinishedAt(lsn, before, fresh);
-    await this.ctx.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch }, detailOf(unfinished));
+    await this.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch }, detailOf(unfinished));
     this.numbering = numbering;
     return { lsn, epoch: batch.epoch };
   }
@@ -162,11 +129,5 @@ class WebhookSink implements Sink {
 
   private post(request: WebhookRequest): Promise<void> {
     return this.client.post(request.body, request.key);
-  }
-
-  private schemaOf(ref: TableRef): TableSchema {
-    const table = this.tables.get(refKey(ref));
-    if (!table) throw new Error(`table ${ref.schema}.${ref.table} was not opened by this sink`);
-    return table;
   }
 }
