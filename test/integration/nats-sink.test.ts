@@ -5,7 +5,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
 import { natsConnectionType } from '../../src/connections/nats-connection-type.js';
-import type { ChangeEvent, Row, TableSchema } from '../../src/core/change.js';
+import type { TableSchema } from '../../src/core/change.js';
 import { FencedError, type Sink, type SinkStateStore } from '../../src/core/sink.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { freePort } from '../../src/net/free-port.js';
@@ -15,46 +15,19 @@ import { createNatsSink } from '../../src/sinks/nats/nats-sink.js';
 import { preflightNatsSink } from '../../src/sinks/nats/preflight.js';
 import { RefusedChangeError } from '../../src/sinks/refused-change.js';
 import { memorySinkState } from '../support/memory-sink-state.js';
-import { col, tableOf } from '../support/table-schemas.js';
+import {
+  copyLines,
+  copyText,
+  ev,
+  lines,
+  orderRows,
+  orders,
+  type Tx,
+  tx,
+} from '../support/message-sink-fixtures.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
 const NATS_URL = 'nats://127.0.0.1:4222';
-
-const orders = tableOf(
-  [col('id', 'integer', { isKey: true }), col('total', 'numeric(10,2)'), col('note', 'text')],
-  ['id'],
-  { schema: 'public', table: 'orders' },
-);
-const lines = tableOf([col('id', 'bigint', { isKey: true }), col('sku', 'text')], ['id'], {
-  schema: 'shop',
-  table: 'lines',
-});
-
-const copyLines = (rows: Row[], table: TableSchema = orders) =>
-  rows.map((row) => `${table.columns.map((c) => row[c.name] ?? '\\N').join('\t')}\n`).join('');
-const copyText = (rows: Row[], table: TableSchema = orders) => Readable.from([copyLines(rows, table)]);
-const orderRows = (from: number, to: number): Row[] =>
-  Array.from({ length: to - from + 1 }, (_, i) => ({
-    id: String(from + i),
-    total: `${from + i}.50`,
-    note: 'n',
-  }));
-
-/** Commit `n` of the tests: its commit record at `0/n000`, its end 0x10 later. */
-const tx = (n: number) => ({
-  commitLsn: `0/${n.toString(16).toUpperCase()}000`,
-  end: `0/${n.toString(16).toUpperCase()}010`,
-  xid: 1000 + n,
-  commitTime: `2024-05-01T12:00:${String(n % 60).padStart(2, '0')}Z`,
-});
-type Tx = ReturnType<typeof tx>;
-const ev = (t: Tx, c: Partial<ChangeEvent> & Pick<ChangeEvent, 'op'>): ChangeEvent => ({
-  table: orders,
-  commitLsn: t.commitLsn,
-  xid: t.xid,
-  commitTime: t.commitTime,
-  ...c,
-});
 
 /** A message as stored: its `Nats-Msg-Id` header and its envelope. */
 interface Stored {

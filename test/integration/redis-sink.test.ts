@@ -4,51 +4,24 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
 import { redisConnectionType } from '../../src/connections/redis-connection-type.js';
-import type { ChangeEvent, Row, TableSchema } from '../../src/core/change.js';
+import type { TableSchema } from '../../src/core/change.js';
 import { FencedError, type Sink } from '../../src/core/sink.js';
 import { freePort } from '../../src/net/free-port.js';
 import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
 import { createRedisSink } from '../../src/sinks/redis/redis-sink.js';
 import { memorySinkState } from '../support/memory-sink-state.js';
-import { col, tableOf } from '../support/table-schemas.js';
+import {
+  copyLines,
+  copyText,
+  ev,
+  lines,
+  orderRows,
+  orders,
+  type Tx,
+  tx,
+} from '../support/message-sink-fixtures.js';
 
 const REDIS_URL = 'redis://127.0.0.1:6379/0';
-
-const orders = tableOf(
-  [col('id', 'integer', { isKey: true }), col('total', 'numeric(10,2)'), col('note', 'text')],
-  ['id'],
-  { schema: 'public', table: 'orders' },
-);
-const lines = tableOf([col('id', 'bigint', { isKey: true }), col('sku', 'text')], ['id'], {
-  schema: 'shop',
-  table: 'lines',
-});
-
-const copyLines = (rows: Row[], table: TableSchema = orders) =>
-  rows.map((row) => `${table.columns.map((c) => row[c.name] ?? '\\N').join('\t')}\n`).join('');
-const copyText = (rows: Row[], table: TableSchema = orders) => Readable.from([copyLines(rows, table)]);
-const orderRows = (from: number, to: number): Row[] =>
-  Array.from({ length: to - from + 1 }, (_, i) => ({
-    id: String(from + i),
-    total: `${from + i}.50`,
-    note: 'n',
-  }));
-
-/** Commit `n` of the tests: its commit record at `0/n000`, its end 0x10 later. */
-const tx = (n: number) => ({
-  commitLsn: `0/${n.toString(16).toUpperCase()}000`,
-  end: `0/${n.toString(16).toUpperCase()}010`,
-  xid: 1000 + n,
-  commitTime: `2024-05-01T12:00:${String(n % 60).padStart(2, '0')}Z`,
-});
-type Tx = ReturnType<typeof tx>;
-const ev = (t: Tx, c: Partial<ChangeEvent> & Pick<ChangeEvent, 'op'>): ChangeEvent => ({
-  table: orders,
-  commitLsn: t.commitLsn,
-  xid: t.xid,
-  commitTime: t.commitTime,
-  ...c,
-});
 
 describe('redis sink, through the sink contract', () => {
   let admin: Redis;
