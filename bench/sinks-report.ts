@@ -1,7 +1,8 @@
 import type { MachineInfo } from './report.js';
 import { rate, secs, table } from './report-format.js';
+import { backlogChanges, type RunShape } from './sink-target.js';
 import type { SinkServers } from './sinks-servers.js';
-import { backlogChanges, type RunShape, type SinkKind } from './sinks-targets.js';
+import { SINK_KINDS, type SinkKind } from './sinks-targets.js';
 
 /** CPU seconds over one phase, by who used them. */
 export interface Cpu {
@@ -9,7 +10,10 @@ export interface Cpu {
   service: number;
   /** Every process of the source cluster. */
   source: number;
-  /** The sink's server: the sink PostgreSQL cluster, mariadbd or redis-server (NaN: not found). */
+  /**
+   * The sink's server: the sink PostgreSQL cluster, mariadbd, redis-server, nats-server or
+   * RabbitMQ's beam.smp (NaN: not found, or the webhook's receiver, which is in this process).
+   */
   sink: number;
   /** The cluster of the service's metadata store. */
   store: number;
@@ -57,6 +61,9 @@ const SINK_NAMES: Record<SinkKind, string> = {
   postgres: 'postgres (reference)',
   mysql: 'mysql (MariaDB)',
   redis: 'redis (Streams)',
+  nats: 'nats (JetStream)',
+  rabbitmq: 'rabbitmq',
+  webhook: 'webhook (in-process receiver)',
 };
 
 const snapshotRate = (r: SinkResult, shape: RunShape) => shape.rows / r.snapshot.seconds;
@@ -146,44 +153,60 @@ export function sinksMarkdown(report: SinksReport): string {
     '## Sinks',
     '',
     'One table through each sink type, set up through the REST API as a user would: a source',
-    'connection, a sink connection, a pipeline with default sink properties (Redis: a stream key of',
-    "the run's own), start. The postgres sink is the reference: every ratio is to its figure in the",
-    'same run.',
+    'connection, a sink connection, a pipeline with default sink properties (but for names of the',
+    "run's own: Redis, a stream key; NATS, a subject and a stream; RabbitMQ, an exchange), start. The",
+    'postgres sink is the reference: every ratio is to its figure in the same run.',
     '',
     `- Date: ${report.date.toISOString()}`,
     `- Code: ${report.code}`,
     `- Machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB.toFixed(1)} GiB memory, ${m.os}; Node.js ${m.node}`,
-    `- PostgreSQL ${m.postgres} (the embedded binaries: source, postgres sink, metadata store); MariaDB ${s.mariadb.version}; Redis ${s.redis.version}`,
+    `- PostgreSQL ${m.postgres} (the embedded binaries: source, postgres sink, metadata store); MariaDB ${s.mariadb.version}; Redis ${s.redis.version}; NATS ${s.nats.version}; RabbitMQ ${s.rabbitmq.version} (${s.rabbitmq.erlang})`,
     `- Source: \`synchronous_commit = ${report.syncCommit}\` (\`fsync=off\`, \`full_page_writes=off\`, \`wal_level=logical\`, as the test harness starts its clusters; the postgres sink cluster the same)`,
     `- MariaDB as the machine runs it: \`innodb_flush_log_at_trx_commit = ${s.mariadb.flushAtCommit}\` (a log flush at every commit), \`innodb_buffer_pool_size\` ${s.mariadb.bufferPoolMiB.toFixed(0)} MiB, binary log ${s.mariadb.logBin}; Redis: \`appendonly ${s.redis.appendonly}\`, \`save "${s.redis.save}"\` (memory only)`,
     `- N = ${shape.rows.toLocaleString('en-US')} rows (${report.tableMiB.toFixed(0)} MiB by \`pg_total_relation_size\`), M = ${changes.toLocaleString('en-US')} changes in ${shape.transactions.toLocaleString('en-US')} transactions; one run per sink`,
     `- 1-minute load average before the runs: ${m.load.toFixed(2)}`,
     '',
     '```sh',
-    `${report.command}   # defaults: SINKS_ROWS=1000000 SINKS_CHANGES=200000 SINKS=postgres,mysql,redis`,
+    `${report.command}   # defaults: SINKS_ROWS=1000000 SINKS_CHANGES=200000 SINKS=${SINK_KINDS.join(',')}`,
     '```',
     '',
     '### Method',
     '',
     'Three throw-away PostgreSQL clusters are started: the source, the postgres sink and the',
     "service's metadata store (so that the sink server's CPU is the sink's alone); the service runs",
-    'inside the benchmark process. MariaDB (127.0.0.1:3306) and Redis (127.0.0.1:6379) are the',
-    "machine's servers, started if they are down. The source table is the snapshot benchmark's",
+    'inside the benchmark process. MariaDB (127.0.0.1:3306), Redis (127.0.0.1:6379), NATS with',
+    "JetStream (127.0.0.1:4222) and RabbitMQ (127.0.0.1:5672) are the machine's servers, started if",
+    'they are down. The webhook sink posts to an HTTP receiver (`node:http`) that the benchmark runs',
+    'in its own process on a loopback port (the service is configured with',
+    '`connections.webhook_allow_private = true`, without which a webhook may not reach loopback over',
+    '`http://`): it parses each `{"events":[...]}` body and answers 200, without verifying the',
+    "signature. Its CPU is therefore in the service process's column, and the webhook's sink server",
+    "CPU is shown as `?`. The source table is the snapshot benchmark's",
     '`public.bench_snapshot (id bigint primary key, a text, b integer, c timestamptz, d numeric(12,2))`,',
     'filled once in a template database (then `VACUUM (ANALYZE)`); each sink gets a source database',
-    'of its own copied from it, so every sink copies the same N rows and drains the same backlog. The',
-    'pipeline creates its target itself: a table in a fresh PostgreSQL database, a table in a fresh',
-    'MariaDB database (`sinks_<random>`), or the stream `bench:<random>:public.bench_snapshot`;',
-    'database, keys (`bench:<random>:*`, `replicator:<pipeline id>:*`) and pipeline are removed after the',
-    'run. The sinks run one after the other, postgres first.',
+    'of its own copied from it, so every sink copies the same N rows and drains the same backlog.',
+    '',
+    'The pipeline creates its target itself: a table in a fresh PostgreSQL database, a table in a fresh',
+    'MariaDB database (`sinks_<random>`), the Redis stream `bench:<random>:public.bench_snapshot`, or',
+    'the JetStream stream `BENCH_<random>` capturing `bench<random>.*.*` (file storage; the sink',
+    'publishes each message with its envelope id as `Nats-Msg-Id`, which the stream deduplicates',
+    'within its duplicate window, and awaits the acks before each checkpoint). For RabbitMQ the',
+    'benchmark declares a durable topic exchange `bench.<random>` and a durable queue of the same name',
+    'bound to it with `#` before the pipeline starts (the sink publishes with `mandatory`: a message no',
+    'queue takes would fail its batch); the sink publishes persistent messages on a channel with',
+    'publisher confirms and awaits every confirm before each checkpoint. Database, keys',
+    '(`bench:<random>:*`, `replicator:<pipeline id>:*`), stream, exchange and queue, receiver and',
+    'pipeline are removed after the run. The sinks run one after the other, postgres first.',
     '',
     '- **Snapshot**: timed from `PUT /v1/pipelines/{name}/state {"state":"start"}` until',
     '  `GET /v1/pipelines/{name}/progress` shows the phase `streaming` (polled every 100 ms), default',
     '  snapshot options. rows/s = N / seconds. Then (untimed) the sink must hold exactly the',
     "  source's rows: for postgres and mysql the row count and a checksum (the sum of the first 32 bits",
     "  of the md5 of each row's text `id|a|b|c|d`, `c` in UTC with microseconds, computed by each",
-    "  database) equal to the source's; for redis, `XLEN` of the stream equal to N (one `read` entry per",
-    '  row).',
+    "  database) equal to the source's; for the others one `read` message per row: redis, `XLEN` of the",
+    "  stream equal to N; nats, the stream's message count equal to N; rabbitmq, the queue's message",
+    '  count equal to N (the queue is then purged, untimed, so that the drain counts and reads the',
+    '  backlog alone); webhook, N distinct `read` event ids received.',
     '- **Drain**: the pipeline is paused (`{"state":"pause"}`, until its walsender is gone); the',
     `  backlog is written at the source by one \`DO\` block committing after each of ${shape.transactions.toLocaleString('en-US')}`,
     `  transactions of an \`UPDATE\` of an existing row (\`b\`, \`c\`, \`d\`${shape.transactions <= shape.rows && shape.rows % 7919 !== 0 ? '; distinct rows' : ''}) followed by an`,
@@ -193,17 +216,26 @@ export function sinksMarkdown(report: SinksReport): string {
     '  table (looked up by key, with the first inserted one for the start-up): batches are applied in',
     "  commit order, each in one transaction, and that row is the backlog's last change, so the whole",
     "  backlog is then applied (a count-only poll of the rows above the snapshot's ids would scan up to",
-    '  M / 2 rows each time, 20 times a second, on the sink server being measured); for redis, the',
-    "  stream's length (`XLEN`) equal to N + M, one entry per change. The stream length was chosen",
-    "  over the slot's confirmed position reaching the source's WAL position: the pipeline confirms",
-    '  an idle position only with its periodic feedback, seconds later, which would time the feedback',
-    '  and not the drain, while each entry is written in the same Lua script as its checkpoint.',
-    '  changes/s = M / seconds. Then (untimed) postgres and mysql must equal the source by the same',
-    "  checksum; for redis the entries after the snapshot's are read back: M of them, M distinct `id`s,",
-    '  half inserts and half updates, the inserts in commit order.',
+    '  M / 2 rows each time, 20 times a second, on the sink server being measured); for the others,',
+    "  until M messages beyond the snapshot's are there: redis, the stream's length (`XLEN`) equal to",
+    "  N + M; nats, the stream's message count equal to N + M; rabbitmq, the queue's message count (a",
+    '  passive `queue.declare`) equal to M; webhook, M distinct ids of events other than `read`',
+    "  received. Those counts were chosen over the slot's confirmed position reaching the source's WAL",
+    '  position: the pipeline confirms an idle position only with its periodic feedback, seconds later,',
+    '  which would time the feedback and not the drain, while a message counts as soon as the server',
+    '  holds it (redis: written in the same Lua script as its checkpoint; nats, rabbitmq and webhook:',
+    '  just before the ack, confirm or 200 answer after which the sink stores its checkpoint).',
+    '  changes/s = M / seconds. Then (untimed) postgres and mysql must',
+    "  equal the source by the same checksum; for the others the messages after the snapshot's are",
+    "  read back (redis: `XRANGE` after the snapshot's last entry; nats: an ordered consumer from the",
+    "  stream sequence after the snapshot's; rabbitmq: a consumer of the queue; webhook: the events in",
+    '  the order received) and tallied: M distinct `id`s, half inserts and half updates, the inserts in',
+    "  commit order, and for nats and rabbitmq each message's own id (`Nats-Msg-Id`, `message_id`)",
+    "  equal to its envelope's.",
     '- CPU: user + system seconds over each phase (sampled 0.5 s after it) of this process (the',
-    "  service and the polls), every process of the source cluster, the sink's server (the postgres",
-    '  sink cluster, `mariadbd` or `redis-server`, all their threads) and the store cluster.',
+    "  service, the polls and the webhook's receiver), every process of the source cluster, the",
+    "  sink's server (the postgres sink cluster, `mariadbd`, `redis-server`, `nats-server` or",
+    "  RabbitMQ's `beam.smp`, all their threads and children) and the store cluster.",
     '',
     '### Results',
     '',

@@ -17,6 +17,7 @@ import { secondsUntil } from './poll.js';
 import { codeVersion, machineInfo } from './report.js';
 import { rate, secs } from './report-format.js';
 import { call } from './service-api.js';
+import { backlogChanges, type Digest, type RunShape, type SinkTarget } from './sink-target.js';
 import {
   type Cpu,
   type SinkResult,
@@ -26,29 +27,22 @@ import {
   sinksSummaryTable,
 } from './sinks-report.js';
 import { ensureSinkServers, type SinkServers, sinkServers, treeCpuSeconds } from './sinks-servers.js';
-import {
-  backlogChanges,
-  type Digest,
-  pgDigest,
-  type RunShape,
-  SINK_KINDS,
-  type SinkKind,
-  type SinkTarget,
-  sinkTarget,
-} from './sinks-targets.js';
+import { SINK_KINDS, type SinkKind, sinkTarget } from './sinks-targets.js';
 import { fillSnapshotTable, SNAPSHOT_TABLE } from './snapshot-table.js';
 import { slotOf, waitSlotInactive } from './source-slot.js';
+import { pgDigest } from './sql-targets.js';
 import { type Workload, writeBacklog } from './workloads.js';
 
 /**
  * The sink benchmark: one table through each sink type (postgres, the reference; mysql, into the
- * machine's MariaDB; redis, into the machine's Redis), each through the REST API as a user would
- * set it up: a snapshot of `SINKS_ROWS` rows (default 1,000,000), then the drain of a backlog of
- * `SINKS_CHANGES` changes (default 200,000: half updates, half inserts, two per transaction)
- * written while the pipeline was paused. Prints the figures and writes the `sinks` section of
- * BENCHMARKS.md. `SINKS` (default postgres,mysql,redis) picks the sinks; `SINKS_TIMEOUT_S`
- * (default 1200) bounds each timed phase; `SINKS_SYNCHRONOUS_COMMIT` (default: the harness's `off`)
- * sets the source's `synchronous_commit`.
+ * machine's MariaDB; redis, nats and rabbitmq, into the machine's Redis, NATS JetStream and
+ * RabbitMQ; webhook, to an HTTP receiver in this process), each through the REST API as a user
+ * would set it up: a snapshot of `SINKS_ROWS` rows (default 1,000,000), then the drain of a
+ * backlog of `SINKS_CHANGES` changes (default 200,000: half updates, half inserts, two per
+ * transaction) written while the pipeline was paused. Prints the figures and writes the `sinks`
+ * section of BENCHMARKS.md. `SINKS` (default: every kind of SINK_KINDS, in that order) picks the
+ * sinks; `SINKS_TIMEOUT_S` (default 1200) bounds each timed phase; `SINKS_SYNCHRONOUS_COMMIT`
+ * (default: the harness's `off`) sets the source's `synchronous_commit`.
  *
  * `npm run bench:sinks`; `SINKS_ROWS=20000 SINKS_CHANGES=4000 npm run bench:sinks` is a quick run.
  */
@@ -322,6 +316,8 @@ async function main(): Promise<void> {
     ...testConfig(await createDatabase(storePg.adminUrl, 'replicator_store')),
     log: { level: 'warn' as const },
   };
+  // The webhook sink's receiver is on loopback, which a webhook may reach only with this setting.
+  config.connections.webhookAllowPrivate = true;
   cleanups.push({
     what: 'service data dir',
     run: () => rmSync(config.dataDir, { recursive: true, force: true }),
@@ -343,6 +339,10 @@ async function main(): Promise<void> {
       postgres: await postmasterPid(sinkPg.adminUrl),
       mysql: servers.mariadb.pid,
       redis: servers.redis.pid,
+      nats: servers.nats.pid,
+      rabbitmq: servers.rabbitmq.pid,
+      // The receiver runs in this process: its CPU is in the service's figure.
+      webhook: undefined,
     },
   };
   const results: SinkResult[] = [];
