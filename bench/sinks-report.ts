@@ -150,7 +150,9 @@ export function sinksMarkdown(report: SinksReport): string {
         : `${SINK_NAMES[r.kind]}: no postgres run to compare with.`,
     );
   return [
-    '## Sinks',
+    report.syncCommit === 'on'
+      ? "## Sinks, the source at PostgreSQL's default `synchronous_commit = on`"
+      : '## Sinks',
     '',
     'One table through each sink type, set up through the REST API as a user would: a source',
     'connection, a sink connection, a pipeline with default sink properties (but for names of the',
@@ -161,7 +163,9 @@ export function sinksMarkdown(report: SinksReport): string {
     `- Code: ${report.code}`,
     `- Machine: ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB.toFixed(1)} GiB memory, ${m.os}; Node.js ${m.node}`,
     `- PostgreSQL ${m.postgres} (the embedded binaries: source, postgres sink, metadata store); MariaDB ${s.mariadb.version}; Redis ${s.redis.version}; NATS ${s.nats.version}; RabbitMQ ${s.rabbitmq.version} (${s.rabbitmq.erlang})`,
-    `- Source: \`synchronous_commit = ${report.syncCommit}\` (\`fsync=off\`, \`full_page_writes=off\`, \`wal_level=logical\`, as the test harness starts its clusters; the postgres sink cluster the same)`,
+    report.syncCommit === 'on'
+      ? "- Source: PostgreSQL's defaults, `synchronous_commit = on`, `fsync = on`, `full_page_writes = on` (and `wal_level=logical`): each commit of the backlog waits for its WAL to reach the disk. The postgres sink cluster and the store as the test harness starts them (`fsync=off`, `synchronous_commit=off`)"
+      : `- Source: \`synchronous_commit = ${report.syncCommit}\` (\`fsync=off\`, \`full_page_writes=off\`, \`wal_level=logical\`, as the test harness starts its clusters; the postgres sink cluster the same)`,
     `- MariaDB as the machine runs it: \`innodb_flush_log_at_trx_commit = ${s.mariadb.flushAtCommit}\` (a log flush at every commit), \`innodb_buffer_pool_size\` ${s.mariadb.bufferPoolMiB.toFixed(0)} MiB, binary log ${s.mariadb.logBin}; Redis: \`appendonly ${s.redis.appendonly}\`, \`save "${s.redis.save}"\` (memory only)`,
     `- N = ${shape.rows.toLocaleString('en-US')} rows (${report.tableMiB.toFixed(0)} MiB by \`pg_total_relation_size\`), M = ${changes.toLocaleString('en-US')} changes in ${shape.transactions.toLocaleString('en-US')} transactions; one run per sink`,
     `- 1-minute load average before the runs: ${m.load.toFixed(2)}`,
