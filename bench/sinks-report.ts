@@ -60,6 +60,7 @@ export interface SinksReport {
 const SINK_NAMES: Record<SinkKind, string> = {
   postgres: 'postgres (reference)',
   mysql: 'mysql (MariaDB)',
+  duckdb: 'duckdb (embedded)',
   redis: 'redis (Streams)',
   nats: 'nats (JetStream)',
   rabbitmq: 'rabbitmq',
@@ -185,7 +186,9 @@ export function sinksMarkdown(report: SinksReport): string {
     '`connections.webhook_allow_private = true`, without which a webhook may not reach loopback over',
     '`http://`): it parses each `{"events":[...]}` body and answers 200, without verifying the',
     "signature. Its CPU is therefore in the service process's column, and the webhook's sink server",
-    "CPU is shown as `?`. The source table is the snapshot benchmark's",
+    "CPU is shown as `?`; so is DuckDB's, an embedded database of the service process that writes the",
+    "file `<data_dir>/duckdb/bench-<random>.duckdb` (its table's digest is made by DuckDB's own",
+    "`concat_ws` and `strftime`, the md5 sums in the benchmark). The source table is the snapshot benchmark's",
     '`public.bench_snapshot (id bigint primary key, a text, b integer, c timestamptz, d numeric(12,2))`,',
     'filled once in a template database (then `VACUUM (ANALYZE)`); each sink gets a source database',
     'of its own copied from it, so every sink copies the same N rows and drains the same backlog.',

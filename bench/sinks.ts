@@ -127,6 +127,7 @@ async function runSink(
     shape: RunShape;
     sourceDigest: Digest;
     pids: Pids;
+    dataDir: string;
   },
 ): Promise<SinkResult> {
   const { service, shape, pids } = o;
@@ -136,7 +137,11 @@ async function runSink(
   const srcUrl = new URL(o.source.adminUrl);
   srcUrl.pathname = `/${srcName}`;
   const sourceUrl = srcUrl.toString();
-  const target: SinkTarget = await sinkTarget(kind, o.sinkPg.adminUrl, shape);
+  const target: SinkTarget = await sinkTarget(
+    kind,
+    { sinkAdminUrl: o.sinkPg.adminUrl, dataDir: o.dataDir },
+    shape,
+  );
   const name = `sinks-${kind}`;
   let pipelineId: string | undefined;
   let made = { src: false, dst: false, pipeline: false };
@@ -347,13 +352,16 @@ async function main(): Promise<void> {
       redis: servers.redis.pid,
       nats: servers.nats.pid,
       rabbitmq: servers.rabbitmq.pid,
-      // The receiver runs in this process: its CPU is in the service's figure.
+      // DuckDB and the webhook receiver run in this process: their CPU is in the service's figure.
+      duckdb: undefined,
       webhook: undefined,
     },
   };
   const results: SinkResult[] = [];
   for (const kind of KINDS) {
-    results.push(await runSink(kind, { service, source, sinkPg, shape, sourceDigest, pids }));
+    results.push(
+      await runSink(kind, { service, source, sinkPg, shape, sourceDigest, pids, dataDir: config.dataDir }),
+    );
   }
 
   const settings = [

@@ -42,7 +42,7 @@ async function mysqlDigest(db: Connection, database: string, table: string): Pro
 }
 
 /** The check of a table sink, after either phase: its digest equal to the source's. */
-function digestCheck(sinkDigest: () => Promise<Digest>) {
+export function digestCheck(sinkDigest: () => Promise<Digest>) {
   return async (source: Digest): Promise<CheckResult> => {
     const sink = await sinkDigest();
     return sink.rows === source.rows && sink.sum === source.sum
@@ -52,13 +52,13 @@ function digestCheck(sinkDigest: () => Promise<Digest>) {
 }
 
 /** The ids a table sink's drain polls look up: the backlog's first and last inserted rows. */
-const markerIds = (shape: RunShape) => `${shape.rows + 1}, ${shape.rows + shape.transactions}`;
+export const markerIds = (shape: RunShape) => `${shape.rows + 1}, ${shape.rows + shape.transactions}`;
 
 /**
  * Backlog changes known visible from the backlog's first and last inserted rows: all of them once
  * the last is there, the first transaction's two once the first is, else none.
  */
-function drainedFrom(ids: unknown[], shape: RunShape): number {
+export function drainedFrom(ids: unknown[], shape: RunShape): number {
   const found = ids.map(Number);
   if (found.includes(shape.rows + shape.transactions)) return backlogChanges(shape);
   return found.includes(shape.rows + 1) ? 2 : 0;

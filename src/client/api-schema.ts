@@ -865,6 +865,17 @@ export interface components {
             /** @description the secret: shown once, send as Authorization: Bearer */
             token: string;
         };
+        /** @description sink.properties of a pipeline whose sink connection is of type duckdb */
+        DuckdbSinkProperties: {
+            /** @description Bytes of change data that make a batch applied in one transaction (1024..1073741824), transactions kept whole as for `batch_max_events`. Default: 16777216. */
+            batch_max_bytes?: string;
+            /** @description Change events that make a batch applied in one transaction (1..1000000). Transactions are not split between batches, so one may hold up to twice as many; a transaction larger than that is applied in pieces. Default: 10000. */
+            batch_max_events?: string;
+            /** @description How long, in milliseconds, a batch may gather before it is applied (0..60000). 0 means as soon as the sink is free: the next batch gathers while one is written. Default: 0. */
+            batch_max_wait_ms?: string;
+            /** @description Target table of each source table, `<schema>.<table>` or `<table>` (in schema `main`); `{schema}` and `{table}` are replaced by the source table's names. The first `.` outside the placeholders separates schema and table. A missing schema is created. Two source tables may not share a target; DuckDB compares names case-insensitively. Default: {schema}.{table}. */
+            table_id?: string;
+        };
         /** @description Error */
         ErrorBody: {
             /** @description Machine-readable code, see the README */
@@ -2072,7 +2083,7 @@ export interface operations {
                         /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
                         client_key?: string;
                     };
-                    /** @description Connection type: postgres, mysql, redis, rabbitmq, nats, webhook (see the README for each one's DSN) */
+                    /** @description Connection type: postgres, mysql, duckdb, redis, nats, rabbitmq, webhook (see the README for each one's DSN) */
                     type: string;
                 };
             };
@@ -2183,7 +2194,7 @@ export interface operations {
                         /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
                         client_key?: string;
                     };
-                    /** @description Connection type: postgres, mysql, redis, rabbitmq, nats, webhook (see the README for each one's DSN) */
+                    /** @description Connection type: postgres, mysql, duckdb, redis, nats, rabbitmq, webhook (see the README for each one's DSN) */
                     type: string;
                 };
             };
@@ -2593,7 +2604,7 @@ export interface operations {
                     sink: {
                         /** @description the name of an existing connection, without control characters */
                         connection: string;
-                        /** @description Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). postgres: PostgresSinkProperties, mysql: MysqlSinkProperties, redis: RedisSinkProperties, rabbitmq: RabbitmqSinkProperties, nats: NatsSinkProperties, webhook: WebhookSinkProperties in components.schemas list each type's keys, their meaning and default. */
+                        /** @description Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). postgres: PostgresSinkProperties, mysql: MysqlSinkProperties, duckdb: DuckdbSinkProperties, redis: RedisSinkProperties, nats: NatsSinkProperties, rabbitmq: RabbitmqSinkProperties, webhook: WebhookSinkProperties in components.schemas list each type's keys, their meaning and default. */
                         properties?: {
                             [key: string]: string;
                         };
@@ -2714,7 +2725,7 @@ export interface operations {
                     sink: {
                         /** @description the name of an existing connection, without control characters */
                         connection: string;
-                        /** @description Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). postgres: PostgresSinkProperties, mysql: MysqlSinkProperties, redis: RedisSinkProperties, rabbitmq: RabbitmqSinkProperties, nats: NatsSinkProperties, webhook: WebhookSinkProperties in components.schemas list each type's keys, their meaning and default. */
+                        /** @description Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). postgres: PostgresSinkProperties, mysql: MysqlSinkProperties, duckdb: DuckdbSinkProperties, redis: RedisSinkProperties, nats: NatsSinkProperties, rabbitmq: RabbitmqSinkProperties, webhook: WebhookSinkProperties in components.schemas list each type's keys, their meaning and default. */
                         properties?: {
                             [key: string]: string;
                         };

@@ -1,4 +1,5 @@
 import type { ConnectionSecrets } from './connection-secrets.js';
+import { duckdbConnectionType } from './duckdb-connection-type.js';
 import type { LocalAccessPolicy } from './local-access.js';
 import { mysqlConnectionType } from './mysql-connection-type.js';
 import { natsConnectionType } from './nats-connection-type.js';
@@ -46,9 +47,10 @@ export interface ConnectionType<Settings = unknown, Dsn extends CheckedDsn = Che
 const TYPES: readonly ConnectionType[] = [
   postgresConnectionType,
   mysqlConnectionType,
+  duckdbConnectionType,
   redisConnectionType,
-  rabbitmqConnectionType,
   natsConnectionType,
+  rabbitmqConnectionType,
   webhookConnectionType,
 ];
 

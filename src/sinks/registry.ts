@@ -1,4 +1,5 @@
 import type { SinkKind } from '../core/sink.js';
+import { duckdbSinkKind } from './duckdb/kind.js';
 import { mysqlSinkKind } from './mysql/kind.js';
 import { natsSinkKind } from './nats/kind.js';
 import { postgresSinkKind } from './postgres/kind.js';
@@ -12,9 +13,10 @@ export type { BatchLimits, SinkKind, SinkProperties } from '../core/sink.js';
 const KINDS: readonly SinkKind[] = [
   postgresSinkKind,
   mysqlSinkKind,
+  duckdbSinkKind,
   redisSinkKind,
-  rabbitmqSinkKind,
   natsSinkKind,
+  rabbitmqSinkKind,
   webhookSinkKind,
 ];
 

@@ -104,8 +104,8 @@ describe('postgres sink properties', () => {
 });
 
 describe('sink registry', () => {
-  it('has the postgres sink, then mysql and redis', () => {
-    expect(sinkTypes()).toEqual(['postgres', 'mysql', 'redis']);
+  it('has the postgres sink first, then the other databases, then the message sinks', () => {
+    expect(sinkTypes()).toEqual(['postgres', 'mysql', 'duckdb', 'redis', 'nats', 'rabbitmq', 'webhook']);
     const kind = findSinkKind('postgres');
     expect(kind?.parseProperties({ batch_max_events: '5' }).batch.maxEvents).toBe(5);
     expect(() => kind?.parseProperties({ nope: '1' })).toThrow(AppError);
