@@ -3,6 +3,7 @@ import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
 import { batchLimitsOf, batchPropertyDocs, booleanProperty } from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
+import { tableMapProperties, targetNameProperty } from '../target-names.js';
 import { BOOKKEEPING_TABLES } from './ddl.js';
 
 /** The MySQL sink's properties, parsed and validated. */
@@ -38,49 +39,10 @@ export const MYSQL_SINK_PROPERTIES: readonly PropertyDoc[] = [
   },
 ];
 
-// Names a user types, as for the postgres sink; MySQL allows 64 characters, this stays under.
-const PART = '[A-Za-z_][A-Za-z0-9_$]{0,62}';
-const NAME = new RegExp(`^${PART}$`);
-const QUALIFIED = new RegExp(`^(?:(${PART})\\.)?(${PART})$`);
-const TABLE_KEY = new RegExp(`^table\\.(${PART})\\.(${PART})$`);
-const NAME_RULE = 'a letter or "_" followed by letters, digits, "_" or "$", at most 63 characters';
-
 /** Parses and validates the MySQL sink properties; throws a 422 AppError naming the bad key. */
 export function parseMysqlSinkProperties(props: Record<string, string>): MysqlSinkConfig {
-  const tableMap = new Map<string, { database: string | undefined; table: string }>();
-  const known = new Set(MYSQL_SINK_PROPERTIES.map((d) => d.key));
-  for (const [key, value] of Object.entries(props)) {
-    if (key.startsWith('table.')) {
-      const source = TABLE_KEY.exec(key);
-      if (!source) {
-        throw validationFailed(
-          `sink.properties.${key}`,
-          `must be 'table.<schema>.<table>', each part ${NAME_RULE}`,
-        );
-      }
-      const target = QUALIFIED.exec(value);
-      if (!target) {
-        throw validationFailed(
-          `sink.properties.${key}`,
-          `must be '<table>' or '<database>.<table>', each part ${NAME_RULE}; got '${value}'`,
-        );
-      }
-      tableMap.set(tableKey({ schema: source[1] as string, table: source[2] as string }), {
-        database: target[1],
-        table: target[2] as string,
-      });
-    } else if (!known.has(key)) {
-      const list = MYSQL_SINK_PROPERTIES.map((d) => d.key).join(', ');
-      throw validationFailed(`sink.properties.${key}`, `unknown property; known properties are ${list}`);
-    }
-  }
-  const targetDatabase = props.target_database;
-  if (targetDatabase !== undefined && !NAME.test(targetDatabase)) {
-    throw validationFailed(
-      'sink.properties.target_database',
-      `must be ${NAME_RULE}; got '${targetDatabase}'`,
-    );
-  }
+  const tableMap = tableMapProperties(props, MYSQL_SINK_PROPERTIES, 'database');
+  const targetDatabase = targetNameProperty('target_database', props.target_database);
   return {
     targetDatabase,
     tableMap,

@@ -3,6 +3,7 @@ import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
 import { batchLimitsOf, batchPropertyDocs, booleanProperty } from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
+import { tableMapProperties, targetNameProperty } from '../target-names.js';
 
 /** The Postgres sink's properties, parsed and validated. */
 export interface PostgresSinkConfig extends SinkProperties {
@@ -36,49 +37,13 @@ export const POSTGRES_SINK_PROPERTIES: readonly PropertyDoc[] = [
   },
 ];
 
-// Same rule as the source table names of a pipeline: names a user types, not arbitrary identifiers.
-const PART = '[A-Za-z_][A-Za-z0-9_$]{0,62}';
-const NAME = new RegExp(`^${PART}$`);
-const QUALIFIED = new RegExp(`^(?:(${PART})\\.)?(${PART})$`);
-const TABLE_KEY = new RegExp(`^table\\.(${PART})\\.(${PART})$`);
-const NAME_RULE = 'a letter or "_" followed by letters, digits, "_" or "$", at most 63 characters';
-
 /** Key of a source table in `PostgresSinkConfig.tableMap` and in the sink's lookups. */
 export { tableKey };
 
 /** Parses and validates the Postgres sink properties; throws a 422 AppError naming the bad key. */
 export function parsePostgresSinkProperties(props: Record<string, string>): PostgresSinkConfig {
-  const tableMap = new Map<string, { schema: string | undefined; table: string }>();
-  const known = new Set(POSTGRES_SINK_PROPERTIES.map((d) => d.key));
-  for (const [key, value] of Object.entries(props)) {
-    if (key.startsWith('table.')) {
-      const source = TABLE_KEY.exec(key);
-      if (!source) {
-        throw validationFailed(
-          `sink.properties.${key}`,
-          `must be 'table.<schema>.<table>', each part ${NAME_RULE}`,
-        );
-      }
-      const target = QUALIFIED.exec(value);
-      if (!target) {
-        throw validationFailed(
-          `sink.properties.${key}`,
-          `must be '<table>' or '<schema>.<table>', each part ${NAME_RULE}; got '${value}'`,
-        );
-      }
-      tableMap.set(tableKey({ schema: source[1] as string, table: source[2] as string }), {
-        schema: target[1],
-        table: target[2] as string,
-      });
-    } else if (!known.has(key)) {
-      const list = POSTGRES_SINK_PROPERTIES.map((d) => d.key).join(', ');
-      throw validationFailed(`sink.properties.${key}`, `unknown property; known properties are ${list}`);
-    }
-  }
-  const targetSchema = props.target_schema;
-  if (targetSchema !== undefined && !NAME.test(targetSchema)) {
-    throw validationFailed('sink.properties.target_schema', `must be ${NAME_RULE}; got '${targetSchema}'`);
-  }
+  const tableMap = tableMapProperties(props, POSTGRES_SINK_PROPERTIES, 'schema');
+  const targetSchema = targetNameProperty('target_schema', props.target_schema);
   return {
     targetSchema,
     tableMap,
