@@ -22,3 +22,19 @@ export function decode(part: string, what: string): string {
     throw invalidDsn(`the ${what} is not valid percent-encoding`);
   }
 }
+
+/**
+ * Refuses (422) the first query parameter not on a type's allow-list, by name: with the reason
+ * the type gives for it (what to do instead), or else the list of those it supports.
+ */
+export function refuseUnlistedParams(
+  keys: Iterable<string>,
+  allowed: readonly string[],
+  unsupported: Readonly<Record<string, string>>,
+): void {
+  for (const key of keys) {
+    if (allowed.includes(key)) continue;
+    const why = unsupported[key] ?? `is not supported (supported: ${allowed.join(', ')})`;
+    throw invalidDsn(`parameter '${shown(key)}' ${why}`);
+  }
+}

@@ -1,4 +1,4 @@
-import { decode, hasControl, invalidDsn, shown } from './dsn-text.js';
+import { decode, hasControl, invalidDsn, refuseUnlistedParams, shown } from './dsn-text.js';
 
 /** The TLS modes of a mysql DSN, with libpq's meaning (see `mysqlConnectionOptions`). */
 export const MYSQL_SSL_MODES = ['disable', 'require', 'verify-ca', 'verify-full'] as const;
@@ -84,11 +84,7 @@ export function parseMysqlDsn(dsn: string): MysqlDsn {
   if (url.hash !== '') throw invalidDsn('must not have a #fragment');
 
   const params = queryParams(url.search);
-  for (const key of params.keys()) {
-    if ((ALLOWED as readonly string[]).includes(key)) continue;
-    const why = UNSUPPORTED[key] ?? `is not supported (supported: ${ALLOWED.join(', ')})`;
-    throw invalidDsn(`parameter '${shown(key)}' ${why}`);
-  }
+  refuseUnlistedParams(params.keys(), ALLOWED, UNSUPPORTED);
 
   // A percent-encoded slash in the host is how some clients spell a socket path.
   if (/%2f/i.test(url.hostname) || url.hostname.startsWith('/')) {

@@ -1,5 +1,5 @@
 import { isAbsolute, relative, resolve } from 'node:path';
-import { decode, hasControl, invalidDsn, shown } from './dsn-text.js';
+import { decode, hasControl, invalidDsn, refuseUnlistedParams, shown } from './dsn-text.js';
 import type { LocalAccessPolicy } from './local-access.js';
 
 /** The TLS modes the service honours; `prefer` and `allow` are refused (see UNSUPPORTED). */
@@ -80,11 +80,7 @@ export function parsePostgresDsn(dsn: string, policy: LocalAccessPolicy): Postgr
     socketDir = hostParam;
     params.delete('host');
   }
-  for (const key of params.keys()) {
-    if ((ALLOWED as readonly string[]).includes(key)) continue;
-    const why = UNSUPPORTED[key] ?? `is not supported (supported: ${ALLOWED.join(', ')})`;
-    throw invalidDsn(`parameter '${shown(key)}' ${why}`);
-  }
+  refuseUnlistedParams(params.keys(), ALLOWED, UNSUPPORTED);
 
   let host = hostless ? '' : decode(url.hostname, 'host');
   if (/^%2f/i.test(url.hostname)) socketDir = host;

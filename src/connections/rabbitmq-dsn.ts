@@ -1,5 +1,5 @@
 import type { CheckedDsn } from './connection-types.js';
-import { decode, hasControl, invalidDsn, shown } from './dsn-text.js';
+import { decode, hasControl, invalidDsn, refuseUnlistedParams, shown } from './dsn-text.js';
 
 /** A RabbitMQ DSN that passed the allow-list: every field the service will connect with. */
 export interface RabbitmqDsn extends CheckedDsn {
@@ -97,11 +97,7 @@ export function parseRabbitmqDsn(dsn: string): RabbitmqDsn {
   if (url.hash !== '') throw invalidDsn('must not have a #fragment');
 
   const params = queryParams(url.search);
-  for (const key of params.keys()) {
-    if ((ALLOWED as readonly string[]).includes(key)) continue;
-    const why = UNSUPPORTED[key] ?? `is not supported (supported: ${ALLOWED.join(', ')})`;
-    throw invalidDsn(`parameter '${shown(key)}' ${why}`);
-  }
+  refuseUnlistedParams(params.keys(), ALLOWED, UNSUPPORTED);
 
   if (!dsn.slice(url.protocol.length).startsWith('//')) {
     throw invalidDsn('must name a host, e.g. amqp://user@host:5672/vhost');
