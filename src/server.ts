@@ -27,6 +27,7 @@ import { createServiceMetrics } from './metrics/metrics-registry.js';
 import { PipelineStatusService } from './pipelines/pipeline-status-service.js';
 import { PipelinesService } from './pipelines/pipelines-service.js';
 import { PipelineEndpoints } from './runtime/pipeline-endpoints.js';
+import { installProcessGuard } from './runtime/process-guard.js';
 import { ReplicationRunner } from './runtime/replication-runner.js';
 import { SchemaDecisions } from './runtime/schema-decisions.js';
 import { SourceTables } from './runtime/source-tables.js';
@@ -62,6 +63,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   else
     await checkAuditFile(auditFile).catch((error) => logger.warn({ err: error }, 'audit file not writable'));
   const stops: (() => Promise<void>)[] = [];
+  // An error nobody handled fails the pipeline it came from, not every pipeline with the process.
+  const removeGuard = installProcessGuard(logger);
+  stops.push(async () => removeGuard());
   const stop = async () => {
     for (const step of stops.reverse())
       await step().catch((error) => logger.error({ err: error }, 'shutdown step failed'));

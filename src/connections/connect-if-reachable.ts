@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { surviveConnectionLoss } from '../core/pg-connection-loss.js';
 
 /**
  * A connection for a check made before a definition is stored or started, or undefined when the
@@ -14,7 +15,7 @@ export async function connectIfReachable(
     application_name: 'replicator',
     connectionTimeoutMillis: connectTimeoutMs,
   });
-  client.on('error', () => {});
+  surviveConnectionLoss(client);
   try {
     await client.connect();
     return client;

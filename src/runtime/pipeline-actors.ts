@@ -14,6 +14,7 @@ import { isRetryable, isUnreachable, messageOf } from './error-kinds.js';
 import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
 import { PipelineStats } from './pipeline-stats.js';
 import type { ReplicationRunner } from './replication-runner.js';
+import { runAttributed } from './run-attribution.js';
 import type { StateRecorder } from './state-recorder.js';
 import type { StatsPublisher } from './stats-publisher.js';
 
@@ -157,12 +158,20 @@ export class PipelineActors {
     const log = this.logger.child({ pipeline: row.name });
     const machine = pipelineMachine.provide({
       actors: {
-        prepare: fromPromise(() =>
-          this.runner.prepare(row.id).catch((error: unknown) => {
-            log.warn({ err: error }, 'could not prepare the pipeline');
-            throw { message: messageOf(error), retryable: isRetryable(error) } satisfies PrepareFailure;
-          }),
-        ),
+        prepare: fromPromise(() => {
+          // An error escaping the preparation (an 'error' event nobody listened to) fails it too.
+          let escaped: (error: unknown) => void = () => undefined;
+          const failed = new Promise<never>((_, reject) => {
+            escaped = reject;
+          });
+          const run = { pipeline: row.name, fail: (error: unknown) => escaped(error) };
+          return Promise.race([runAttributed(run, () => this.runner.prepare(row.id)), failed]).catch(
+            (error: unknown) => {
+              log.warn({ err: error }, 'could not prepare the pipeline');
+              throw { message: messageOf(error), retryable: isRetryable(error) } satisfies PrepareFailure;
+            },
+          );
+        }),
         replicate: fromCallback(({ sendBack }) => {
           const controller = new AbortController();
           const report = (event: PipelineEvent) => {
@@ -174,15 +183,36 @@ export class PipelineActors {
             progressed = true;
             report({ type: 'PROGRESS' });
           };
+          const failed = (error: unknown) => {
+            if (controller.signal.aborted) return;
+            log.warn({ err: error }, 'replication failed');
+            report({
+              type: 'FAILED',
+              message: messageOf(error),
+              retryable: isRetryable(error),
+              unreachable: isUnreachable(error),
+            });
+          };
+          // An error escaping the run (an 'error' event nobody listened to) fails it as a thrown one
+          // would, and stops what is left of it.
+          const run = {
+            pipeline: row.name,
+            fail: (error: unknown) => {
+              failed(error);
+              controller.abort(error);
+            },
+          };
           handle.loop = handle.loop
             .then(() => {
               if (controller.signal.aborted) return;
-              return this.runner.run(
-                row.id,
-                handle.stats,
-                controller.signal,
-                (phase) => report({ type: 'PHASE', phase }),
-                handle.control,
+              return runAttributed(run, () =>
+                this.runner.run(
+                  row.id,
+                  handle.stats,
+                  controller.signal,
+                  (phase) => report({ type: 'PHASE', phase }),
+                  handle.control,
+                ),
               );
             })
             .then(
@@ -192,16 +222,7 @@ export class PipelineActors {
                     ? { type: 'SCHEMA_CHANGE' }
                     : { type: 'FAILED', message: 'the change stream ended unexpectedly', retryable: true },
                 ),
-              (error: unknown) => {
-                if (controller.signal.aborted) return;
-                log.warn({ err: error }, 'replication failed');
-                report({
-                  type: 'FAILED',
-                  message: messageOf(error),
-                  retryable: isRetryable(error),
-                  unreachable: isUnreachable(error),
-                });
-              },
+              failed,
             );
           return () => controller.abort();
         }),

@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
+import { surviveConnectionLoss } from '../core/pg-connection-loss.js';
 import type { Logger } from '../log/logger.js';
 import { freePort } from '../net/free-port.js';
 import { claimDataDir } from './data-dir-lock.js';
@@ -118,6 +119,7 @@ async function startServer(root: string, logger: Logger): Promise<EmbeddedStore>
   await server.start();
   const adminUrl = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
   const admin = new pg.Client({ connectionString: adminUrl });
+  surviveConnectionLoss(admin);
   await admin.connect();
   try {
     const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);

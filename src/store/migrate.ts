@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+import { surviveConnectionLoss } from '../core/pg-connection-loss.js';
 import type { Logger } from '../log/logger.js';
 import { packageRoot } from '../paths.js';
 
@@ -33,6 +34,8 @@ export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
  */
 export async function migrate(databaseUrl: string, logger: Logger, dir = MIGRATIONS_DIR): Promise<number[]> {
   const client = new pg.Client({ connectionString: databaseUrl });
+  // A store that goes away mid-migration fails the migration (and the start), with its own error.
+  surviveConnectionLoss(client);
   await client.connect();
   const applied: number[] = [];
   try {

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +14,14 @@ export interface PgCluster {
   /** URL of the `postgres` database as superuser `postgres`. */
   adminUrl: string;
   stop(): Promise<void>;
+}
+
+/** A cluster of its own that a test may take down and bring back, as a server that restarts. */
+export interface RestartablePgCluster extends PgCluster {
+  /** Stops the server as `pg_ctl stop -m fast` does: every session ended, its data kept. */
+  stopServer(): Promise<void>;
+  /** Starts the stopped server again, on the same port, and waits until it accepts connections. */
+  startServer(): Promise<void>;
 }
 
 /** Where PostgreSQL binaries are on this machine: the embedded package's, and Debian's if installed. */
@@ -69,7 +77,7 @@ export async function startPgCluster(
   label: string,
   binDir: string,
   extraSettings: string[] = [],
-): Promise<PgCluster> {
+): Promise<RestartablePgCluster> {
   const ids = runAs();
   const dir = mkdtempSync(join(tmpdir(), `replicator-test-${label}-`));
   if (ids.uid !== undefined) chownSync(dir, ids.uid, ids.gid as number);
@@ -96,20 +104,33 @@ export async function startPgCluster(
     'full_page_writes=off',
     ...extraSettings,
   ];
-  const child = spawn(
-    join(binDir, 'postgres'),
-    ['-D', dataDir, '-p', String(port), ...settings.flatMap((s) => ['-c', s])],
-    {
-      ...ids,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  );
-  let output = '';
-  child.stderr.on('data', (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-20_000);
-  });
   const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  await waitUntilReady(adminUrl, child, () => output);
+  let output = '';
+  let child: ChildProcess | undefined;
+  const startServer = async () => {
+    const started = spawn(
+      join(binDir, 'postgres'),
+      ['-D', dataDir, '-p', String(port), ...settings.flatMap((s) => ['-c', s])],
+      {
+        ...ids,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    child = started;
+    started.stderr?.on('data', (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-20_000);
+    });
+    await waitUntilReady(adminUrl, started, () => output);
+  };
+  // SIGINT is PostgreSQL's fast shutdown: sessions are ended (57P01) and the server exits cleanly.
+  const stopServer = async () => {
+    const running = child;
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
+    const exited = new Promise((r) => running.once('exit', r));
+    running.kill('SIGINT');
+    await exited;
+  };
+  await startServer();
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   const { rows } = await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v");
@@ -118,12 +139,10 @@ export async function startPgCluster(
     label,
     majorVersion: Math.floor(Number(rows[0]?.v) / 10000),
     adminUrl,
+    stopServer,
+    startServer,
     stop: async () => {
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGINT');
-        await exited;
-      }
+      await stopServer();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { FencedError } from '../../src/core/sink.js';
 import { isRetryable, isUnreachable } from '../../src/runtime/error-kinds.js';
 
-const withCode = (code: string) => Object.assign(new Error(`connect ${code}`), { code });
+const withCode = (code: string, message = `connect ${code}`) => Object.assign(new Error(message), { code });
 
 describe('failure kinds', () => {
   it.each([
@@ -11,6 +11,15 @@ describe('failure kinds', () => {
     ['MySQL losing its connection', withCode('PROTOCOL_CONNECTION_LOST')],
     ['a PostgreSQL connection failure (class 08)', withCode('08006')],
     ['a PostgreSQL server shutting down', withCode('57P01')],
+    ['a PostgreSQL session ended idle in its transaction', withCode('25P03')],
+    ['a broken pipe', withCode('EPIPE')],
+    ['a MariaDB session killed', withCode('ER_CONNECTION_KILLED')],
+    ['pg: the socket closed under a query', new Error('Connection terminated unexpectedly')],
+    [
+      'pg: a query on a client whose connection failed',
+      new Error('Client has encountered a connection error and is not queryable'),
+    ],
+    ['an error wrapping a reset connection', new Error('lost the stream', { cause: withCode('ECONNRESET') })],
   ])('waits as long as it takes for %s', (_what, error) => {
     expect(isRetryable(error)).toBe(true);
     expect(isUnreachable(error)).toBe(true);
@@ -19,6 +28,10 @@ describe('failure kinds', () => {
   it.each([
     ['a host name that does not resolve (more often a typo)', withCode('ENOTFOUND')],
     ['a deadlock', withCode('40P01')],
+    [
+      'a message like a lost connection, from something else',
+      withCode('XX000', 'Connection terminated unexpectedly'),
+    ],
     ['an unknown error', new Error('something odd')],
     ['a newer worker', new FencedError(3, 2)],
   ])('retries %s a bounded number of times, or not at all', (_what, error) => {

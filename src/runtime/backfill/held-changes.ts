@@ -17,6 +17,8 @@ export class HeldChanges {
   private dir: string | undefined;
   private file: WriteStream | undefined;
   private spilled = 0;
+  /** Why the file could not be written (a full disk), told to the next caller rather than the process. */
+  private writeError: Error | undefined;
 
   get size(): number {
     return this.memory.length + this.spilled;
@@ -30,7 +32,11 @@ export class HeldChanges {
     if (!this.file) {
       this.dir = mkdtempSync(join(tmpdir(), 'replicator-held-'));
       this.file = createWriteStream(join(this.dir, 'changes.jsonl'));
+      this.file.on('error', (error) => {
+        this.writeError ??= error;
+      });
     }
+    if (this.writeError) throw this.writeError;
     this.file.write(`${JSON.stringify(change)}\n`);
     this.spilled++;
   }
@@ -42,6 +48,7 @@ export class HeldChanges {
     this.memory = [];
     if (this.file && this.dir) {
       const path = join(this.dir, 'changes.jsonl');
+      if (this.writeError) throw this.writeError;
       await new Promise<void>((resolve, reject) =>
         this.file?.end((error?: Error | null) => (error ? reject(error) : resolve())),
       );
@@ -66,5 +73,6 @@ export class HeldChanges {
     this.dir = undefined;
     this.memory = [];
     this.spilled = 0;
+    this.writeError = undefined;
   }
 }

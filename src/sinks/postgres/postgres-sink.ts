@@ -4,6 +4,7 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextOf } from '../../core/copy-text.js';
+import { failureOn, surviveConnectionLossInPool } from '../../core/pg-connection-loss.js';
 import type { SchemaChangeItem } from '../../core/schema-diff.js';
 import {
   type ChangeBatch,
@@ -82,8 +83,8 @@ class PostgresSink implements Sink {
       // lock; the server ends it, so that the worker that took the pipeline over is not blocked for ever.
       options: `-c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_LIMIT_MS}`,
     });
-    // An idle connection dropped by the server surfaces again on its next use; do not crash here.
-    this.pool.on('error', () => {});
+    // A connection the server ends mid-batch fails the batch, never the process.
+    surviveConnectionLossInPool(this.pool);
   }
 
   async open(tables: TableSchema[]): Promise<void> {
@@ -306,7 +307,7 @@ class PostgresSink implements Sink {
       await client.query('ROLLBACK').catch(() => {
         broken = true;
       });
-      throw error;
+      throw failureOn(client, error);
     } finally {
       // A connection that could not roll back is in an unknown state: drop it rather than reuse it.
       client.release(broken);

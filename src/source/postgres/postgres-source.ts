@@ -2,6 +2,7 @@ import pg from 'pg';
 import { type TableRef, tableKey } from '../../core/change.js';
 import type { ChangeStream, SourceRelation } from '../../core/change-stream.js';
 import { formatLsn, parseLsn } from '../../core/lsn.js';
+import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import type {
   SlotClaim,
   SlotStatus,
@@ -53,8 +54,8 @@ class PostgresSource implements Source {
       options: SOURCE_SESSION_OPTIONS,
       ...(options.timeoutMs === undefined ? {} : { connectionTimeoutMillis: options.timeoutMs }),
     });
-    // An idle session can still fail (server restart); without a listener that would crash the process.
-    client.on('error', () => {});
+    // A session the server ends (a restart, a terminated backend) fails the call under way, not the process.
+    surviveConnectionLoss(client);
     await client.connect();
     this.client = client;
   }

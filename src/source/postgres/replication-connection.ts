@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { LogicalReplicationService } from 'pg-logical-replication';
 import { formatLsn, maxLsn, normalizeLsn, parseLsn } from '../../core/lsn.js';
+import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import { SlotMissingError, SourceConnectionError, sqlState } from './errors.js';
 import { PgoutputStreamingPlugin } from './pgoutput-plugin.js';
 import { slotStatus } from './slot.js';
@@ -170,7 +171,7 @@ export class ReplicationConnection {
 
   private async withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
     const client = new pg.Client({ ...this.options.connection, application_name: 'replicator' });
-    client.on('error', () => {});
+    surviveConnectionLoss(client);
     await client.connect();
     try {
       return await fn(client);

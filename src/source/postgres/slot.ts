@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { TableRef } from '../../core/change.js';
 import { normalizeLsn } from '../../core/lsn.js';
+import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import { qualifiedName } from './catalog.js';
 import { sqlState } from './errors.js';
 
@@ -74,8 +75,8 @@ export async function createSlotWithSnapshot(
     replication: 'database',
   };
   const client = new pg.Client(config);
-  // An idle connection can still fail (server restart); without a listener that would crash the process.
-  client.on('error', () => {});
+  // A connection the server ends fails the call under way, not the process.
+  surviveConnectionLoss(client);
   await client.connect();
   try {
     const { rows: version } = await client.query<{ server_version_num: string }>('SHOW server_version_num');

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { TableSchema } from '../../core/change.js';
+import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import type {
   PartitionPlan,
   PlannedPartition,
@@ -21,7 +22,7 @@ import { SnapshotVisibility } from './snapshot-visibility.js';
  */
 export async function exportSnapshot(connection: pg.ClientConfig): Promise<SourceSnapshot> {
   const client = new pg.Client({ ...connection, application_name: 'replicator-snapshot' });
-  client.on('error', () => {});
+  surviveConnectionLoss(client);
   await client.connect();
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
@@ -63,7 +64,7 @@ async function connectInSnapshot(connection: pg.ClientConfig, snapshotName: stri
     application_name: 'replicator-snapshot',
     options: SOURCE_SESSION_OPTIONS,
   });
-  client.on('error', () => {});
+  surviveConnectionLoss(client);
   await client.connect();
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
