@@ -441,6 +441,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/pipelines/{name}/resync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resync a stopped or failed pipeline (202): the way back after a lost or dropped slot. Drops the old slot if it still exists, creates a new one, empties and copies every table again, then streams; the pipeline starts at once and keeps its run history and counters. No body. 409 INVALID_TRANSITION in any other state (a running pipeline must be stopped first) */
+        post: operations["resyncPipeline"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/pipelines/{name}/runs": {
         parameters: {
             query?: never;
@@ -3021,6 +3038,53 @@ export interface operations {
             };
         };
     };
+    resyncPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        /** @description The pipeline state: `starting`, as a resync starts the pipeline at once (with a new slot, every table copied again) */
+                        state: string;
+                        /** @description The tables copied again: every table of the pipeline */
+                        tables: string[];
+                    };
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listPipelineRuns: {
         parameters: {
             query?: {
@@ -3056,7 +3120,7 @@ export interface operations {
                             error: string | null;
                             events_total: number;
                             id: string;
-                            /** @description `running`, `stopped`, `failed`, `shutdown` (the process stopped), `interrupted` (it died), `deleted` */
+                            /** @description `running`, `stopped`, `failed`, `shutdown` (the process stopped), `interrupted` (it died), `deleted`, `resync` (a resync was accepted here: the runs after it stream from a new slot) */
                             outcome: string;
                             /** @description The pipeline's project */
                             project_id: string;

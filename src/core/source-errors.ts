@@ -42,16 +42,30 @@ export class TableNotReplicableError extends Error {
 /**
  * The replication slot does not exist (any more) or was invalidated: changes were lost to the
  * source's WAL recycling or someone dropped the slot. The pipeline must be resynced from a new
- * snapshot; the slot is never recreated silently because that would skip changes.
+ * snapshot; the slot is never recreated silently because that would skip changes. The message
+ * names the way out; the source knows only the slot, the runtime adds the pipeline's name.
  */
 export class SlotMissingError extends Error {
   constructor(
     readonly slotName: string,
-    detail: string,
+    readonly detail: string,
     options?: ErrorOptions,
+    /** The pipeline's name, for the command in the message. */
+    readonly pipeline?: string,
   ) {
-    super(`replication slot '${slotName}' ${detail}; the pipeline needs a resync (new snapshot)`, options);
+    const name = pipeline ?? '<name>';
+    super(
+      `replication slot '${slotName}' ${detail}; the pipeline needs a resync (a new slot and a new copy of ` +
+        `every table): run \`replicator resync ${name}\` or POST /v1/pipelines/${name}/resync`,
+      options,
+    );
     this.name = 'SlotMissingError';
+  }
+
+  /** The same error, its message naming pipeline `name`. */
+  forPipeline(name: string): SlotMissingError {
+    const options = this.cause === undefined ? undefined : { cause: this.cause };
+    return new SlotMissingError(this.slotName, this.detail, options, name);
   }
 }
 

@@ -27,6 +27,11 @@ export interface PipelineControl {
     name: string,
     tables: readonly string[],
   ): Promise<{ name: string; tables: string[]; state: string }>;
+  /** Resyncs a stopped or failed pipeline: a new slot, every table copied again; it starts at once. */
+  requestResync(
+    ctx: RequestContext,
+    name: string,
+  ): Promise<{ name: string; tables: string[]; state: PipelineState }>;
   /** Live figures of a pipeline; idle when it does not run in this process. */
   stats(pipelineId: string): PipelineLiveStats;
   /** The measured figures of a pipeline running in this process. */
@@ -48,6 +53,10 @@ export class PipelineStatusService {
 
   backfill(ctx: RequestContext, name: string, tables: readonly string[]) {
     return this.control.requestBackfill(ctx, name, tables);
+  }
+
+  resync(ctx: RequestContext, name: string) {
+    return this.control.requestResync(ctx, name);
   }
 
   async metrics(ctx: RequestContext, name: string) {

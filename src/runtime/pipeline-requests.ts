@@ -44,17 +44,34 @@ export class PipelineRequests {
     return this.actors.exclusive(id, () => this.takeAction(ctx, name, action));
   }
 
+  /**
+   * Resyncs a stopped or failed pipeline: a new slot, every table copied again (the sink's tables
+   * emptied first), then streaming from the new slot; it starts at once. The pipeline, its run
+   * history and its counters are kept. Taken like a start (one request at a time, the stored state
+   * compared and set), with the resets written in the same transaction; the run drops the old
+   * slot. 409 INVALID_TRANSITION for a pipeline in any other state: it must be stopped first.
+   */
+  async requestResync(ctx: RequestContext, name: string) {
+    const { id } = await requirePipeline(this.pool, ctx, name);
+    const state = await this.actors.exclusive(id, () => this.takeAction(ctx, name, 'start', true));
+    const row = await requirePipeline(this.pool, ctx, name);
+    return { name: row.name, tables: [...row.source_tables], state };
+  }
+
   private async takeAction(
     ctx: RequestContext,
     name: string,
     action: PipelineAction,
+    resync = false,
   ): Promise<PipelineState> {
     const row = await requirePipeline(this.pool, ctx, name);
     const handle = this.handles.get(row.id);
     // The stored state catches up with the actor's before it is compared.
     await handle?.writes;
     const state = handle?.state ?? (row.state as PipelineState);
-    if (!isActionAllowed(state, action)) throw invalidTransition(name, state, action);
+    if (resync) {
+      if (!RESYNC_FROM.includes(state)) throw resyncRefused(name, state);
+    } else if (!isActionAllowed(state, action)) throw invalidTransition(name, state, action);
     if (action === 'start') {
       await this.runner.checkDefinition(row.project_id, {
         sourceConnection: row.source_connection,
@@ -63,9 +80,13 @@ export class PipelineRequests {
         sinkProperties: row.sink_properties,
       });
     }
-    if (!(await this.recorder.accept(row.id, state, action))) {
+    const accepted = resync
+      ? await this.recorder.acceptResync(row.id, row.project_id, state)
+      : await this.recorder.accept(row.id, state, action);
+    if (!accepted) {
       const now = (await pipelinesStore.findById(this.pool, row.id))?.state as PipelineState | undefined;
-      throw invalidTransition(name, now ?? state, action, 'another request changed it first');
+      const why = 'another request changed it first';
+      throw resync ? resyncRefused(name, now ?? state, why) : invalidTransition(name, now ?? state, action, why);
     }
     if (handle) {
       handle.actor.send(ACTION_EVENTS[action]);
@@ -161,5 +182,23 @@ function invalidTransition(
     'INVALID_TRANSITION',
     `pipeline '${name}' is ${state}${why ? ` (${why})` : ''}: cannot ${action} it (allowed: ${allowed.join(', ') || 'none'})`,
     { state, action, allowed },
+  );
+}
+
+/** The states a resync is taken in: the data plane is not running, so the slot is free to drop. */
+const RESYNC_FROM: readonly PipelineState[] = ['stopped', 'failed'];
+
+function resyncRefused(name: string, state: PipelineState, why?: string): AppError {
+  const first =
+    state === 'paused'
+      ? 'resume it, then stop it'
+      : state === 'starting' || state === 'stopping'
+        ? 'wait until it is running or stopped, and stop it'
+        : 'stop it';
+  return new AppError(
+    'INVALID_TRANSITION',
+    `pipeline '${name}' is ${state}${why ? ` (${why})` : ''}: a resync copies every table again from a new ` +
+      `slot and is taken only when the pipeline is stopped or failed; ${first} first`,
+    { state, action: 'resync', allowed: PIPELINE_ACTIONS.filter((a) => isActionAllowed(state, a)) },
   );
 }

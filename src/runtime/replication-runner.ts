@@ -4,11 +4,12 @@ import { type TableSchema, tableKey } from '../core/change.js';
 import { formatLsn, parseLsn } from '../core/lsn.js';
 import type { Sink } from '../core/sink.js';
 import type { Source, SourceSnapshot } from '../core/source.js';
-import { type SlotMissingError, SourceCleanupError } from '../core/source-errors.js';
+import { SlotMissingError, SourceCleanupError } from '../core/source-errors.js';
 import type { Logger } from '../log/logger.js';
 import { resolveSnapshotOptions } from '../pipelines/snapshot-options.js';
 import { type PipelineTableRow, pipelineTablesStore } from '../store/pipeline-tables-store.js';
-import { pipelinesStore } from '../store/pipelines-store.js';
+import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
+import { resyncStore } from '../store/resync-store.js';
 import { schemaStore } from '../store/schema-store.js';
 import { BackfillCoordinator } from './backfill/backfill-coordinator.js';
 import {
@@ -63,24 +64,39 @@ export class ReplicationRunner {
     const resolved = await this.endpoints.resolve(pipelineId);
     const source = await this.endpoints.openSource(resolved.source);
     try {
-      await source.checkReady();
-      const schemas = await source.describeTables(resolved.tables);
-      await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
-      await source.publish(pipelineId, resolved.tables);
-      // The shapes the sink has: a change of the source still under review is not the sink's yet.
-      const shapes = await this.knownShapes(pipelineId, schemas, await this.syncTables(resolved));
-      const sink = this.endpoints.createSink(resolved);
-      try {
-        await sink.open([...shapes.known.values()]);
-      } finally {
-        await sink.close();
-      }
+      await this.prepareWith(source, resolved);
+    } catch (error) {
+      throw namedSlotError(error, resolved.row.name);
     } finally {
       await source.close();
     }
   }
 
-  /** Runs until `signal` aborts; reports phases through `onPhase`. */
+  private async prepareWith(source: Source, resolved: Resolved): Promise<void> {
+    const pipelineId = resolved.row.id;
+    await source.checkReady();
+    const schemas = await source.describeTables(resolved.tables);
+    await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
+    await source.publish(pipelineId, resolved.tables);
+    const tableRows = await this.syncTables(resolved);
+    // A start of a pipeline whose slot is gone fails at once, saying so, whatever its sink's state.
+    if (!(await resyncStore.requested(this.deps.pool, pipelineId))) {
+      await this.requireKeptSlot(source, resolved.row, tableRows);
+    }
+    // The shapes the sink has: a change of the source still under review is not the sink's yet.
+    const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
+    const sink = this.endpoints.createSink(resolved);
+    try {
+      await sink.open([...shapes.known.values()]);
+    } finally {
+      await sink.close();
+    }
+  }
+
+  /**
+   * Runs until `signal` aborts; reports phases through `onPhase`. A slot found gone or invalidated
+   * fails it with the way out, a resync, named for this pipeline.
+   */
   async run(
     pipelineId: string,
     stats: PipelineStats,
@@ -89,6 +105,21 @@ export class ReplicationRunner {
     control: RunControl = {},
   ): Promise<ApplyOutcome> {
     const resolved = await this.endpoints.resolve(pipelineId);
+    try {
+      return await this.replicate(resolved, stats, signal, onPhase, control);
+    } catch (error) {
+      throw namedSlotError(error, resolved.row.name);
+    }
+  }
+
+  private async replicate(
+    resolved: Resolved,
+    stats: PipelineStats,
+    signal: AbortSignal,
+    onPhase: (phase: Phase) => void,
+    control: RunControl,
+  ): Promise<ApplyOutcome> {
+    const pipelineId = resolved.row.id;
     const log = this.deps.logger.child({ pipeline: resolved.row.name });
     const source = await this.endpoints.openSource(resolved.source);
     let sink: Sink | undefined;
@@ -98,20 +129,31 @@ export class ReplicationRunner {
       const schemas = await source.describeTables(resolved.tables);
       // Again at every start of the data plane: the sink's connection may have been repointed since.
       await this.refuseOwnSource(source, resolved);
+      // A resync starts from a new slot: the old one, if it still exists, goes first.
+      const resync = await resyncStore.requested(this.deps.pool, pipelineId);
+      if (resync) {
+        log.info('resync: dropping the old slot, if any, to create a new one');
+        await source.dropOwned(pipelineId);
+      }
       await source.publish(pipelineId, resolved.tables);
       const tableRows = await this.syncTables(resolved);
+      // Before the sink is opened: a slot that is gone fails the pipeline even while the sink is down.
+      if (!resync) await this.requireKeptSlot(source, resolved.row, tableRows);
       const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
       sink = this.endpoints.createSink(resolved);
       await sink.open([...shapes.known.values()]);
       const checkpoint = await sink.readCheckpoint();
       // This worker holds the pipeline's lease, so the slot is its own to claim. A slot is created
       // only for a pipeline that never streamed: recreating one later would skip changes.
+      // A resync may create one too: every table is copied again, from the new slot's snapshot.
       const claim = await source.claimSlot(pipelineId, {
-        mayCreate: checkpoint === null && !tableRows.some((t) => t.status === 'streaming'),
+        mayCreate: resync || (checkpoint === null && !tableRows.some((t) => t.status === 'streaming')),
         logger: log,
       });
       slotSnapshot = claim.snapshot;
-      const startLsn = checkpoint?.lsn ?? formatLsn(claim.position);
+      if (resync) await resyncStore.done(this.deps.pool, pipelineId);
+      // A new slot's snapshot holds everything before its position, whatever the sink had before.
+      const startLsn = slotSnapshot ? formatLsn(claim.position) : (checkpoint?.lsn ?? formatLsn(claim.position));
       const startPosition = parseLsn(startLsn);
 
       const pending = schemas.filter(
@@ -256,6 +298,22 @@ export class ReplicationRunner {
     }
   }
 
+  /**
+   * Fails with SlotMissingError when a pipeline that streamed has lost its slot: looked at before
+   * the sink is opened, so that a lost slot is not hidden behind a sink that cannot be reached
+   * (retried for ever) when nothing but a resync can bring the pipeline back.
+   */
+  private async requireKeptSlot(
+    source: Source,
+    row: PipelineRow,
+    tableRows: readonly PipelineTableRow[],
+  ): Promise<void> {
+    const streamed =
+      row.last_checkpoint_lsn !== null ||
+      tableRows.some((t) => t.status === 'streaming' || t.status === 'backfill');
+    if (streamed) await source.slotStatus(row.id);
+  }
+
   private refuseOwnSource(source: Source, resolved: Resolved): Promise<void> {
     return refuseOwnSourceAsSink(
       source,
@@ -306,3 +364,7 @@ export class ReplicationRunner {
     return pipelineTablesStore.list(this.deps.pool, resolved.row.id);
   }
 }
+
+/** A lost slot's error names the pipeline in the command that resyncs it; any other error is as it was. */
+const namedSlotError = (error: unknown, pipeline: string) =>
+  error instanceof SlotMissingError && error.pipeline === undefined ? error.forPipeline(pipeline) : error;

@@ -4,6 +4,7 @@ import { stateAfter } from '../../machines/pipeline-transitions.js';
 import type { Logger } from '../log/logger.js';
 import { leasesStore } from '../store/leases-store.js';
 import { pipelinesStore } from '../store/pipelines-store.js';
+import { resyncStore } from '../store/resync-store.js';
 import { runsStore } from '../store/runs-store.js';
 import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
 
@@ -32,6 +33,20 @@ export class StateRecorder {
    */
   accept(pipelineId: string, from: PipelineState, action: PipelineAction): Promise<boolean> {
     return pipelinesStore.transition(this.pool, pipelineId, from, stateAfter(from, action), DESIRED[action]);
+  }
+
+  /**
+   * Compare-and-set of an accepted resync, in one transaction with what it resets (resync-store):
+   * the pipeline starts, from `from`, with a resync waiting for its run. False when another request
+   * changed the state first, and then nothing is reset.
+   */
+  acceptResync(pipelineId: string, projectId: string, from: PipelineState): Promise<boolean> {
+    return this.pool.transaction(async (tx) => {
+      const to = stateAfter(from, 'start');
+      if (!(await pipelinesStore.transition(tx, pipelineId, from, to, DESIRED.start))) return false;
+      await resyncStore.record(tx, pipelineId, projectId);
+      return true;
+    });
   }
 
   /** The pipeline should stay stopped, whichever instance brings it back. */

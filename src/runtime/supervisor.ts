@@ -122,6 +122,11 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
     return this.requests.requestBackfill(ctx, name, tables);
   }
 
+  /** Resyncs a stopped or failed pipeline (a new slot, every table copied again) and starts it. */
+  requestResync(ctx: RequestContext, name: string) {
+    return this.requests.requestResync(ctx, name);
+  }
+
   /** Before a deletion: stops the pipeline and drops its slot and publication on the source. */
   beforeDelete(pipelineId: string, force: boolean): Promise<void> {
     return this.requests.beforeDelete(pipelineId, force);

@@ -7,6 +7,7 @@ import {
   BackfillAccepted,
   BackfillBody,
   PipelineMetrics,
+  ResyncAccepted,
   RunHistory,
   RunsQuery,
   SnapshotProgress,
@@ -55,6 +56,25 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
     },
     async (request, reply) =>
       reply.status(202).send(await status.backfill(request.ctx, request.params.name, request.body.tables)),
+  );
+
+  app.post(
+    '/pipelines/:name/resync',
+    {
+      config: { permission: 'operate', action: 'pipeline.resync' },
+      schema: {
+        operationId: 'resyncPipeline',
+        tags,
+        summary:
+          'Resync a stopped or failed pipeline (202): the way back after a lost or dropped slot. Drops the old ' +
+          'slot if it still exists, creates a new one, empties and copies every table again, then streams; the ' +
+          'pipeline starts at once and keeps its run history and counters. No body. 409 INVALID_TRANSITION ' +
+          'in any other state (a running pipeline must be stopped first)',
+        params: NameParams,
+        response: { 202: ResyncAccepted, ...errorResponses(404, 409) },
+      },
+    },
+    async (request, reply) => reply.status(202).send(await status.resync(request.ctx, request.params.name)),
   );
 
   app.get(

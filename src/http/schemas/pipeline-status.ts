@@ -31,6 +31,15 @@ export const BackfillAccepted = Type.Object({
   }),
 });
 
+export const ResyncAccepted = Type.Object({
+  name: Type.String(),
+  tables: Type.Array(Type.String(), { description: 'The tables copied again: every table of the pipeline' }),
+  state: Type.String({
+    description:
+      'The pipeline state: `starting`, as a resync starts the pipeline at once (with a new slot, every table copied again)',
+  }),
+});
+
 export const PipelineMetrics = Type.Object({
   name: Type.String(),
   state: Type.String(),
@@ -100,7 +109,8 @@ export const RunHistory = Type.Object({
       events_total: Type.Integer(),
       outcome: Type.String({
         description:
-          '`running`, `stopped`, `failed`, `shutdown` (the process stopped), `interrupted` (it died), `deleted`',
+          '`running`, `stopped`, `failed`, `shutdown` (the process stopped), `interrupted` (it died), `deleted`, ' +
+          '`resync` (a resync was accepted here: the runs after it stream from a new slot)',
       }),
       error: Type.Union([Type.String(), Type.Null()]),
     }),
