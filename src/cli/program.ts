@@ -4,6 +4,7 @@ import { registerApply } from './commands/apply.js';
 import { registerExport } from './commands/export.js';
 import { registerGet } from './commands/get.js';
 import { registerLifecycle } from './commands/lifecycle.js';
+import { registerResync } from './commands/resync.js';
 import { registerStatus } from './commands/status.js';
 import { EXIT } from './exit-codes.js';
 import type { CliIo } from './io.js';
@@ -57,6 +58,7 @@ export function buildProgram(io: CliIo): Command {
   registerGet(program, io);
   registerStatus(program, io);
   registerLifecycle(program, io);
+  registerResync(program, io);
   return program;
 }
 

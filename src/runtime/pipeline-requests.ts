@@ -86,7 +86,9 @@ export class PipelineRequests {
     if (!accepted) {
       const now = (await pipelinesStore.findById(this.pool, row.id))?.state as PipelineState | undefined;
       const why = 'another request changed it first';
-      throw resync ? resyncRefused(name, now ?? state, why) : invalidTransition(name, now ?? state, action, why);
+      throw resync
+        ? resyncRefused(name, now ?? state, why)
+        : invalidTransition(name, now ?? state, action, why);
     }
     if (handle) {
       handle.actor.send(ACTION_EVENTS[action]);

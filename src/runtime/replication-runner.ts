@@ -153,7 +153,9 @@ export class ReplicationRunner {
       slotSnapshot = claim.snapshot;
       if (resync) await resyncStore.done(this.deps.pool, pipelineId);
       // A new slot's snapshot holds everything before its position, whatever the sink had before.
-      const startLsn = slotSnapshot ? formatLsn(claim.position) : (checkpoint?.lsn ?? formatLsn(claim.position));
+      const startLsn = slotSnapshot
+        ? formatLsn(claim.position)
+        : (checkpoint?.lsn ?? formatLsn(claim.position));
       const startPosition = parseLsn(startLsn);
 
       const pending = schemas.filter(

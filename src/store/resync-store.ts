@@ -31,7 +31,9 @@ export const resyncStore = {
 
   /** Whether a resync waits for the pipeline's next run. */
   requested: (db: CommonQueryMethods, pipelineId: string) =>
-    db.exists(sql.unsafe`SELECT 1 FROM pipelines WHERE id = ${pipelineId} AND resync_requested_at IS NOT NULL`),
+    db.exists(
+      sql.unsafe`SELECT 1 FROM pipelines WHERE id = ${pipelineId} AND resync_requested_at IS NOT NULL`,
+    ),
 
   /** The new slot exists: the resync is under way, and a later run resumes its copy as any other. */
   done: (db: CommonQueryMethods, pipelineId: string) =>
