@@ -2,7 +2,7 @@ import { assign, fromCallback, fromPromise, setup } from 'xstate';
 
 /**
  * The control plane of one pipeline. Pure: no I/O here. The runtime provides the three actors
- * with `pipelineMachine.provide({ actors })`:
+ * (and may provide the `backoff` delay) with `pipelineMachine.provide({ actors, delays })`:
  * - `prepare`: checks the source and sink and creates what the pipeline owns (publication, target
  *   tables); rejects with a PrepareFailure, retried with backoff when `retryable`.
  * - `replicate`: runs the data plane (snapshot, then streaming) until stopped, reporting only
@@ -36,7 +36,10 @@ export type PipelineEvent =
   | { type: 'APPROVE' }
   | { type: 'REJECT' }
   | { type: 'PHASE'; phase: Phase }
-  /** The sink durably took something since the data plane (re)started: failures so far are over. */
+  /**
+   * The data plane is healthy again since it (re)started: the sink durably took something, or the
+   * stream caught up with the source with nothing to apply and the sink open. Failures so far are over.
+   */
   | { type: 'PROGRESS' }
   | { type: 'FAILED'; message: string; retryable: boolean; unreachable?: boolean }
   | { type: 'SCHEMA_CHANGE' }
@@ -65,12 +68,18 @@ export interface PipelineInput {
  * running, a server that cannot be reached (`unreachable`) is retried for as long as it takes, at
  * the capped backoff: nothing is lost meanwhile (the source's slot holds the changes), and the
  * pipeline catches up by itself when the server returns. A start stays bounded: `starting` cannot
- * be stopped (the spec's table), so it must end by itself.
+ * be stopped (the spec's table), so it must end by itself. A pipeline that was running when the
+ * service stopped, or whose worker died, is restored straight to `running` rather than through
+ * `starting`, so the same patience holds for it, and stop and pause work while it waits.
  */
 export const MAX_RETRIES = 8;
 
-/** Capped exponential backoff: 1 s, 2 s, 4 s … 60 s. */
-export const retryDelayMs = (retries: number) => Math.min(1_000 * 2 ** retries, 60_000);
+/** The longest wait between two attempts. */
+export const MAX_RETRY_DELAY_MS = 60_000;
+
+/** Capped exponential backoff: 1 s, 2 s, 4 s … 60 s (or `capMs`). */
+export const retryDelayMs = (retries: number, capMs = MAX_RETRY_DELAY_MS) =>
+  Math.min(1_000 * 2 ** retries, capMs);
 
 /** What `prepare` rejects with: a message, and whether waiting may cure it. */
 export interface PrepareFailure {
@@ -127,10 +136,12 @@ export const pipelineMachine = setup({
   }),
   initial: 'restoring',
   states: {
-    // Decides the first real state from the persisted desired state, without side effects.
+    // Decides the first real state from the persisted desired state, without side effects. A
+    // pipeline that should run goes back to running: its data plane checks and creates what it
+    // needs at every (re)start, retries a server out of reach without limit, and can be stopped.
     restoring: {
       always: [
-        { guard: ({ context }) => context.resumeAs === 'running', target: 'starting' },
+        { guard: ({ context }) => context.resumeAs === 'running', target: 'running' },
         { guard: ({ context }) => context.resumeAs === 'paused', target: 'paused' },
         { guard: ({ context }) => context.resumeAs === 'failed', target: 'failed' },
         { target: 'stopped' },

@@ -97,10 +97,17 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       resolveConnection,
     });
     const live = new LiveHub();
-    const supervisor = new Supervisor(pool, runner, logger.child({ component: 'supervisor' }), live, {
-      workerId: worker.id,
-      leaseTtlMs: config.leaseTtlMs,
-    });
+    const supervisor = new Supervisor(
+      pool,
+      runner,
+      logger.child({ component: 'supervisor' }),
+      live,
+      {
+        workerId: worker.id,
+        leaseTtlMs: config.leaseTtlMs,
+      },
+      config.retryMaxDelayMs,
+    );
     pipelines.lifecycle = supervisor;
     const metrics = createServiceMetrics(() => supervisor.running());
     // Attached before start, so that the pipelines it restores are observed too.

@@ -42,6 +42,11 @@ export interface Config {
   leaseTtlMs: number;
   /** What connections may reach on this machine: Unix sockets, TLS files. Nothing by default. */
   connections: LocalAccessPolicy;
+  /**
+   * The longest wait between two attempts of a failing pipeline; 60 s when unset. Only for tests,
+   * which must see many attempts in little time: never read from a file, flag or environment.
+   */
+  retryMaxDelayMs?: number;
 }
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;

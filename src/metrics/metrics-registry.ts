@@ -135,6 +135,12 @@ export function createServiceMetrics(pipelines: PipelineSource): ServiceMetrics 
     p,
     s.sinkErrorsTotal,
   );
+  gauge(
+    'replicator_pipeline_retries',
+    'Failures in a row of the data plane being retried (a server out of reach, a failed batch); 0 once it is healthy again.',
+    p,
+    s.retries,
+  );
   // Not `_total`: that suffix is for counters, and these can go down when a table is copied again.
   gauge(
     'replicator_pipeline_snapshot_rows_done',

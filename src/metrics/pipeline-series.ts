@@ -88,6 +88,7 @@ export const pipelineSeries = {
     p.stats.lastCheckpointAt === null ? null : Date.parse(p.stats.lastCheckpointAt) / 1000,
   ),
   sinkErrorsTotal: perPipeline((p) => p.stats.sinkErrorsTotal),
+  retries: perPipeline((p) => p.stats.retries),
   snapshotRowsDone: perTable((t) => t.rowsDone),
   // The total is an estimate from the source's statistics; it never shows less than what is done.
   snapshotRowsPlanned: perTable((t) => Math.max(t.rowsTotal, t.rowsDone)),

@@ -1,10 +1,12 @@
 import type { DatabasePool } from 'slonik';
 import { createActor, fromCallback, fromPromise } from 'xstate';
 import {
+  MAX_RETRY_DELAY_MS,
   type PipelineEvent,
   type PipelineState,
   type PrepareFailure,
   pipelineMachine,
+  retryDelayMs,
 } from '../../machines/pipeline.js';
 import { apiState } from '../../machines/pipeline-transitions.js';
 import type { Logger } from '../log/logger.js';
@@ -37,6 +39,8 @@ export class PipelineActors {
     private readonly handles: PipelineHandles,
     private readonly recorder: StateRecorder,
     private readonly publisher: StatsPublisher,
+    /** The longest wait between two attempts of a failing pipeline. */
+    private readonly retryMaxDelayMs = MAX_RETRY_DELAY_MS,
   ) {}
 
   /**
@@ -228,10 +232,14 @@ export class PipelineActors {
         }),
         drain: fromPromise(() => handle.loop),
       },
+      delays: {
+        backoff: ({ context }) => retryDelayMs(context.retries - 1, this.retryMaxDelayMs),
+      },
     });
     handle.actor = createActor(machine, { input: { pipelineId: row.id, resumeAs, error: row.error } });
     handle.actor.subscribe((snapshot) => {
       const state = apiState(snapshot.value);
+      handle.stats.retries = snapshot.context.retries;
       // A retried failure changes the error without changing the state: both are shown, both are kept.
       if (state === handle.state && snapshot.context.error === handle.error) return;
       const previous = handle.state;

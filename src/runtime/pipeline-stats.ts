@@ -25,11 +25,16 @@ export class PipelineStats {
   readonly eventsByOp: Record<ChangeOp, number> = { insert: 0, update: 0, delete: 0, truncate: 0 };
   /** The source slot as last checked while streaming; null before the first check. */
   slot: { retainedWalBytes: number | null; walStatus: string | null } | null = null;
+  /** Failures in a row being retried (the machine's count); 0 once the data plane is healthy. */
+  retries = 0;
   /** A warning a person should see (e.g. the slot keeps too much WAL), or null. */
   warning: string | null = null;
   /** Told of every durable batch: its size in events and how long the sink took. */
   onBatch?: (events: number, seconds: number) => void;
-  /** Told when the sink durably took something (a batch, a snapshot partition). */
+  /**
+   * Told when the data plane shows it is healthy: the sink durably took something (a batch, a
+   * snapshot partition), or the stream caught up with nothing to apply.
+   */
   onProgress?: () => void;
   private applied: { at: number; events: number }[] = [];
   private pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };
@@ -56,6 +61,15 @@ export class PipelineStats {
 
   /** The sink durably took something: what a failing pipeline needs to count as healthy again. */
   madeProgress(): void {
+    this.onProgress?.();
+  }
+
+  /**
+   * The stream caught up with the source, the sink open and nothing waiting for it: healthy too,
+   * for a pipeline whose source is idle. Never said while a batch waits or fails, so a batch
+   * refused at every attempt does not count.
+   */
+  caughtUp(): void {
     this.onProgress?.();
   }
 

@@ -126,9 +126,15 @@ export class ReplicationRunner {
     // The snapshot of a slot just created, held until the tables are copied in it.
     let slotSnapshot: SourceSnapshot | undefined;
     try {
+      // What `prepare` checks and creates, again at every start of the data plane: a pipeline
+      // restored as running (after a restart, or taken over from a worker that died) never went
+      // through `prepare` in this process, and the source may have changed since.
+      await source.checkReady();
       const schemas = await source.describeTables(resolved.tables);
-      // Again at every start of the data plane: the sink's connection may have been repointed since.
+      // The sink's connection may have been repointed since.
       await this.refuseOwnSource(source, resolved);
+      // Before the publication: a deletion drops what the source holds only when this is set.
+      await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
       // A resync starts from a new slot: the old one, if it still exists, goes first.
       const resync = await resyncStore.requested(this.deps.pool, pipelineId);
       if (resync) {

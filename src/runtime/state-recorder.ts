@@ -73,7 +73,8 @@ export class StateRecorder {
       .then(async () => {
         if (this.handles.get(handle.id) !== handle) return; // dropped: another worker owns it now
         await pipelinesStore.setState(this.pool, handle.id, state, error, this.workerId);
-        if (state === 'starting' && !handle.runId) {
+        // A pipeline restored as running opens its run there: it does not pass through starting.
+        if ((state === 'starting' || state === 'running') && !handle.runId) {
           handle.runId = await runsStore.open(this.pool, handle.id, handle.projectId);
         }
         if ((state === 'stopped' || state === 'failed') && handle.runId) {

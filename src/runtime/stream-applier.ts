@@ -234,7 +234,11 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         // Nothing open and nothing pending: the source is idle, so its position can advance (heartbeat).
         if (!txOpen && batch.length === 0) {
           if (writing) ackAfterWrite = item.walEnd;
-          else acknowledge(item.walEnd);
+          else {
+            acknowledge(item.walEnd);
+            // Caught up, the sink open and nothing refused: an error shown from before is over.
+            if (!writeFailed) stats.caughtUp();
+          }
         }
         return;
       case 'relation': {

@@ -44,6 +44,8 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
     hub: LiveHub = new LiveHub(),
     /** This worker, and how long its leases last without renewal. */
     readonly fleet: { workerId: string; leaseTtlMs: number } = { workerId: randomUUID(), leaseTtlMs: 15_000 },
+    /** The longest wait between two attempts of a failing pipeline (60 s unless told). */
+    retryMaxDelayMs?: number,
   ) {
     this.recorder = new StateRecorder(pool, logger, fleet.workerId, this.handles);
     this.publisher = new StatsPublisher(hub, this.handles);
@@ -55,6 +57,7 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
       this.handles,
       this.recorder,
       this.publisher,
+      retryMaxDelayMs,
     );
     this.relay = new ActionRelay(pool, this.handles, this.actors);
     this.requests = new PipelineRequests(

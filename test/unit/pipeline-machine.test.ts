@@ -266,9 +266,47 @@ describe('pipeline machine', () => {
     expect(apiState(paused.actor.getSnapshot().value)).toBe('paused');
   });
 
+  it('restores a running pipeline to running: a server out of reach is retried past MAX_RETRIES, and stop works', async () => {
+    const h = harness();
+    const actor = createActor(h.machine, {
+      input: { pipelineId: 'p', resumeAs: 'running', error: 'connect ECONNREFUSED' },
+    }).start();
+    expect(actor.getSnapshot().matches({ running: 'replicating' })).toBe(true);
+    for (let i = 0; i < MAX_RETRIES + 3; i++) {
+      h.report({ type: 'FAILED', message: 'connect ECONNREFUSED', retryable: true, unreachable: true });
+      expect(apiState(actor.getSnapshot().value)).toBe('running');
+      expect(actor.getSnapshot().context).toMatchObject({ error: 'connect ECONNREFUSED', retries: i + 1 });
+      await new Promise((r) => setTimeout(r, 20));
+      expect(actor.getSnapshot().matches({ running: 'replicating' })).toBe(true);
+    }
+    expect(actor.getSnapshot().can({ type: 'PAUSE' })).toBe(true);
+    actor.send({ type: 'STOP' });
+    await settle(h);
+    expect(apiState(actor.getSnapshot().value)).toBe('stopped');
+  });
+
+  it('fails a restored running pipeline as before for a failure that needs a person', () => {
+    const h = harness();
+    const actor = createActor(h.machine, { input: { pipelineId: 'p', resumeAs: 'running' } }).start();
+    h.report({ type: 'FAILED', message: 'permission denied for table items', retryable: false });
+    expect(apiState(actor.getSnapshot().value)).toBe('failed');
+    expect(actor.getSnapshot().context.error).toBe('permission denied for table items');
+  });
+
+  it('clears the error of a restored pipeline once its data plane is healthy', () => {
+    const h = harness();
+    const actor = createActor(h.machine, {
+      input: { pipelineId: 'p', resumeAs: 'running', error: 'connect ECONNREFUSED' },
+    }).start();
+    h.report({ type: 'PHASE', phase: 'streaming' });
+    expect(actor.getSnapshot().context.error).toBe('connect ECONNREFUSED');
+    h.report({ type: 'PROGRESS' });
+    expect(actor.getSnapshot().context).toMatchObject({ error: null, retries: 0 });
+  });
+
   it.each([
     ['failed', 'failed'],
-    ['running', 'starting'],
+    ['running', 'running'],
     ['paused', 'paused'],
     ['stopped', 'stopped'],
   ] as const)('restores desired state %s as %s', (resumeAs, state) => {
