@@ -945,7 +945,7 @@ export interface components {
             created_at: string;
             /** @description What the pipeline was last asked to be: stopped, running, paused */
             desired_state: string;
-            /** @description Why the pipeline last failed, if it did */
+            /** @description Why the pipeline last failed, if it did; while a running pipeline retries (e.g. a server out of reach), the reason. Cleared once it is healthy again (the sink took a batch, or the stream caught up with an idle source), by stop, and by a successful start */
             error: string | null;
             events_per_second: number;
             /** @description Incremented on every definition change */

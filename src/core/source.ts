@@ -86,6 +86,11 @@ export interface Source {
    */
   slotStatus(pipelineId: string): Promise<SlotStatus>;
   /**
+   * Where the source's durable WAL ends now (a standby: what it replayed). A stream whose idle
+   * position reaches it has sent every change committed before this call.
+   */
+  walPosition(): Promise<bigint>;
+  /**
    * Streams the pipeline's changes committed after `from` (0n: from where the slot stands).
    * Nothing is acknowledged unless `ack()` is called.
    */

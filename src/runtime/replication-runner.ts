@@ -219,6 +219,8 @@ export class ReplicationRunner {
       });
       stats.phase = 'streaming';
       onPhase('streaming');
+      // Every change committed so far lies before this: a stream idle past it has caught up.
+      const caughtUpAt = await source.walPosition();
       const stream = source.startStream(pipelineId, { from: startPosition, logger: log });
       // Stops the stream for the caller's abort, and for a slot found lost while streaming.
       const streaming = new AbortController();
@@ -244,6 +246,7 @@ export class ReplicationRunner {
           limits: this.endpoints.batchLimits(resolved),
           epoch: control.epoch ?? 1,
           startLsn: startPosition,
+          caughtUpAt,
           tables: new Set(resolved.tables.map(tableKey)),
           stats,
           signal: streaming.signal,

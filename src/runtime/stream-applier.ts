@@ -18,6 +18,11 @@ export interface StreamApplierOptions {
   epoch: number;
   /** The durable position the stream starts after (the sink's checkpoint or the slot's start). */
   startLsn: bigint;
+  /**
+   * A source position at or past every change committed before the stream started: an idle
+   * position that reaches it means the stream caught up, and nothing of before is left to apply.
+   */
+  caughtUpAt?: bigint;
   /** `schema.table` of the tables to apply; changes of others (just removed) are skipped. */
   tables: ReadonlySet<string>;
   stats: PipelineStats;
@@ -236,8 +241,11 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
           if (writing) ackAfterWrite = item.walEnd;
           else {
             acknowledge(item.walEnd);
-            // Caught up, the sink open and nothing refused: an error shown from before is over.
-            if (!writeFailed) stats.caughtUp();
+            // Caught up, the sink open and nothing refused: an error shown from before is over. An
+            // idle position short of it may come before a change that was there all along (the
+            // server echoes the start position first), which may be refused again.
+            const { caughtUpAt } = options;
+            if (!writeFailed && caughtUpAt !== undefined && item.walEnd >= caughtUpAt) stats.caughtUp();
           }
         }
         return;

@@ -110,7 +110,8 @@ export const Pipeline = Type.Object(
       description: 'What the pipeline was last asked to be: stopped, running, paused',
     }),
     error: Type.Union([Type.String(), Type.Null()], {
-      description: 'Why the pipeline last failed, if it did',
+      description:
+        'Why the pipeline last failed, if it did; while a running pipeline retries (e.g. a server out of reach), the reason. Cleared once it is healthy again (the sink took a batch, or the stream caught up with an idle source), by stop, and by a successful start',
     }),
     warning: Type.Union([Type.String(), Type.Null()], {
       description:

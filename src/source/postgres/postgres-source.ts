@@ -109,6 +109,13 @@ class PostgresSource implements Source {
     return { position: status.confirmedFlushLsn ? parseLsn(status.confirmedFlushLsn) : 0n };
   }
 
+  async walPosition(): Promise<bigint> {
+    const { rows } = await this.session().query<{ lsn: string }>(
+      `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_flush_lsn() END)::text AS lsn`,
+    );
+    return parseLsn(rows[0]?.lsn ?? '0/0');
+  }
+
   async slotStatus(pipelineId: string): Promise<SlotStatus> {
     const slot = slotName(pipelineId);
     const status = await slotStatus(this.session(), slot);
