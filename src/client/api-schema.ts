@@ -3058,7 +3058,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         name: string;
-                        /** @description The pipeline state: `starting`, as a resync starts the pipeline at once (with a new slot, every table copied again) */
+                        /** @description The pipeline state: `starting`, as a resync starts the pipeline at once (with a new slot, every table copied again); asked of an instance that does not run the pipeline, its state before, as its owner carries the resync out within about a second */
                         state: string;
                         /** @description The tables copied again: every table of the pipeline */
                         tables: string[];

@@ -1,3 +1,7 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runCommandLine } from '../../src/cli/run.js';
 import { availableBinDirs, createDatabase, type PgCluster, startPgCluster } from '../support/pg-cluster.js';
@@ -338,5 +342,63 @@ describe('resync after the source invalidated the slot', () => {
     expect(slots).toHaveLength(1);
     expect(slots[0]?.wal_status).not.toBe('lost');
     await service.request('PUT', '/v1/pipelines/lost/state', { state: 'stop' });
+  }, 300_000);
+});
+
+/**
+ * Two instances on one metadata store: a resync asked of the instance that does not run the
+ * pipeline is carried out by the one that does (its lease, its queue), through the store.
+ */
+describe('resync in a fleet', () => {
+  let dbs: Awaited<ReturnType<typeof replicationDatabases>>;
+  let owner: TestService;
+  let other: TestService;
+
+  beforeAll(async () => {
+    dbs = await replicationDatabases(cluster?.adminUrl as string, 'resync_fleet');
+    await sqlOn(dbs.source, SOURCE_SQL);
+    const keyFile = join(mkdtempSync(join(tmpdir(), 'resync-fleet-')), 'master.key');
+    writeFileSync(keyFile, randomBytes(32).toString('hex'), { mode: 0o600 });
+    const config = () => {
+      const c = testConfig(dbs.store);
+      return { ...c, auth: { ...c.auth, masterKeyFile: keyFile } };
+    };
+    owner = await startTestService(config());
+    other = await startTestService(config());
+    await createSourceAndSink(owner.request, dbs);
+  });
+  afterAll(async () => {
+    await other?.stop();
+    await owner?.stop();
+  });
+
+  it("is carried out by the pipeline's owner when asked of another instance", async () => {
+    await startConvergedPipeline(owner, dbs, 'fleet', TABLES);
+    await dropSlotBehindItsBack(dbs.source);
+    await changeWhileSlotless(dbs.source);
+    await waitFor(
+      async () => (await other.request('GET', '/v1/pipelines/fleet')).body.state === 'failed',
+      'fleet to fail',
+    );
+
+    const ownerOf = async () =>
+      (await sqlOn(dbs.store, "SELECT owner_worker_id FROM pipelines WHERE name = 'fleet'"))[0]
+        ?.owner_worker_id;
+    const before = await ownerOf();
+    expect(before).toBeTruthy();
+    const accepted = await other.request('POST', '/v1/pipelines/fleet/resync');
+    expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+    // The state before: the owner carries it out.
+    expect(accepted.body.state).toBe('failed');
+    await waitConverged(dbs.source, dbs.sink, 'items');
+    await waitConverged(dbs.source, dbs.sink, 'notes');
+    await waitFor(
+      async () => (await owner.request('GET', '/v1/pipelines/fleet')).body.state === 'running',
+      'fleet to run on its owner',
+    );
+    // The same worker runs it, from one new slot.
+    expect(await ownerOf()).toBe(before);
+    expect(await slotsOf(dbs.source)).toHaveLength(1);
+    await owner.request('PUT', '/v1/pipelines/fleet/state', { state: 'stop' });
   }, 300_000);
 });

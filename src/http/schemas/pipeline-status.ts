@@ -36,7 +36,9 @@ export const ResyncAccepted = Type.Object({
   tables: Type.Array(Type.String(), { description: 'The tables copied again: every table of the pipeline' }),
   state: Type.String({
     description:
-      'The pipeline state: `starting`, as a resync starts the pipeline at once (with a new slot, every table copied again)',
+      'The pipeline state: `starting`, as a resync starts the pipeline at once (with a new slot, every table ' +
+      'copied again); asked of an instance that does not run the pipeline, its state before, as its owner ' +
+      'carries the resync out within about a second',
   }),
 });
 
