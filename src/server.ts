@@ -31,6 +31,7 @@ import { installProcessGuard } from './runtime/process-guard.js';
 import { ReplicationRunner } from './runtime/replication-runner.js';
 import { SchemaDecisions } from './runtime/schema-decisions.js';
 import { SourceTables } from './runtime/source-tables.js';
+import { claimSpoolRoot } from './runtime/spool-root.js';
 import { Supervisor } from './runtime/supervisor.js';
 import { loadMasterKey } from './secrets/master-key.js';
 import { SecretBox } from './secrets/secret-box.js';
@@ -90,8 +91,17 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const apply = new ApplyService(connections, pipelines);
     const resolveConnection = (projectId: string, name: string) =>
       connections.resolve({ projectId, actor: 'system' }, name);
+    const spool = claimSpoolRoot(config.spoolDir);
+    stops.push(async () => spool.release());
+    if (spool.freed.directories > 0) {
+      logger.info(
+        { spoolDir: config.spoolDir, bytes: spool.freed.bytes, directories: spool.freed.directories },
+        `removed the spool files of processes that are gone (${(spool.freed.bytes / 2 ** 20).toFixed(1)} MiB freed)`,
+      );
+    }
     const runner = new ReplicationRunner({
       pool,
+      spoolDir: spool.path,
       warnRetainedWalBytes: config.slotWalWarningBytes,
       logger: logger.child({ component: 'replication' }),
       resolveConnection,

@@ -1,4 +1,4 @@
-import { isAbsolute, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import type { LocalAccessPolicy } from '../connections/local-access.js';
 import { parseBytes, parseDuration } from './duration.js';
 
@@ -8,6 +8,8 @@ export interface Config {
   listen: { host: string; port: number };
   /** Folder for the embedded PostgreSQL, the generated master key and other local state. */
   dataDir: string;
+  /** Absolute folder where large transactions are spooled while they arrive: `<dataDir>/spool` unless set. */
+  spoolDir: string;
   /** Metadata store; when absent an embedded PostgreSQL is started inside dataDir. */
   databaseUrl: string | undefined;
   auth: {
@@ -83,6 +85,11 @@ export const OPTIONS: readonly OptionSpec[] = [
   },
   { key: 'port', flag: 'port', description: 'port to bind, overriding the port of `listen`' },
   { key: 'data_dir', flag: 'data-dir', default: './data', description: 'folder for local state' },
+  {
+    key: 'spool_dir',
+    flag: 'spool-dir',
+    description: 'folder for large transactions spooled to disk while they arrive (default <data_dir>/spool)',
+  },
   { key: 'database_url', flag: 'database-url', description: 'metadata PostgreSQL URL (embedded when unset)' },
   { key: 'auth.mode', flag: 'auth-mode', default: 'none', description: '`none` or `enabled`' },
   {
@@ -226,6 +233,7 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
   }
   const dataDir = value('data_dir') as string;
   if (dataDir.trim() === '') throw new ConfigError('data_dir', 'must not be empty');
+  const spoolDir = value('spool_dir') || join(dataDir, 'spool');
 
   const walWarning = value('slot_wal_warning') as string;
   const slotWalWarningBytes = parseBytes(walWarning);
@@ -266,6 +274,7 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
   return {
     listen,
     dataDir,
+    spoolDir: resolve(spoolDir),
     connections: {
       allowUnixSockets: sockets === 'true',
       tlsFileDir,

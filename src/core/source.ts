@@ -92,9 +92,13 @@ export interface Source {
   walPosition(): Promise<bigint>;
   /**
    * Streams the pipeline's changes committed after `from` (0n: from where the slot stands).
-   * Nothing is acknowledged unless `ack()` is called.
+   * Nothing is acknowledged unless `ack()` is called. `spoolDir`: where a transaction too large
+   * for memory is kept while it arrives (the OS temp directory when unset).
    */
-  startStream(pipelineId: string, options: { from: bigint; logger?: SourceLogger }): ChangeStream;
+  startStream(
+    pipelineId: string,
+    options: { from: bigint; logger?: SourceLogger; spoolDir?: string },
+  ): ChangeStream;
   /** Drops what the pipeline owns at the source, if it exists, ending a reader still streaming. */
   dropOwned(pipelineId: string): Promise<void>;
   /** What the pipeline owns at the source, and how a person drops it by hand; needs no connection. */

@@ -45,6 +45,10 @@ const UNREACHABLE_CODES = new Set([
   'WEBHOOK_UNAVAILABLE',
 ]);
 
+// Not a server, but heals the same way: a spool directory that is full waits for room (the slot
+// keeps the transaction, received again whole) rather than failing the pipeline after a few tries.
+const SPOOL_FULL = 'SPOOL_FULL';
+
 // SQLSTATEs of a PostgreSQL server that ended the session: shutting down (57P01 admin, 57P02
 // crash) or starting up (57P03), the session idle too long inside a transaction (25P03) or
 // outside one (57P05). The next session is fine once the server is back.
@@ -60,12 +64,13 @@ const DRIVER_CONNECTION_GONE = [
 ];
 
 /**
- * Whether a failure is a server (source or sink) that cannot be reached or went away: retried
- * for as long as it takes (see MAX_RETRIES), since the slot keeps what it has not yet taken. An
+ * Whether a failure is a server (source or sink) that cannot be reached or went away, or a full
+ * spool directory: retried for as long as it takes (see MAX_RETRIES), since the slot keeps what it has not yet taken. An
  * error wrapping another (its `cause`) is judged by what it wraps too.
  */
 export function isUnreachable(error: unknown): boolean {
   if (!isRetryable(error)) return false;
+  if ((error as { code?: unknown } | null)?.code === SPOOL_FULL) return true;
   for (let e: unknown = error, depth = 0; e !== null && e !== undefined && depth < 5; depth++) {
     if (isConnectionLoss(e)) return true;
     e = (e as { cause?: unknown }).cause;

@@ -40,6 +40,8 @@ export interface RunnerDeps {
   logger: Logger;
   /** Retained WAL of a slot above which its pipeline shows a warning. */
   warnRetainedWalBytes?: number;
+  /** This process's spool directory (spool-root.ts); the OS temp directory when unset. */
+  spoolDir?: string;
 }
 
 /** 10 GiB: a day of a busy database's WAL, long before most disks fill. */
@@ -221,7 +223,11 @@ export class ReplicationRunner {
       onPhase('streaming');
       // Every change committed so far lies before this: a stream idle past it has caught up.
       const caughtUpAt = await source.walPosition();
-      const stream = source.startStream(pipelineId, { from: startPosition, logger: log });
+      const stream = source.startStream(pipelineId, {
+        from: startPosition,
+        logger: log,
+        ...(this.deps.spoolDir ? { spoolDir: this.deps.spoolDir } : {}),
+      });
       // Stops the stream for the caller's abort, and for a slot found lost while streaming.
       const streaming = new AbortController();
       const onAbort = () => streaming.abort();

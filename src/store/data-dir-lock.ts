@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { processAlive, processStat } from '../core/process-liveness.js';
 
 // Names the process that runs the embedded PostgreSQL of a data directory.
 const OWNER_FILE = 'postgres.lock';
@@ -12,19 +13,6 @@ export class DataDirInUseError extends Error {}
 // of a restarted container's process is often the same).
 const heldHere = new Set<string>();
 
-// The state and start time (field 22 of /proc/<pid>/stat) of a process on Linux, which tell a live
-// process from a zombie or from a later process given the same pid; null where there is no /proc.
-function processStat(pid: number): { state: string; startTime: string } | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The fields after the command name, which is in parentheses and may hold spaces or ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { state: fields[0] ?? '', startTime: fields[19] ?? '' };
-  } catch {
-    return null;
-  }
-}
-
 interface Owner {
   pid: number;
   startTime: string | null;
@@ -32,14 +20,7 @@ interface Owner {
 
 function ownerAlive(file: string, owner: Owner): boolean {
   if (owner.pid === process.pid) return heldHere.has(file);
-  try {
-    process.kill(owner.pid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  const stat = processStat(owner.pid);
-  if (!stat) return true;
-  return stat.state !== 'Z' && (owner.startTime === null || stat.startTime === owner.startTime);
+  return processAlive(owner.pid, owner.startTime);
 }
 
 function readOwnerText(file: string): string | null {

@@ -19,6 +19,7 @@ export function testConfig(databaseUrl: string | undefined, dataDir?: string): C
   return {
     listen: { host: '127.0.0.1', port: 0 },
     dataDir: dir,
+    spoolDir: join(resolve(dir), 'spool'),
     databaseUrl,
     auth: {
       mode: 'none',

@@ -20,6 +20,7 @@ describe('configuration', () => {
     expect(config).toEqual({
       listen: { host: '127.0.0.1', port: 7600 },
       dataDir: './data',
+      spoolDir: resolve('./data/spool'),
       databaseUrl: undefined,
       auth: {
         mode: 'none',
@@ -42,6 +43,13 @@ describe('configuration', () => {
         webhookAllowPrivate: false,
       },
     });
+  });
+
+  it('spools large transactions under the data directory unless spool_dir says where', () => {
+    expect(load(['--data-dir', '/srv/replicator']).spoolDir).toBe('/srv/replicator/spool');
+    expect(load(['--spool-dir', '/scratch/spool']).spoolDir).toBe('/scratch/spool');
+    expect(load([], { REPLICATOR_SPOOL_DIR: 'relative/spool' }).spoolDir).toBe(resolve('relative/spool'));
+    expect(load(['--config', yamlFile('spool_dir: /mnt/fast\n')]).spoolDir).toBe('/mnt/fast');
   });
 
   it('reads the directories DuckDB files may live in, and refuses relative ones', () => {

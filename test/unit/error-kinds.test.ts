@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FencedError } from '../../src/core/sink.js';
 import { isRetryable, isUnreachable } from '../../src/runtime/error-kinds.js';
+import { SpoolWriteError } from '../../src/source/postgres/spool-write-error.js';
 
 const withCode = (code: string, message = `connect ${code}`) => Object.assign(new Error(message), { code });
 
@@ -20,6 +21,8 @@ describe('failure kinds', () => {
       new Error('Client has encountered a connection error and is not queryable'),
     ],
     ['an error wrapping a reset connection', new Error('lost the stream', { cause: withCode('ECONNRESET') })],
+    ['a full spool directory', new SpoolWriteError('/spool', 10, withCode('ENOSPC'))],
+    ['a spool directory over its quota', new SpoolWriteError('/spool', 10, withCode('EDQUOT'))],
   ])('waits as long as it takes for %s', (_what, error) => {
     expect(isRetryable(error)).toBe(true);
     expect(isUnreachable(error)).toBe(true);
@@ -34,6 +37,7 @@ describe('failure kinds', () => {
     ],
     ['an unknown error', new Error('something odd')],
     ['a newer worker', new FencedError(3, 2)],
+    ['a spool directory failing to write (EIO)', new SpoolWriteError('/spool', 10, withCode('EIO'))],
   ])('retries %s a bounded number of times, or not at all', (_what, error) => {
     expect(isUnreachable(error)).toBe(false);
   });

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SpoolWriteError } from '../../src/source/postgres/spool-write-error.js';
 import { SpoolDirectory, StreamSpool } from '../../src/source/postgres/stream-spool.js';
 
 /** A streamed Insert message as the server sends it: tag, xid, relation id, one text and one null column. */
@@ -91,6 +92,29 @@ describe('stream spool', () => {
     const [dir] = readdirSync(parent);
     directory.remove();
     expect(existsSync(join(parent, dir as string))).toBe(false);
+    spool.dispose();
+  });
+
+  it.each([
+    ['ENOSPC', 'is full (ENOSPC) writing a transaction of 2 changes: free space or set spool_dir'],
+    ['EDQUOT', 'is full (EDQUOT) writing a transaction of 2 changes: free space or set spool_dir'],
+    ['EIO', 'cannot be written (EIO) writing a transaction of 2 changes: check the disk or set spool_dir'],
+  ])('names its directory and the transaction when the disk refuses a write (%s)', (code, problem) => {
+    const refuse = () => {
+      throw Object.assign(new Error(`${code}: refused`), { code });
+    };
+    const spool = new StreamSpool(directory, 'full', 0, refuse);
+    spool.append(insert(1, 'y'.repeat(600_000)));
+    let thrown: unknown;
+    try {
+      // The second fills the first 1 MiB block, which goes to the file.
+      spool.append(insert(1, 'y'.repeat(600_000)));
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(SpoolWriteError);
+    expect((thrown as Error).message).toBe(`spool directory ${parent} ${problem}`);
+    expect((thrown as SpoolWriteError).code).toBe(code === 'EIO' ? 'EIO' : 'SPOOL_FULL');
     spool.dispose();
   });
 });

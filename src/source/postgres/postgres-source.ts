@@ -124,13 +124,17 @@ class PostgresSource implements Source {
     return { retainedWalBytes: status.retainedWalBytes, walStatus: status.walStatus };
   }
 
-  startStream(pipelineId: string, options: { from: bigint; logger?: SourceLogger }): ChangeStream {
+  startStream(
+    pipelineId: string,
+    options: { from: bigint; logger?: SourceLogger; spoolDir?: string },
+  ): ChangeStream {
     return startChangeStream({
       connection: this.connection,
       slotName: slotName(pipelineId),
       publicationName: publicationName(pipelineId),
       startLsn: formatLsn(options.from),
       ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.spoolDir ? { spoolDir: options.spoolDir } : {}),
     });
   }
 

@@ -1,6 +1,7 @@
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SpoolWriteError } from './spool-write-error.js';
 
 /** A directory of spool files, made on first use and removed as a whole. */
 export class SpoolDirectory {
@@ -8,19 +9,22 @@ export class SpoolDirectory {
   private counter = 0;
 
   /** @param parent where to create the directory; the OS temp directory by default */
-  constructor(private readonly parent: string = tmpdir()) {}
+  constructor(readonly parent: string = tmpdir()) {}
 
   /** A new file path inside the directory. */
   newFile(label: string): string {
-    this.dir ??= mkdtempSync(join(this.parent, 'replicator-spool-'));
+    if (!this.dir) {
+      mkdirSync(this.parent, { recursive: true, mode: 0o700 });
+      this.dir = mkdtempSync(join(this.parent, 'replicator-spool-'));
+    }
     return join(this.dir, `${label}-${++this.counter}.bin`);
   }
 
-  /** Removes the directory and every file in it. */
+  /** Removes the directory and every file in it; never throws (what is left is removed at the next start). */
   remove(): void {
     const dir = this.dir;
     this.dir = undefined;
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    if (dir) quietly(() => rmSync(dir, { recursive: true, force: true }));
   }
 }
 
@@ -43,10 +47,12 @@ export class StreamSpool {
   private readonly aborted = new Set<number>();
   private count = 0;
 
+  /** @param write how bytes reach the file: fs.writeSync, or a failing one in tests */
   constructor(
     private readonly directory: SpoolDirectory,
     private readonly label: string,
     private readonly memoryLimitBytes: number,
+    private readonly write: typeof writeSync = writeSync,
   ) {}
 
   /** Messages appended so far (aborted subtransactions included). */
@@ -90,7 +96,7 @@ export class StreamSpool {
       }
       return;
     }
-    this.writeOut(this.block.subarray(0, this.used));
+    this.spilling(() => this.writeOut(this.block.subarray(0, this.used)));
     this.used = 0;
     const fd = openSync(this.file.path, 'r');
     try {
@@ -124,15 +130,15 @@ export class StreamSpool {
     }
   }
 
-  /** Frees the memory and deletes the file. Safe to call twice. */
+  /** Frees the memory and deletes the file. Safe to call twice; never throws (a failing disk is cleaned up at the next start). */
   dispose(): void {
     this.blocks = [];
     this.used = 0;
     const file = this.file;
     this.file = undefined;
     if (file) {
-      closeSync(file.fd);
-      rmSync(file.path, { force: true });
+      quietly(() => closeSync(file.fd));
+      quietly(() => rmSync(file.path, { force: true }));
     }
   }
 
@@ -141,13 +147,16 @@ export class StreamSpool {
     const sealed = this.block.subarray(0, this.used);
     this.memoryBytes += sealed.length;
     if (this.file || this.memoryBytes > this.memoryLimitBytes) {
-      if (!this.file) {
-        const path = this.directory.newFile(this.label);
-        this.file = { path, fd: openSync(path, 'w') };
-        for (const block of this.blocks) this.writeOut(block);
-        this.blocks = [];
-      }
-      this.writeOut(sealed);
+      this.spilling(() => {
+        if (!this.file) {
+          const path = this.directory.newFile(this.label);
+          // Owner-only: the file holds rows of the source.
+          this.file = { path, fd: openSync(path, 'w', 0o600) };
+          for (const block of this.blocks) this.writeOut(block);
+          this.blocks = [];
+        }
+        this.writeOut(sealed);
+      });
     } else {
       this.blocks.push(sealed);
     }
@@ -158,7 +167,24 @@ export class StreamSpool {
   private writeOut(bytes: Buffer): void {
     const fd = (this.file as { fd: number }).fd;
     let written = 0;
-    while (written < bytes.length) written += writeSync(fd, bytes, written, bytes.length - written);
+    while (written < bytes.length) written += this.write(fd, bytes, written, bytes.length - written);
+  }
+
+  /** Runs a write to the file; a failure names the directory and the transaction's size. */
+  private spilling(write: () => void): void {
+    try {
+      write();
+    } catch (error) {
+      throw new SpoolWriteError(this.directory.parent, this.count, error);
+    }
+  }
+}
+
+function quietly(step: () => void): void {
+  try {
+    step();
+  } catch {
+    // Left for the next start's clean-up of the spool directory.
   }
 }
 
