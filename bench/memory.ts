@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDatabase } from '../test/support/pg-cluster.js';
 import { sqlOn, tableDigest } from '../test/support/replication-fixture.js';
@@ -23,6 +24,11 @@ import {
 } from './workloads.js';
 
 const MiB = 1024; // KiB per MiB
+const SCENARIO_TITLES = {
+  queue: 'sink stopped while changes queue up',
+  big: 'one big transaction',
+  crash: 'one big transaction, its apply interrupted by a kill -9',
+} as const;
 export const SAMPLE_MS = 100;
 const POLL_MS = 100;
 const REST_SECONDS = 2;
@@ -33,6 +39,10 @@ export interface MemoryOptions {
   queueRows: number;
   /** `MEMORY_BIG_ROWS` (default 5,000,000 × BENCH_SCALE): rows of the one big transaction. */
   bigRows: number;
+  /** `MEMORY_CRASH_ROWS` (default 3,000,000 × BENCH_SCALE): rows of the transaction whose apply a kill -9 interrupts. */
+  crashRows: number;
+  /** `MEMORY_SCENARIOS` (default all: queue,big,crash): the scenarios to run. */
+  scenarios: readonly MemoryScenario['key'][];
   /** `MEMORY_DOWN_SECONDS` (default 10): how long the sink stays down once the backlog is written. */
   downSeconds: number;
   cli: ServiceCli;
@@ -52,9 +62,16 @@ export function memoryOptions(
   };
   const down = Number(env.MEMORY_DOWN_SECONDS ?? '10');
   if (!Number.isFinite(down) || down < 0) throw new Error('MEMORY_DOWN_SECONDS must be a number of seconds');
+  const scenarios = (env.MEMORY_SCENARIOS ?? 'queue,big,crash').split(',').map((k) => k.trim());
+  for (const key of scenarios) {
+    if (!SCENARIO_KEYS.includes(key as MemoryScenario['key']))
+      throw new Error(`MEMORY_SCENARIOS lists '${key}'; the scenarios are ${SCENARIO_KEYS.join(', ')}`);
+  }
   return {
     queueRows: count('MEMORY_ROWS', 1_000_000),
     bigRows: count('MEMORY_BIG_ROWS', 5_000_000),
+    crashRows: count('MEMORY_CRASH_ROWS', 3_000_000),
+    scenarios: scenarios as MemoryScenario['key'][],
     downSeconds: down,
     cli,
   };
@@ -70,8 +87,10 @@ export interface MemoryPhase {
   hwmMiB: number;
 }
 
+const SCENARIO_KEYS = ['queue', 'big', 'crash'] as const;
+
 export interface MemoryScenario {
-  key: 'queue' | 'big';
+  key: (typeof SCENARIO_KEYS)[number];
   label: string;
   workload: Workload;
   writeSeconds: number;
@@ -213,9 +232,10 @@ async function withService<T>(
   storeUrl: string,
   cli: ServiceCli,
   log: (m: string) => void,
+  options: { dataDir?: string },
   body: (service: ServiceProcess) => Promise<T>,
 ): Promise<T> {
-  const service = await startServiceProcess(storeUrl, cli);
+  const service = await startServiceProcess(storeUrl, cli, options);
   log(
     `  service process ${service.pid} started (${cli}), VmRSS ${((processMemory(service.pid)?.rssKiB ?? 0) / MiB).toFixed(0)} MiB`,
   );
@@ -244,7 +264,7 @@ async function queueScenario(
   const name = 'memory-queue';
   let relay: TcpRelay | undefined;
   try {
-    return await withService(urls.store, options.cli, log, async (service) => {
+    return await withService(urls.store, options.cli, log, {}, async (service) => {
       const sink = new URL(urls.sink);
       relay = await startTcpRelay(sink.hostname, Number(sink.port));
       const ours = await createOursPipeline(service, urls.source, viaRelay(urls.sink, relay), name);
@@ -321,7 +341,7 @@ async function bigScenario(
 ): Promise<MemoryScenario> {
   const workload = bigTransactionWorkload(options.bigRows);
   const name = 'memory-big';
-  return withService(urls.store, options.cli, log, async (service) => {
+  return withService(urls.store, options.cli, log, {}, async (service) => {
     await createOursPipeline(service, urls.source, urls.sink, name);
     const cpuBefore = cpuSecondsOf(service.pid);
     const s = sampler(service.pid);
@@ -351,6 +371,69 @@ async function bigScenario(
 }
 
 /**
+ * (c) One big transaction whose apply a kill -9 of the service interrupts: a new process on the
+ * same data directory receives it again whole and applies it. Its memory is the new process's.
+ */
+async function crashScenario(
+  options: MemoryOptions,
+  urls: { source: string; sink: string; store: string },
+  log: (m: string) => void,
+): Promise<MemoryScenario> {
+  const workload = bigTransactionWorkload(options.crashRows);
+  const name = 'memory-crash';
+  const dataDir = mkdtempSync(join(tmpdir(), 'replicator-bench-crash-'));
+  try {
+    const first = await startServiceProcess(urls.store, options.cli, { dataDir });
+    try {
+      await createOursPipeline(first, urls.source, urls.sink, name);
+      log(`  writing ${workload.label}`);
+      const writeSeconds = await writeBacklog(urls.source, workload);
+      const started = performance.now();
+      await waitRows(urls.sink, { ...workload, rows: 1 }, started, failIfFailed(first, name));
+      log(`  first rows applied after ${((performance.now() - started) / 1000).toFixed(1)} s: kill -9`);
+      await first.kill();
+      return await withService(urls.store, options.cli, log, { dataDir }, async (service) => {
+        const cpuBefore = cpuSecondsOf(service.pid);
+        const s = sampler(service.pid);
+        const restMiB = (processMemory(service.pid)?.rssKiB ?? 0) / MiB;
+        s.phase('restarted: received again, applied');
+        const restarted = performance.now();
+        const { first: firstRow, last } = await waitRows(
+          urls.sink,
+          workload,
+          restarted,
+          failIfFailed(service, name),
+        );
+        const { phases, cpuSeconds, peakMiB } = await endScenario(
+          service,
+          s,
+          cpuBefore,
+          urls,
+          workload,
+          name,
+        );
+        return {
+          key: 'crash' as const,
+          label: `One transaction of ${workload.rows.toLocaleString('en-US')} rows, applied again after a kill -9`,
+          workload,
+          writeSeconds,
+          restMiB,
+          peakMiB,
+          phases,
+          firstRowSeconds: firstRow,
+          lastRowSeconds: last,
+          cpuSeconds,
+        };
+      });
+    } finally {
+      await first.stop();
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/**
  * The memory benchmark: each scenario runs against a service process of its own, started for it,
  * with its metadata store, source and sink databases fresh on the given clusters.
  */
@@ -371,17 +454,19 @@ export async function runMemoryBenchmark(o: {
   for (const [key, run] of [
     ['queue', queueScenario],
     ['big', bigScenario],
+    ['crash', crashScenario],
   ] as const) {
+    if (!options.scenarios.includes(key)) continue;
     const [source, sink, store] = await Promise.all([
       createDatabase(o.sourceAdminUrl, `memory_src_${key}`),
       createDatabase(o.sinkAdminUrl, `memory_sink_${key}`),
       createDatabase(o.sinkAdminUrl, `memory_store_${key}`),
     ]);
     await sqlOn(source, BENCH_TABLE_DDL);
-    log(`memory: ${key === 'queue' ? 'sink stopped while changes queue up' : 'one big transaction'}`);
+    log(`memory: ${SCENARIO_TITLES[key]}`);
     const scenario = await run(options, { source, sink, store }, log);
     log(
-      `  peak RSS (VmHWM) ${scenario.peakMiB.toFixed(0)} MiB; rows visible ${scenario.firstRowSeconds.toFixed(1)} s / all ${scenario.lastRowSeconds.toFixed(1)} s after ${key === 'queue' ? 'the sink came back' : 'the commit'}`,
+      `  peak RSS (VmHWM) ${scenario.peakMiB.toFixed(0)} MiB; rows visible ${scenario.firstRowSeconds.toFixed(1)} s / all ${scenario.lastRowSeconds.toFixed(1)} s after ${{ queue: 'the sink came back', big: 'the commit', crash: 'the restart' }[key]}`,
     );
     scenarios.push(scenario);
     await Promise.all([

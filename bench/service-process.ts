@@ -75,17 +75,24 @@ export interface ServiceProcess extends ServiceClient {
   /** What it printed last (stdout and stderr), for error messages. */
   output(): string;
   stop(): Promise<void>;
+  /** Ends it with SIGKILL, as a crash would, leaving its data directory as it is. */
+  kill(): Promise<void>;
 }
 
 /**
  * Starts `replicator serve` on a free port with its metadata store at `databaseUrl` and a fresh
- * data directory, log level `warn`, and returns once `GET /v1/health` answers 200.
+ * data directory (or `dataDir`, which stays the caller's), log level `warn`, and returns once
+ * `GET /v1/health` answers 200.
  */
-export async function startServiceProcess(databaseUrl: string, cli: ServiceCli): Promise<ServiceProcess> {
+export async function startServiceProcess(
+  databaseUrl: string,
+  cli: ServiceCli,
+  options: { dataDir?: string } = {},
+): Promise<ServiceProcess> {
   if (cli === 'dist' && !existsSync('dist/src/cli.js'))
     throw new Error('MEMORY_CLI=dist: run npm run build first');
   const port = await freePort();
-  const dataDir = mkdtempSync(join(tmpdir(), 'replicator-bench-'));
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'replicator-bench-'));
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -120,7 +127,13 @@ export async function startServiceProcess(databaseUrl: string, cli: ServiceCli):
       await exited;
       clearTimeout(timer);
     }
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+  };
+  const kill = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
   };
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -142,5 +155,6 @@ export async function startServiceProcess(databaseUrl: string, cli: ServiceCli):
     request: (method, path, body) => jsonRequest(url, method, path, body),
     output: () => output,
     stop,
+    kill,
   };
 }

@@ -45,6 +45,12 @@ export interface ChangeStreamStats {
   spilledTransactions: number;
   /** Items waiting for the consumer. */
   queuedItems: number;
+  /**
+   * When the oldest transaction not handed over whole yet began to arrive (ms since the epoch),
+   * for one the source sends before its commit; once its commit is known and it is being handed
+   * over, its commit time. Null when there is none.
+   */
+  arrivingSinceMs: number | null;
 }
 
 /** The committed changes of a pipeline's tables, from a position on. */

@@ -1,5 +1,6 @@
 import type { Phase } from '../../machines/pipeline.js';
 import type { ChangeEvent, ChangeOp } from '../core/change.js';
+import { CHANGE_OPS } from '../metrics/pipeline-series.js';
 import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import type { TableProgress } from '../pipelines/table-progress.js';
 
@@ -20,6 +21,11 @@ export class PipelineStats {
   lastCheckpointLsn: string | null = null;
   /** Commit time (ms) of the oldest transaction received but not yet durable in the sink. */
   oldestPendingCommitMs: number | null = null;
+  /**
+   * While streaming: when the oldest transaction the source is still sending began to arrive (ms;
+   * null when none), for a large one that is handed over only at its commit.
+   */
+  sourcePendingSinceMs?: () => number | null;
   readonly tables = new Map<string, TableProgress>();
   /** Events applied in this process, by operation. */
   readonly eventsByOp: Record<ChangeOp, number> = { insert: 0, update: 0, delete: 0, truncate: 0 };
@@ -37,18 +43,47 @@ export class PipelineStats {
    */
   onProgress?: () => void;
   private applied: { at: number; events: number }[] = [];
+  /** Events of pieces of the transaction being applied, not counted yet (see recordPiece). */
+  private readonly piecesByOp: Record<ChangeOp, number> = { insert: 0, update: 0, delete: 0, truncate: 0 };
+  private piecesEvents = 0;
   private pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };
 
   /** A batch became durable in the sink, after `seconds` of writing. */
   recordApplied(changes: readonly ChangeEvent[], checkpointLsn: string, seconds = 0, now = Date.now()): void {
-    const events = changes.length;
     for (const change of changes) this.eventsByOp[change.op]++;
-    this.onBatch?.(events, seconds);
-    this.eventsTotal += events;
-    this.pendingSave.events += events;
+    this.count(changes.length);
+    this.recordWrite(changes.length, seconds, now);
     this.recordCheckpoint(checkpointLsn, now);
-    this.applied.push({ at: now, events });
-    this.trim(now);
+  }
+
+  /**
+   * A piece of a transaction too large for one batch became durable in the sink, under the
+   * previous checkpoint. Its events are counted when the transaction's commit is durable
+   * (countPieces), not now: a stop or a crash before that replays the transaction whole, pieces
+   * included, and the events counted for them would be counted again. The stored total is thus
+   * only ever added what a checkpoint made durable, whatever the crash point.
+   */
+  recordPiece(changes: readonly ChangeEvent[], seconds = 0, now = Date.now()): void {
+    for (const change of changes) this.piecesByOp[change.op]++;
+    this.piecesEvents += changes.length;
+    this.recordWrite(changes.length, seconds, now);
+    this.madeProgress();
+  }
+
+  /** The transaction whose pieces were recorded is durable whole: its events count now. */
+  countPieces(): void {
+    for (const op of CHANGE_OPS) {
+      this.eventsByOp[op] += this.piecesByOp[op];
+      this.piecesByOp[op] = 0;
+    }
+    this.count(this.piecesEvents);
+    this.piecesEvents = 0;
+  }
+
+  /** The transaction whose pieces were recorded will be replayed whole: they are not counted. */
+  dropPieces(): void {
+    for (const op of CHANGE_OPS) this.piecesByOp[op] = 0;
+    this.piecesEvents = 0;
   }
 
   /** The sink holds everything up to `lsn` durably: after a batch, or when a snapshot completed. */
@@ -84,9 +119,15 @@ export class PipelineStats {
     return Math.round((events / (RATE_WINDOW_MS / 1000)) * 100) / 100;
   }
 
-  /** Now minus the commit time of the oldest change not yet durable; 0 when caught up. */
+  /**
+   * Now minus the commit time of the oldest change not yet durable (or, for a transaction still
+   * arriving, the time it began to); 0 when caught up.
+   */
   lagMs(now = Date.now()): number {
-    return this.oldestPendingCommitMs === null ? 0 : Math.max(0, now - this.oldestPendingCommitMs);
+    const applying = this.oldestPendingCommitMs;
+    const arriving = this.sourcePendingSinceMs?.() ?? null;
+    const oldest = applying === null ? arriving : arriving === null ? applying : Math.min(applying, arriving);
+    return oldest === null ? 0 : Math.max(0, now - oldest);
   }
 
   live(now = Date.now()): PipelineLiveStats {
@@ -112,6 +153,18 @@ export class PipelineStats {
     };
     this.pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };
     return deltas;
+  }
+
+  private count(events: number): void {
+    this.eventsTotal += events;
+    this.pendingSave.events += events;
+  }
+
+  /** The sink wrote `events` events in `seconds`: for the rate and the batch figures. */
+  private recordWrite(events: number, seconds: number, now: number): void {
+    this.onBatch?.(events, seconds);
+    this.applied.push({ at: now, events });
+    this.trim(now);
   }
 
   private trim(now: number): void {

@@ -228,6 +228,8 @@ export class ReplicationRunner {
         logger: log,
         ...(this.deps.spoolDir ? { spoolDir: this.deps.spoolDir } : {}),
       });
+      // A large transaction still arriving counts in the lag before the applier sees any of it.
+      stats.sourcePendingSinceMs = () => stream.stats().arrivingSinceMs;
       // Stops the stream for the caller's abort, and for a slot found lost while streaming.
       const streaming = new AbortController();
       const onAbort = () => streaming.abort();
@@ -267,6 +269,7 @@ export class ReplicationRunner {
         signal.removeEventListener('abort', onAbort);
         stats.slot = null;
         stats.warning = null;
+        stats.sourcePendingSinceMs = undefined;
         control.backfill = undefined;
         await backfill.close();
         await stream.close();

@@ -6,6 +6,7 @@ import type { Logger } from '../log/logger.js';
 import type { BatchLimits } from '../sinks/registry.js';
 import type { BackfillCoordinator } from './backfill/backfill-coordinator.js';
 import { nextOrWake, onAbort, type WakeSource } from './next-or-wake.js';
+import { PendingCommits } from './pending-commits.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import type { SchemaGuard } from './schema-guard.js';
 
@@ -60,7 +61,8 @@ const valueBytes = (change: ChangeEvent) => {
  * and a transaction has committed, so a light stream is written a transaction at a time (its lag
  * is one sink commit) while under load each batch holds what arrived during the previous write.
  * A transaction larger than a batch is applied in pieces under the previous checkpoint: a crash
- * in between replays it whole, and the sink's idempotent writes converge.
+ * in between replays it whole, and the sink's idempotent writes converge. Its pieces' events are
+ * counted when its commit is durable, so that the replay does not count them twice.
  */
 export async function applyStream(options: StreamApplierOptions): Promise<ApplyOutcome> {
   const { sink, stats, limits, signal } = options;
@@ -75,8 +77,18 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
   let writing: Promise<void> | null = null;
   let writeFailed: { error: unknown } | null = null;
   let ackAfterWrite: bigint | null = null;
+  const commits = new PendingCommits((oldestMs) => {
+    stats.oldestPendingCommitMs = oldestMs;
+  });
+  // Pieces of the open transaction written and not counted yet; once it commits, the position
+  // whose write makes it durable, and with it their count.
+  let piecesHeld = false;
+  let piecesCountAt: bigint | null = null;
+  // Pieces of an earlier run, if it stopped mid-transaction, are replayed whole.
+  stats.dropPieces();
 
-  const apply = async (changes: ChangeEvent[], position: bigint) => {
+  /** Writes changes with the checkpoint `position`; a piece of the open transaction with `piece`. */
+  const apply = async (changes: ChangeEvent[], position: bigint, piece = false) => {
     const started = performance.now();
     const checkpointLsn = formatLsn(position);
     try {
@@ -85,8 +97,21 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
       stats.recordSinkError();
       throw error;
     }
-    stats.recordApplied(changes, checkpointLsn, (performance.now() - started) / 1000);
+    const seconds = (performance.now() - started) / 1000;
+    if (piece) {
+      stats.recordPiece(changes, seconds);
+      piecesHeld = true;
+      return;
+    }
+    stats.recordApplied(changes, checkpointLsn, seconds);
+    if (piecesCountAt !== null && position >= piecesCountAt) countPieces();
     options.onApplied?.(changes.length, checkpointLsn);
+  };
+
+  const countPieces = () => {
+    stats.countPieces();
+    piecesHeld = false;
+    piecesCountAt = null;
   };
 
   /** Whether the batch holds a batch's worth (`times` over: the bound of what waits for a write). */
@@ -95,7 +120,6 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
 
   const resetBatchFigures = () => {
     batchBytes = batch.reduce((sum, c) => sum + valueBytes(c), 0);
-    if (batch.length === 0 && !writing) stats.oldestPendingCommitMs = null;
     if (batch.length === 0) batchStartedAt = 0;
   };
 
@@ -107,6 +131,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     committedCount = 0;
     committedLsn = null;
     resetBatchFigures();
+    commits.writeStarted();
     return taken;
   };
 
@@ -140,7 +165,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
       })
       .finally(() => {
         writing = null;
-        if (batch.length === 0) stats.oldestPendingCommitMs = null;
+        commits.writeEnded();
         wakeAll();
       });
   };
@@ -151,10 +176,11 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     const taken = takeCommitted();
     if (taken) {
       await apply(...taken);
+      commits.writeEnded();
       acknowledge(taken[1]);
     }
     if (partial && batch.length > 0) {
-      await apply(batch, durableLsn);
+      await apply(batch, durableLsn, true);
       batch = [];
     }
     resetBatchFigures();
@@ -199,7 +225,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     switch (item.kind) {
       case 'begin':
         txOpen = true;
-        if (stats.oldestPendingCommitMs === null) stats.oldestPendingCommitMs = item.commitTimeMs;
+        commits.begin(item.commitTimeMs);
         return;
       case 'change': {
         for (const split of perTable(item.change)) {
@@ -218,19 +244,23 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
       }
       case 'commit':
         txOpen = false;
+        commits.committed(batch.length > committedCount);
         if (batch.length > committedCount) {
           committedCount = batch.length;
           committedLsn = item.endLsn;
           if (batchStartedAt === 0) batchStartedAt = Date.now();
+          if (piecesHeld) piecesCountAt = item.endLsn;
         } else if (committedCount > 0) {
-          // A transaction with no change for us: its position rides with the batch before it.
+          // A transaction with no change for us (or all of it written in pieces): its position
+          // rides with the batch before it.
           committedLsn = item.endLsn;
-        } else if (writing) {
-          ackAfterWrite = item.endLsn;
+          if (piecesHeld) piecesCountAt = item.endLsn;
         } else {
+          // All of it is in the sink already (in pieces, if any): durable now.
+          if (piecesHeld) countPieces();
+          if (writing) ackAfterWrite = item.endLsn;
           // Nothing pending: the position moves at once.
-          acknowledge(item.endLsn);
-          stats.oldestPendingCommitMs = null;
+          else acknowledge(item.endLsn);
         }
         // A full batch starts its write without waiting for the rest of what arrived.
         if (full()) startWrite();
@@ -301,6 +331,8 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     offAbort();
     offBackfill?.();
     await (writing as Promise<void> | null)?.catch(() => undefined);
-    stats.oldestPendingCommitMs = null;
+    // Pieces of a transaction that did not commit here are replayed whole by the next run.
+    stats.dropPieces();
+    commits.clear();
   }
 }

@@ -267,12 +267,39 @@ describe('transaction assembler', () => {
         abortedStreamedTransactions: 0,
         abortedSubtransactions: 0,
         spilledTransactions: 0,
+        arrivingSinceMs: null,
       });
       expect(logged).toEqual([
         { level: 'debug', fields: { xid: 700 }, message: 'spooling a streamed in-progress transaction' },
       ]);
       // The transaction is gone: a later segment of it is unknown.
       expect(() => feed(pgoutput.streamStart(700, false))).toThrow(/Stream Start of unknown transaction 700/);
+    });
+
+    it('tells since when the oldest transaction not handed over yet has been arriving: its first message, then its commit time while it replays', () => {
+      expect(assembler.stats().arrivingSinceMs).toBeNull();
+      const before = Date.now();
+      feed(
+        pgoutput.streamStart(700, true),
+        pgoutput.relation(ITEMS, 700),
+        pgoutput.insert(7, ['1', 'a'], 700),
+      );
+      const first = assembler.stats().arrivingSinceMs as number;
+      expect(first).toBeGreaterThanOrEqual(before);
+      expect(first).toBeLessThanOrEqual(Date.now());
+      feed(pgoutput.streamStop(), pgoutput.streamStart(701, true), pgoutput.insert(7, ['2', 'b'], 701));
+      feed(pgoutput.streamStop(), pgoutput.streamStart(700, false), pgoutput.streamStop());
+      expect(assembler.stats().arrivingSinceMs).toBe(first);
+      const replay = assembler.accept(pgoutput.streamCommit(700, 0x5000n, 0x5030n, TS));
+      if (!replay) throw new Error('no replay');
+      replay.next();
+      // Committed at T1 (long ago): the lag counts from its commit until it is handed over whole.
+      expect(assembler.stats().arrivingSinceMs).toBe(T1.getTime());
+      Array.from(replay);
+      const second = assembler.stats().arrivingSinceMs as number;
+      expect(second).toBeGreaterThanOrEqual(first);
+      feed(pgoutput.streamAbort(701, 701));
+      expect(assembler.stats().arrivingSinceMs).toBeNull();
     });
 
     it('decodes a replay lazily, item by item, and takes no message before it ends', () => {

@@ -23,6 +23,7 @@ export type AssemblerStats = Pick<
   | 'abortedStreamedTransactions'
   | 'abortedSubtransactions'
   | 'spilledTransactions'
+  | 'arrivingSinceMs'
 >;
 
 const TAG = {
@@ -61,12 +62,15 @@ export class TransactionAssembler {
   private readonly memoryLimitBytes: number;
   private readonly logger: SourceLogger | undefined;
   private readonly streamed = new Map<number, StreamSpool>();
-  /** The spool of the replay handed out and not finished yet. */
+  /** When each streamed transaction's first message came (ms), for the lag. */
+  private readonly arrivedAt = new Map<number, number>();
+  /** The spool of the replay handed out and not finished yet, and its commit time (ms). */
   private replaying: StreamSpool | undefined;
+  private replayingCommitMs: number | null = null;
   private txn: TransactionInfo | undefined;
   private streamXid: number | undefined;
   private lastIdle = 0n;
-  private readonly counters: AssemblerStats = {
+  private readonly counters: Omit<AssemblerStats, 'arrivingSinceMs'> = {
     transactions: 0,
     streamedTransactions: 0,
     abortedStreamedTransactions: 0,
@@ -82,7 +86,11 @@ export class TransactionAssembler {
   }
 
   stats(): AssemblerStats {
-    return { ...this.counters };
+    let arrivingSinceMs = this.replaying ? this.replayingCommitMs : null;
+    for (const at of this.arrivedAt.values()) {
+      if (arrivingSinceMs === null || at < arrivingSinceMs) arrivingSinceMs = at;
+    }
+    return { ...this.counters, arrivingSinceMs };
   }
 
   /**
@@ -144,6 +152,7 @@ export class TransactionAssembler {
           // A later segment of an unknown transaction means its first changes were never seen.
           if (!firstSegment) throw new PgoutputProtocolError(`Stream Start of unknown transaction ${xid}`);
           this.streamed.set(xid, this.newSpool(xid));
+          this.arrivedAt.set(xid, Date.now());
           this.logger?.debug({ xid }, 'spooling a streamed in-progress transaction');
         }
         this.streamXid = xid;
@@ -167,9 +176,11 @@ export class TransactionAssembler {
           spool = this.newSpool(xid);
         }
         this.streamed.delete(xid);
+        this.arrivedAt.delete(xid);
         this.counters.streamedTransactions++;
         if (spool.spilled) this.counters.spilledTransactions++;
         this.replaying = spool;
+        this.replayingCommitMs = pgTimestampToUnixMs(micros);
         const txn = { xid, commitLsn, commitTime: pgTimestampToIso(micros) };
         return this.replay(spool, txn, endLsn, pgTimestampToUnixMs(micros));
       }
@@ -179,6 +190,7 @@ export class TransactionAssembler {
         const spool = this.streamed.get(xid);
         if (subxid === xid) {
           this.streamed.delete(xid);
+          this.arrivedAt.delete(xid);
           this.counters.abortedStreamedTransactions++;
           spool?.dispose();
         } else {
@@ -218,6 +230,7 @@ export class TransactionAssembler {
   dispose(): void {
     for (const spool of this.streamed.values()) spool.dispose();
     this.streamed.clear();
+    this.arrivedAt.clear();
     this.replaying?.dispose();
     this.replaying = undefined;
     this.txn = undefined;

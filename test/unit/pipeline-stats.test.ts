@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import type { ChangeEvent } from '../../src/core/change.js';
+import { PendingCommits } from '../../src/runtime/pending-commits.js';
+import { PipelineStats } from '../../src/runtime/pipeline-stats.js';
+
+const insert = (id: number): ChangeEvent => ({
+  op: 'insert',
+  table: { schema: 'public', table: 't' },
+  xid: 9,
+  commitLsn: '0/100',
+  commitTime: '2026-01-01T00:00:00Z',
+  after: { id: String(id) },
+});
+const inserts = (n: number) => Array.from({ length: n }, (_, i) => insert(i));
+
+describe('pipeline lag', () => {
+  const tracked = () => {
+    const stats = new PipelineStats();
+    const commits = new PendingCommits((oldest) => {
+      stats.oldestPendingCommitMs = oldest;
+    });
+    return { stats, commits };
+  };
+
+  it('grows from the commit time of a transaction applied in pieces until its commit is durable', () => {
+    const { stats, commits } = tracked();
+    commits.begin(1_000);
+    expect(stats.lagMs(31_000)).toBe(30_000);
+    // Pieces written under the previous checkpoint change nothing: the transaction is still open.
+    stats.recordPiece(inserts(3));
+    expect(stats.lagMs(61_000)).toBe(60_000);
+    commits.committed(true);
+    commits.writeStarted();
+    expect(stats.lagMs(62_000)).toBe(61_000);
+    commits.writeEnded();
+    expect(stats.lagMs(62_000)).toBe(0);
+  });
+
+  it('counts from the oldest of the write under way, the committed batch and the open transaction', () => {
+    const { stats, commits } = tracked();
+    commits.begin(1_000);
+    commits.committed(true);
+    commits.writeStarted();
+    commits.begin(2_000);
+    commits.committed(true);
+    commits.begin(3_000);
+    expect(stats.lagMs(10_000)).toBe(9_000);
+    commits.writeEnded();
+    expect(stats.lagMs(10_000)).toBe(8_000);
+    commits.writeStarted();
+    commits.writeEnded();
+    expect(stats.lagMs(10_000)).toBe(7_000);
+    // Its last changes went in a piece: its commit brings nothing to the batch, and it is durable.
+    commits.committed(false);
+    expect(stats.lagMs(10_000)).toBe(0);
+  });
+
+  it('counts a transaction still arriving from its first message, and the oldest of both', () => {
+    const { stats, commits } = tracked();
+    let arriving: number | null = 5_000;
+    stats.sourcePendingSinceMs = () => arriving;
+    expect(stats.lagMs(20_000)).toBe(15_000);
+    commits.begin(7_000);
+    expect(stats.lagMs(20_000)).toBe(15_000);
+    arriving = null;
+    expect(stats.lagMs(20_000)).toBe(13_000);
+    commits.clear();
+    expect(stats.lagMs(20_000)).toBe(0);
+  });
+});
+
+describe('pipeline event counts', () => {
+  it('counts the pieces of a transaction once its commit is durable, and never those replayed after a stop', () => {
+    const stats = new PipelineStats();
+    const batches: number[] = [];
+    stats.onBatch = (events) => batches.push(events);
+    stats.recordPiece(inserts(400));
+    stats.recordPiece(inserts(400));
+    expect(stats.eventsTotal).toBe(0);
+    expect(stats.unsaved().events).toBe(0);
+    expect(stats.eventsByOp.insert).toBe(0);
+    // The sink did write them: its batch figures and rate say so.
+    expect(batches).toEqual([400, 400]);
+    expect(stats.eventsPerSecond()).toBeGreaterThan(0);
+
+    // Stopped before the commit: the next run replays the transaction whole.
+    stats.dropPieces();
+    stats.recordPiece(inserts(400));
+    stats.recordPiece(inserts(400));
+    stats.recordApplied(inserts(200), '0/200');
+    expect(stats.eventsTotal).toBe(200);
+    stats.countPieces();
+    expect(stats.eventsTotal).toBe(1_000);
+    expect(stats.eventsByOp.insert).toBe(1_000);
+    expect(stats.takeDeltas()).toMatchObject({ events: 1_000, checkpointLsn: '0/200' });
+    stats.countPieces();
+    expect(stats.eventsTotal).toBe(1_000);
+  });
+});
