@@ -62,6 +62,12 @@ function scenarioNotes(s: MemoryScenario): string {
       `After the sink came back, the first row was visible after ${secs(s.firstRowSeconds)} s and all of them after ${secs(s.lastRowSeconds)} s.`
     );
   }
+  if (s.key === 'crash') {
+    return (
+      `${s.label}: written in ${secs(s.writeSeconds)} s; the service was killed once its first rows were in the sink. ` +
+      `After the restart, the first row was visible after ${secs(s.firstRowSeconds)} s and all of them after ${secs(s.lastRowSeconds)} s.`
+    );
+  }
   return (
     `${s.label}: written in ${secs(s.writeSeconds)} s while the pipeline streamed; after its commit, the first ` +
     `row was visible after ${secs(s.firstRowSeconds)} s and all of them after ${secs(s.lastRowSeconds)} s.`
@@ -72,17 +78,18 @@ export function memoryMarkdown(m: MemoryResults, date: Date): string {
   const o = m.options;
   const queue = o.queueRows.toLocaleString('en-US');
   const big = o.bigRows.toLocaleString('en-US');
+  const crash = o.crashRows.toLocaleString('en-US');
   const command = `node ${serviceCommand(o.cli).join(' ')} serve --listen 127.0.0.1:<port> --data-dir <fresh> --database-url <store> --log-level warn --lease-ttl 3s`;
   return `## Memory
 
-The resident memory of our service while changes queue up behind a stopped sink, and while it
-carries one very large transaction.
+The resident memory of our service while changes queue up behind a stopped sink, while it
+carries one very large transaction, and while it applies such a transaction again after a crash.
 
 - Date: ${date.toISOString()}; PostgreSQL ${m.postgres} (source and sink); Node.js ${process.version}
 - 1-minute load average before the section: ${m.load.toFixed(2)}
 
 \`\`\`sh
-npm run bench:memory   # MEMORY_ROWS=1000000 MEMORY_BIG_ROWS=5000000 MEMORY_DOWN_SECONDS=10 MEMORY_CLI=dist
+npm run bench:memory   # MEMORY_ROWS=1000000 MEMORY_BIG_ROWS=5000000 MEMORY_CRASH_ROWS=3000000 MEMORY_DOWN_SECONDS=10 MEMORY_CLI=dist MEMORY_SCENARIOS=queue,big,crash
 \`\`\`
 
 (\`npm run bench\` runs this section too, with the row counts scaled by \`BENCH_SCALE\`; \`BENCH_MEMORY=off\` skips it.)
@@ -112,11 +119,16 @@ finished its snapshot of the empty table and streams when a scenario starts; "at
 - **One big transaction**: with the pipeline streaming, one \`INSERT ... SELECT generate_series\`
   transaction of ${big} rows is written on the source (PostgreSQL streams it to the pipeline in
   pieces before its commit), then applied until the sink holds every row.
+- **One big transaction, applied again after a kill -9**: as above with ${crash} rows, and once the
+  first rows are in the sink (the transaction is applied in pieces under the previous checkpoint)
+  the service is killed with SIGKILL. A new process on the same data directory and store receives
+  the transaction again whole (spooled anew), replays and applies it until the sink holds every
+  row; its memory is the new process's, from its start.
 
 Rows visible: the rows with the first and the last id, looked up every ${100} ms, then \`count(*)\`; a
 digest of every row then checks the sink equals the source. "rows/s until all visible" is the
 rows over the time from the sink's return (the pipeline's retry wait included) or from the
-commit of the big transaction to the last row visible. "service CPU s" is the process's user and
+commit of the big transaction (or the restart) to the last row visible. "service CPU s" is the process's user and
 system time over the scenario.
 
 ### Results
