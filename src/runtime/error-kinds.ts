@@ -3,6 +3,7 @@ import { SlotMissingError, SourceNotReadyError, TableNotReplicableError } from '
 import { healsByRetrying, sqlstateOf } from '../core/sqlstate.js';
 import { AppError } from '../errors/app-error.js';
 import { RefusedChangeError } from '../sinks/refused-change.js';
+import { isStoreUnreachable } from '../store/store-unreachable.js';
 
 /**
  * Whether a failure of the data plane may heal by itself (a dropped connection, a restarting
@@ -71,6 +72,8 @@ const DRIVER_CONNECTION_GONE = [
 export function isUnreachable(error: unknown): boolean {
   if (!isRetryable(error)) return false;
   if ((error as { code?: unknown } | null)?.code === SPOOL_FULL) return true;
+  // The service's own metadata store, down or restarting: the data plane reads its definition there.
+  if (isStoreUnreachable(error)) return true;
   for (let e: unknown = error, depth = 0; e !== null && e !== undefined && depth < 5; depth++) {
     if (isConnectionLoss(e)) return true;
     e = (e as { cause?: unknown }).cause;

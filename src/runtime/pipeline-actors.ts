@@ -132,6 +132,7 @@ export class PipelineActors {
 
   /** Stops every loop (leaving desired states as they are, so the next start restores them). */
   async stopAll(): Promise<void> {
+    this.recorder.close();
     const handles = [...this.handles.values()];
     for (const h of handles) h.actor.stop();
     await Promise.all(handles.map((h) => h.loop));

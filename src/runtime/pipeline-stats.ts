@@ -155,6 +155,13 @@ export class PipelineStats {
     return deltas;
   }
 
+  /** Hands back what the store could not take, to go with the next call of `takeDeltas`. */
+  giveBack(deltas: ReturnType<PipelineStats['takeDeltas']>): void {
+    this.pendingSave.events += deltas.events;
+    this.pendingSave.sinkErrors += deltas.sinkErrors;
+    if (deltas.checkpointLsn !== null) this.pendingSave.checkpoint = true;
+  }
+
   private count(events: number): void {
     this.eventsTotal += events;
     this.pendingSave.events += events;

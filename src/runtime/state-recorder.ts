@@ -6,6 +6,7 @@ import { leasesStore } from '../store/leases-store.js';
 import { pipelinesStore } from '../store/pipelines-store.js';
 import { resyncStore } from '../store/resync-store.js';
 import { runsStore } from '../store/runs-store.js';
+import { isStoreUnreachable } from '../store/store-unreachable.js';
 import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
 
 const DESIRED: Record<PipelineAction, 'running' | 'paused' | 'stopped'> = {
@@ -19,7 +20,12 @@ const DESIRED: Record<PipelineAction, 'running' | 'paused' | 'stopped'> = {
  * Writes what happens to pipelines into the store, the record of truth: the actions users took
  * and the states they want, every state an actor reaches, the runs, and the progress counted.
  */
+/** How often a state write is tried again while the metadata store is out of reach. */
+const STATE_RETRY_MS = 1_000;
+
 export class StateRecorder {
+  private closing = false;
+
   constructor(
     private readonly pool: DatabasePool,
     private readonly logger: Logger,
@@ -70,26 +76,55 @@ export class StateRecorder {
     error: string | null,
   ): void {
     handle.writes = handle.writes
-      .then(async () => {
-        if (this.handles.get(handle.id) !== handle) return; // dropped: another worker owns it now
-        await pipelinesStore.setState(this.pool, handle.id, state, error, this.workerId);
-        // A pipeline restored as running opens its run there: it does not pass through starting.
-        if ((state === 'starting' || state === 'running') && !handle.runId) {
-          handle.runId = await runsStore.open(this.pool, handle.id, handle.projectId);
-        }
-        if ((state === 'stopped' || state === 'failed') && handle.runId) {
-          await this.recordProgress();
-          await runsStore.close(this.pool, handle.runId, state, state === 'failed' ? error : null);
-          handle.runId = null;
-        }
-        if (state === 'stopped' && previous !== 'stopped') {
-          this.handles.delete(handle.id);
-          await leasesStore.release(this.pool, handle.id, this.workerId);
-        }
-      })
+      .then(() =>
+        this.untilStored(handle, async () => {
+          await pipelinesStore.setState(this.pool, handle.id, state, error, this.workerId);
+          // A pipeline restored as running opens its run there: it does not pass through starting.
+          if ((state === 'starting' || state === 'running') && !handle.runId) {
+            handle.runId = await runsStore.open(this.pool, handle.id, handle.projectId);
+          }
+          if ((state === 'stopped' || state === 'failed') && handle.runId) {
+            await this.recordProgress();
+            await runsStore.close(this.pool, handle.runId, state, state === 'failed' ? error : null);
+            handle.runId = null;
+          }
+          if (state === 'stopped' && previous !== 'stopped') {
+            this.handles.delete(handle.id);
+            await leasesStore.release(this.pool, handle.id, this.workerId);
+          }
+        }),
+      )
       .catch((e: unknown) =>
         this.logger.error({ err: e, pipeline: handle.name }, 'could not record pipeline state'),
       );
+  }
+
+  /**
+   * Runs a write of the pipeline's state, again every second while the store is out of reach, so
+   * that a state reached during an outage is stored when it is back. Ends without writing when the
+   * pipeline was dropped (another worker owns it now) or the service stops.
+   */
+  private async untilStored(handle: PipelineHandle, write: () => Promise<void>): Promise<void> {
+    for (let failures = 0; !this.closing && this.handles.get(handle.id) === handle; failures++) {
+      try {
+        await write();
+        return;
+      } catch (error) {
+        if (!isStoreUnreachable(error)) throw error;
+        if (failures === 0) {
+          this.logger.warn(
+            { err: error, pipeline: handle.name },
+            'metadata store unreachable; state kept to record',
+          );
+        }
+        await new Promise((r) => setTimeout(r, STATE_RETRY_MS));
+      }
+    }
+  }
+
+  /** The service stops: writes still waiting for the store give up (the next start restores from it). */
+  close(): void {
+    this.closing = true;
   }
 
   /** Closes a run that ended with this process rather than with its pipeline (shutdown, deletion). */
@@ -108,10 +143,14 @@ export class StateRecorder {
       const deltas = handle.stats.takeDeltas();
       if (deltas.events === 0 && deltas.sinkErrors === 0 && deltas.checkpointLsn === null) continue;
       try {
-        await pipelinesStore.recordProgress(this.pool, handle.id, deltas);
-        if (handle.runId && deltas.events > 0)
-          await runsStore.addEvents(this.pool, handle.runId, deltas.events);
+        // Both or neither, so that what is handed back below is never counted twice.
+        await this.pool.transaction(async (tx) => {
+          await pipelinesStore.recordProgress(tx, handle.id, deltas);
+          if (handle.runId && deltas.events > 0) await runsStore.addEvents(tx, handle.runId, deltas.events);
+        });
       } catch (error) {
+        // Counted again with the next ones: a store down for a while loses none of them.
+        handle.stats.giveBack(deltas);
         this.logger.warn({ err: error, pipeline: handle.name }, 'could not record progress');
       }
     }
