@@ -20,6 +20,7 @@ describe('failure kinds', () => {
       'pg: a query on a client whose connection failed',
       new Error('Client has encountered a connection error and is not queryable'),
     ],
+    ['ioredis: a command on a closed connection', new Error('Connection is closed.')],
     ['an error wrapping a reset connection', new Error('lost the stream', { cause: withCode('ECONNRESET') })],
     ['a full spool directory', new SpoolWriteError('/spool', 10, withCode('ENOSPC'))],
     ['a spool directory over its quota', new SpoolWriteError('/spool', 10, withCode('EDQUOT'))],
