@@ -976,7 +976,7 @@ export interface components {
             state: string;
             /** @description ISO 8601 UTC timestamp */
             updated_at: string;
-            /** @description Something to look at while it runs, e.g. the source keeping too much WAL for the pipeline's slot */
+            /** @description Something to look at while it runs, e.g. the source keeping too much WAL for the pipeline's slot, or a table of the pipeline dropped at the source (see the table states of GET /v1/pipelines/{name}/progress) */
             warning: string | null;
         };
         PipelineSummary: {
@@ -3000,6 +3000,8 @@ export interface operations {
                         /** @description `snapshot`, `streaming`, or `idle` when the pipeline is not running */
                         phase: string;
                         tables: {
+                            /** @description When the table was found gone from the source; null unless `dropped` */
+                            dropped_at: string | (never | null);
                             /** @description Seconds left at the rate of the copy so far; null when not copying */
                             eta_seconds: number | null;
                             /** @description The partition plan of the last copy of the table */
@@ -3017,11 +3019,13 @@ export interface operations {
                             partitions_total: number;
                             /** @description 0 to 100 */
                             percent: number;
+                            /** @description Why a `dropped` table is: e.g. it does not exist at the source any more; null otherwise */
+                            reason: string | null;
                             rows_done: number;
                             /** @description Estimate from the source's statistics until the copy is done */
                             rows_total: number;
-                            /** @description `pending`, `snapshot` (being copied), `backfill` (being copied again) or `streaming` (copied) */
-                            status: string;
+                            /** @description `pending`, `snapshot` (being copied), `backfill` (being copied again), `streaming` (copied) or `dropped` (gone from the source: dropped or renamed there; no longer replicated, the sink keeps its copy) */
+                            status: "pending" | "snapshot" | "backfill" | "streaming" | "dropped";
                             table: string;
                         }[];
                     };

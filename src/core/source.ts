@@ -71,6 +71,12 @@ export interface Source {
    */
   identity(): Promise<string | undefined>;
 
+  /**
+   * The tables of `tables` the pipeline's changes feed no longer carries because they are gone
+   * from the source under their name (dropped, renamed, or dropped and created again), each with
+   * why. A source sends nothing when a table is dropped: this is how the runtime finds out.
+   */
+  goneTables(pipelineId: string, tables: readonly TableRef[]): Promise<GoneTable[]>;
   /** Makes the pipeline's changes feed carry exactly `tables`, creating it if needed. */
   publish(pipelineId: string, tables: readonly TableRef[]): Promise<void>;
   /**
@@ -107,8 +113,11 @@ export interface Source {
   /** A snapshot of the source as it is now, held until released. */
   exportSnapshot(): Promise<SourceSnapshot>;
 
-  /** The schema of a table as a relation item of this source's stream announced it. */
-  describeRelation(relation: SourceRelation): Promise<TableSchema>;
+  /**
+   * The schema of a table as a relation item of this source's stream announced it; null when the
+   * table is gone from the source (dropped after the changes that follow the item were made).
+   */
+  describeRelation(relation: SourceRelation): Promise<TableSchema | null>;
   /**
    * The value the rows already in the table have for each of `columns` (just added): text, or
    * null when they have none. A column is left out when that is unknown (each row got its own
@@ -118,6 +127,13 @@ export interface Source {
 
   /** Ends the session; safe to call twice, and without connect(). */
   close(): Promise<void>;
+}
+
+/** A table of a pipeline no longer at the source under its name. */
+export interface GoneTable {
+  table: TableRef;
+  /** Why, for a person: e.g. `does not exist at the source any more (dropped, or renamed)`. */
+  reason: string;
 }
 
 /** What claimSlot() found or made. */

@@ -96,6 +96,8 @@ export class PipelineStatusService {
         rows_done: rowsDone,
         percent: percentOf(rowsDone, rowsTotal, status === 'streaming'),
         eta_seconds: live ? etaSeconds(live) : null,
+        reason: status === 'dropped' ? (saved?.dropped_reason ?? null) : null,
+        dropped_at: status === 'dropped' ? (saved?.dropped_at ?? null) : null,
         partitions: plans
           .filter((p) => p.table_name === table)
           .map((p) => {

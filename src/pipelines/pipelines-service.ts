@@ -29,8 +29,11 @@ export interface PipelineLifecycle {
   definitionChanged(pipelineId: string, generation: number): void;
   /** Stops the pipeline and drops what it owns on its source; throws to refuse the deletion. */
   beforeDelete(pipelineId: string, force: boolean): Promise<void>;
-  /** Refuses (422) a source that is reachable but cannot serve these tables, or a sink that is the source's own tables. */
-  checkDefinition(projectId: string, definition: PipelineDefinitionWrite): Promise<void>;
+  /**
+   * Refuses (422) a source that is reachable but cannot serve these tables, or a sink that is the
+   * source's own tables. For an existing pipeline (`pipelineId`), a table it shows dropped is not refused.
+   */
+  checkDefinition(projectId: string, definition: PipelineDefinitionWrite, pipelineId?: string): Promise<void>;
 }
 
 const idle: PipelineLifecycle = {
@@ -74,8 +77,9 @@ export class PipelinesService {
 
   /** Replaces the definition; a running pipeline picks it up (hot reload) through its generation. */
   async replace(ctx: RequestContext, name: string, input: PipelineDefinitionInput) {
-    if (!(await pipelinesStore.find(this.pool, ctx.projectId, name))) throw notFound('pipeline', name);
-    await this.checkSource(ctx, toWrite(input));
+    const existing = await pipelinesStore.find(this.pool, ctx.projectId, name);
+    if (!existing) throw notFound('pipeline', name);
+    await this.checkSource(ctx, toWrite(input), existing.id);
     const row = await this.pool.transaction(async (tx) => {
       if (!(await pipelinesStore.find(tx, ctx.projectId, name))) throw notFound('pipeline', name);
       if (input.name !== undefined && input.name !== name) {
@@ -94,10 +98,14 @@ export class PipelinesService {
   }
 
   // Runs outside any store transaction: it talks to the source over the network.
-  private async checkSource(ctx: RequestContext, d: PipelineDefinitionWrite): Promise<void> {
+  private async checkSource(
+    ctx: RequestContext,
+    d: PipelineDefinitionWrite,
+    pipelineId?: string,
+  ): Promise<void> {
     // What the store alone can tell comes first, and is checked again under lock when written.
     await checkConnections(this.pool, ctx, d);
-    await this.lifecycle.checkDefinition(ctx.projectId, d);
+    await this.lifecycle.checkDefinition(ctx.projectId, d, pipelineId);
   }
 
   /**

@@ -2,7 +2,9 @@ import type { TableRef } from '../core/change.js';
 import { SourceNotReadyError, TableNotReplicableError } from '../core/source-errors.js';
 import { validationFailed } from '../errors/app-error.js';
 import { parseTableName } from '../pipelines/table-name.js';
+import type { PipelineTableRow } from '../store/pipeline-tables-store.js';
 import type { PipelineDefinitionWrite } from '../store/pipelines-store.js';
+import { describeKeptTables } from './dropped-tables.js';
 import { messageOf } from './error-kinds.js';
 import { refuseOwnSourceAsSink } from './own-source-guard.js';
 import type { PipelineEndpoints } from './pipeline-endpoints.js';
@@ -20,12 +22,14 @@ export const PREFLIGHT_CONNECT_TIMEOUT_MS = 3_000;
  * Checks a definition before it is stored or started: the source's wal_level, replication rights
  * and every table's key, and that the sink is not the source's own tables. A source that cannot
  * be reached at all is not judged (it is checked again at start); any other problem is a 422
- * naming what to do.
+ * naming what to do. `rows` are the pipeline's tables as stored (none for a new pipeline): a
+ * table shown dropped, or copied before and missing now, is left out rather than refused.
  */
 export async function checkDefinition(
   endpoints: PipelineEndpoints,
   projectId: string,
   d: DefinitionToCheck,
+  rows: readonly PipelineTableRow[] = [],
 ): Promise<void> {
   const connection = d.sourceConnection;
   const resolved = await endpoints.connection(projectId, connection, 'source.connection');
@@ -44,7 +48,7 @@ export async function checkDefinition(
   }
   try {
     await source.checkReady();
-    const schemas = await source.describeTables(tables);
+    const { schemas } = await describeKeptTables(source, tables, rows);
     await refuseOwnSourceAsSink(
       source,
       tables,

@@ -73,12 +73,16 @@ export class PipelineRequests {
       if (!RESYNC_FROM.includes(state)) throw resyncRefused(name, state);
     } else if (!isActionAllowed(state, action)) throw invalidTransition(name, state, action);
     if (action === 'start') {
-      await this.runner.checkDefinition(row.project_id, {
-        sourceConnection: row.source_connection,
-        sourceTables: row.source_tables,
-        sinkConnection: row.sink_connection,
-        sinkProperties: row.sink_properties,
-      });
+      await this.runner.checkDefinition(
+        row.project_id,
+        {
+          sourceConnection: row.source_connection,
+          sourceTables: row.source_tables,
+          sinkConnection: row.sink_connection,
+          sinkProperties: row.sink_properties,
+        },
+        row.id,
+      );
     }
     const accepted = resync
       ? await this.recorder.acceptResync(row.id, row.project_id, state)
@@ -131,6 +135,9 @@ export class PipelineRequests {
         `${copying.join(', ')} ${copying.length > 1 ? 'are' : 'is'} being copied already`,
       );
     }
+    // A dropped table is copied again only once it exists at the source again.
+    const dropped = tables.filter((t) => statuses.find((s) => s.table_name === t)?.status === 'dropped');
+    if (dropped.length > 0) await this.runner.checkTablesBack(row.id, dropped);
     await pipelineTablesStore.markBackfill(this.pool, row.id, tables);
     await this.handles.get(row.id)?.control.backfill?.(tables);
     return { name: row.name, tables: [...tables], state: this.handles.get(row.id)?.state ?? row.state };

@@ -33,8 +33,24 @@ export class PipelineStats {
   slot: { retainedWalBytes: number | null; walStatus: string | null } | null = null;
   /** Failures in a row being retried (the machine's count); 0 once the data plane is healthy. */
   retries = 0;
-  /** A warning a person should see (e.g. the slot keeps too much WAL), or null. */
-  warning: string | null = null;
+  // Each watcher of the pipeline (the slot, the source's tables) keeps its own warning.
+  private readonly warnings = new Map<string, string>();
+  /** What a person should see (e.g. the slot keeps too much WAL, a table was dropped), or null. */
+  get warning(): string | null {
+    return this.warnings.size === 0 ? null : [...this.warnings.values()].join('; ');
+  }
+
+  /** Sets (or with null clears) the warning of one watcher, `about` naming it. */
+  warn(about: 'slot' | 'tables', warning: string | null): void {
+    if (warning === null) this.warnings.delete(about);
+    else this.warnings.set(about, warning);
+  }
+
+  /** The data plane stopped: what it watched is not watched any more. */
+  clearWarnings(): void {
+    this.warnings.clear();
+  }
+
   /** Told of every durable batch: its size in events and how long the sink took. */
   onBatch?: (events: number, seconds: number) => void;
   /**

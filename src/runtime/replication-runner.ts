@@ -1,12 +1,14 @@
 import type { DatabasePool } from 'slonik';
 import type { Phase } from '../../machines/pipeline.js';
-import { type TableSchema, tableKey } from '../core/change.js';
+import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
 import { formatLsn, parseLsn } from '../core/lsn.js';
 import type { Sink } from '../core/sink.js';
 import type { Source, SourceSnapshot } from '../core/source.js';
-import { SlotMissingError, SourceCleanupError } from '../core/source-errors.js';
+import { SlotMissingError, SourceCleanupError, TableNotReplicableError } from '../core/source-errors.js';
+import { AppError, validationFailed } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
 import { resolveSnapshotOptions } from '../pipelines/snapshot-options.js';
+import { parseTableName } from '../pipelines/table-name.js';
 import { type PipelineTableRow, pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { resyncStore } from '../store/resync-store.js';
@@ -17,6 +19,7 @@ import {
   type DefinitionToCheck,
   PREFLIGHT_CONNECT_TIMEOUT_MS,
 } from './definition-checks.js';
+import { DroppedTables, describeKeptTables, MISSING_REASON } from './dropped-tables.js';
 import { messageOf } from './error-kinds.js';
 import { refuseOwnSourceAsSink } from './own-source-guard.js';
 import { type ConnectionResolver, PipelineEndpoints, type Resolved } from './pipeline-endpoints.js';
@@ -25,6 +28,7 @@ import { SchemaGuard } from './schema-guard.js';
 import { watchSlot } from './slot-monitor.js';
 import { snapshotTables } from './snapshot/snapshot-tables.js';
 import { type ApplyOutcome, applyStream } from './stream-applier.js';
+import { watchTables } from './table-monitor.js';
 
 /** How the supervisor reaches into a running data plane. */
 export interface RunControl {
@@ -77,10 +81,9 @@ export class ReplicationRunner {
   private async prepareWith(source: Source, resolved: Resolved): Promise<void> {
     const pipelineId = resolved.row.id;
     await source.checkReady();
-    const schemas = await source.describeTables(resolved.tables);
+    const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
     await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
-    await source.publish(pipelineId, resolved.tables);
-    const tableRows = await this.syncTables(resolved);
+    await source.publish(pipelineId, schemas);
     // A start of a pipeline whose slot is gone fails at once, saying so, whatever its sink's state.
     if (!(await resyncStore.requested(this.deps.pool, pipelineId))) {
       await this.requireKeptSlot(source, resolved.row, tableRows);
@@ -132,7 +135,7 @@ export class ReplicationRunner {
       // restored as running (after a restart, or taken over from a worker that died) never went
       // through `prepare` in this process, and the source may have changed since.
       await source.checkReady();
-      const schemas = await source.describeTables(resolved.tables);
+      const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
       // The sink's connection may have been repointed since.
       await this.refuseOwnSource(source, resolved);
       // Before the publication: a deletion drops what the source holds only when this is set.
@@ -143,8 +146,9 @@ export class ReplicationRunner {
         log.info('resync: dropping the old slot, if any, to create a new one');
         await source.dropOwned(pipelineId);
       }
-      await source.publish(pipelineId, resolved.tables);
-      const tableRows = await this.syncTables(resolved);
+      // The tables the changes feed carries in this run: a dropped one comes back with a backfill.
+      let published: TableRef[] = schemas;
+      await source.publish(pipelineId, published);
       // Before the sink is opened: a slot that is gone fails the pipeline even while the sink is down.
       if (!resync) await this.requireKeptSlot(source, resolved.row, tableRows);
       const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
@@ -201,7 +205,25 @@ export class ReplicationRunner {
         options: resolveSnapshotOptions(resolved.row.snapshot_options),
         logger: log,
       });
+      const dropped = await DroppedTables.load(
+        { pool: this.deps.pool, pipelineId, stats, logger: log },
+        tableRows,
+      );
       control.backfill = async (tables) => {
+        const back = tables.filter((t) => dropped.has(t));
+        if (back.length > 0) {
+          // A table dropped and created again under its name: a new table for the changes feed,
+          // which must carry it before the copy's snapshot is taken, so that no change falls between.
+          const created = await source.describeTables(back.map((t) => parseTableName(t) as TableRef));
+          published = [...published.filter((p) => !back.includes(tableKey(p))), ...created];
+          await source.publish(pipelineId, published);
+          for (const schema of created) {
+            shapes.known.set(tableKey(schema), schema);
+            shapes.sourceOnly.delete(tableKey(schema));
+            await schemaStore.setKnown(this.deps.pool, pipelineId, tableKey(schema), schema);
+          }
+          dropped.restore(back);
+        }
         backfill.request([...shapes.known.values()].filter((s) => tables.includes(tableKey(s))));
       };
       const schema = new SchemaGuard({
@@ -246,6 +268,13 @@ export class ReplicationRunner {
         },
         logger: log,
       });
+      const stopWatchingTables = watchTables({
+        source,
+        pipelineId,
+        tables: () => dropped.without(published),
+        onGone: (gone) => dropped.mark(gone),
+        logger: log,
+      });
       try {
         const outcome = await applyStream({
           next: () => stream.next(),
@@ -266,9 +295,10 @@ export class ReplicationRunner {
         return outcome;
       } finally {
         stopWatching();
+        stopWatchingTables();
         signal.removeEventListener('abort', onAbort);
         stats.slot = null;
-        stats.warning = null;
+        stats.clearWarnings();
         stats.sourcePendingSinceMs = undefined;
         control.backfill = undefined;
         await backfill.close();
@@ -281,9 +311,47 @@ export class ReplicationRunner {
     }
   }
 
-  /** Checks a definition against the servers before it is stored or started (see definition-checks). */
-  checkDefinition(projectId: string, definition: DefinitionToCheck): Promise<void> {
-    return checkDefinition(this.endpoints, projectId, definition);
+  /**
+   * Checks a definition against the servers before it is stored or started (see
+   * definition-checks); for an existing pipeline (`pipelineId`), its dropped tables are not refused.
+   */
+  async checkDefinition(
+    projectId: string,
+    definition: DefinitionToCheck,
+    pipelineId?: string,
+  ): Promise<void> {
+    const rows = pipelineId ? await pipelineTablesStore.list(this.deps.pool, pipelineId) : [];
+    return checkDefinition(this.endpoints, projectId, definition, rows);
+  }
+
+  /**
+   * Checks that tables shown dropped exist at the source again, before they are backfilled.
+   * @throws AppError 422 on `tables` naming each one that cannot be replicated, 502 when the source cannot be reached.
+   */
+  async checkTablesBack(pipelineId: string, tables: readonly string[]): Promise<void> {
+    const resolved = await this.endpoints.resolve(pipelineId);
+    let source: Source;
+    try {
+      source = await this.endpoints.openSource(resolved.source);
+    } catch (error) {
+      throw new AppError(
+        'SOURCE_UNAVAILABLE',
+        `cannot reach the source to check ${tables.join(', ')}: ${messageOf(error)}`,
+      );
+    }
+    try {
+      await source.describeTables(tables.map((t) => parseTableName(t) as TableRef));
+    } catch (error) {
+      if (error instanceof TableNotReplicableError) {
+        throw validationFailed(
+          'tables',
+          `${error.message}\n(a table dropped at the source is copied again once it is created again there)`,
+        );
+      }
+      throw error;
+    } finally {
+      await source.close();
+    }
   }
 
   /** Runs an approved schema change on the pipeline's sink. */
@@ -359,6 +427,11 @@ export class ReplicationRunner {
     const stored = await schemaStore.tableSchemas(this.deps.pool, pipelineId);
     const known = new Map<string, TableSchema>();
     const sourceOnly = new Map<string, TableSchema>();
+    // A dropped table keeps the shape the sink has: its changes from before the drop may still come.
+    for (const row of stored) {
+      const dropped = tableRows.find((t) => t.table_name === row.table_name)?.status === 'dropped';
+      if (dropped && row.known_schema) known.set(row.table_name, row.known_schema);
+    }
     for (const schema of catalog) {
       const name = tableKey(schema);
       const row = stored.find((r) => r.table_name === name);
@@ -372,6 +445,32 @@ export class ReplicationRunner {
       }
     }
     return { known, sourceOnly };
+  }
+
+  /**
+   * The tables of the definition the source still has, with their schemas, and the pipeline's
+   * table rows. A table copied before and gone from the source now (dropped, renamed, or dropped
+   * and created again while the pipeline did not run) is marked dropped instead of failing the start.
+   */
+  private async keptTables(source: Source, resolved: Resolved) {
+    const { pool } = this.deps;
+    let rows = await this.syncTables(resolved);
+    const streaming = resolved.tables.filter(
+      (t) => rows.find((r) => r.table_name === tableKey(t))?.status === 'streaming',
+    );
+    const gone = await source.goneTables(resolved.row.id, streaming);
+    const goneNames = new Set(gone.map((g) => tableKey(g.table)));
+    const { schemas, missing } = await describeKeptTables(
+      source,
+      resolved.tables.filter((t) => !goneNames.has(tableKey(t))),
+      rows,
+    );
+    const found = [...gone, ...missing.map((table) => ({ table, reason: MISSING_REASON }))];
+    for (const { table, reason } of found) {
+      await pipelineTablesStore.markDropped(pool, resolved.row.id, tableKey(table), reason);
+    }
+    if (found.length > 0) rows = await pipelineTablesStore.list(pool, resolved.row.id);
+    return { schemas, rows };
   }
 
   private async syncTables(resolved: Resolved) {

@@ -71,6 +71,13 @@ export class SchemaGuard {
     const current = known.get(key);
     if (!current) return 'continue';
     const proposed = await this.deps.source.describeRelation(relation);
+    if (proposed === null) {
+      // Dropped at the source since: its last changes are applied in the shape the sink has, cut
+      // to the sink's columns, as nothing more can be read of the source's shape.
+      sourceOnly.set(key, current);
+      logger.info({ table: key }, 'the table is gone from the source; its last changes keep the sink shape');
+      return 'continue';
+    }
     if (shapeOf(proposed) === shapeOf(current)) {
       sourceOnly.delete(key);
       // A source column that now allows NULL must allow it in the sink too, whatever the policy.

@@ -42,11 +42,13 @@ export function watchSlot(options: SlotMonitorOptions): () => void {
     if (stopped) return;
     stats.slot = { retainedWalBytes: status.retainedWalBytes, walStatus: status.walStatus };
     const retained = status.retainedWalBytes ?? 0;
-    stats.warning =
+    stats.warn(
+      'slot',
       retained > options.warnRetainedWalBytes
         ? `the source keeps ${formatBytes(retained)} of WAL for this pipeline's slot (warning above ` +
-          `${formatBytes(options.warnRetainedWalBytes)}); wal_status is ${status.walStatus ?? 'unknown'}`
-        : null;
+            `${formatBytes(options.warnRetainedWalBytes)}); wal_status is ${status.walStatus ?? 'unknown'}`
+        : null,
+    );
   };
   const run = () =>
     check().catch((error: unknown) => options.logger.warn({ err: error }, 'could not read the slot status'));

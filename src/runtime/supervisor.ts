@@ -135,8 +135,8 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
     return this.requests.beforeDelete(pipelineId, force);
   }
 
-  checkDefinition(projectId: string, definition: DefinitionToCheck): Promise<void> {
-    return this.runner.checkDefinition(projectId, definition);
+  checkDefinition(projectId: string, definition: DefinitionToCheck, pipelineId?: string): Promise<void> {
+    return this.runner.checkDefinition(projectId, definition, pipelineId);
   }
 
   /** The definition of a pipeline changed: a running one restarts its data plane with it. */

@@ -1,20 +1,24 @@
 import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
+import { TABLE_STATUSES } from '../pipelines/table-progress.js';
 
 const PipelineTableRow = z.object({
   table_name: z.string(),
-  status: z.enum(['pending', 'snapshot', 'streaming', 'backfill']),
+  status: z.enum(TABLE_STATUSES),
   partitions_total: z.number(),
   partitions_done: z.number(),
   rows_total: z.number(),
   rows_done: z.number(),
   snapshot_started_at: z.string().nullable(),
   snapshot_done_at: z.string().nullable(),
+  /** Set while the table is `dropped`: why, and when it was seen. */
+  dropped_reason: z.string().nullable(),
+  dropped_at: z.string().nullable(),
 });
 export type PipelineTableRow = z.infer<typeof PipelineTableRow>;
 
 const COLUMNS = sql.fragment`table_name, status, partitions_total, partitions_done, rows_total, rows_done,
-  snapshot_started_at, snapshot_done_at`;
+  snapshot_started_at, snapshot_done_at, dropped_reason, dropped_at`;
 
 export const pipelineTablesStore = {
   list: (db: CommonQueryMethods, pipelineId: string) =>
@@ -57,9 +61,17 @@ export const pipelineTablesStore = {
       rows_done = ${rowsDone}, rows_total = greatest(rows_total, ${rowsDone}), snapshot_done_at = now()
       WHERE pipeline_id = ${pipelineId} AND table_name = ${table}`),
 
-  /** Marks tables to be copied again (backfill); their progress starts over. */
+  /** Marks tables to be copied again (backfill); their progress starts over (a dropped one's mark goes). */
   markBackfill: (db: CommonQueryMethods, pipelineId: string, tables: readonly string[]) =>
     db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'backfill', partitions_total = 0, partitions_done = 0,
-      rows_done = 0, snapshot_started_at = NULL, snapshot_done_at = NULL
+      rows_done = 0, snapshot_started_at = NULL, snapshot_done_at = NULL, dropped_reason = NULL, dropped_at = NULL
       WHERE pipeline_id = ${pipelineId} AND table_name = ANY(${sql.array(tables, 'text')})`),
+
+  /**
+   * Marks a table gone from the source (dropped or renamed there): it is no longer replicated, and
+   * the sink's copy is kept. The first sighting's time and reason stay.
+   */
+  markDropped: (db: CommonQueryMethods, pipelineId: string, table: string, reason: string) =>
+    db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'dropped', dropped_reason = ${reason},
+      dropped_at = now() WHERE pipeline_id = ${pipelineId} AND table_name = ${table} AND status <> 'dropped'`),
 };

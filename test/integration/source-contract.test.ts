@@ -159,14 +159,14 @@ describe.each(clusters)('the Source contract, PostgreSQL on $label', (cluster) =
       const relation = second.find((i) => i.kind === 'relation')?.relation as SourceRelation;
       expect(relation).toMatchObject({ schema: 'public', table: 'items' });
       const described = await source.describeRelation(relation);
-      expect(described.columns.map((c) => [c.name, c.typeName, c.nullable])).toEqual([
+      expect(described?.columns.map((c) => [c.name, c.typeName, c.nullable])).toEqual([
         ['id', 'integer', false],
         ['label', 'text', true],
         ['noise', 'double precision', true],
         ['kind', 'text', false],
         ['note', 'text', true],
       ]);
-      expect(described.keyColumns).toEqual(['id']);
+      expect(described?.keyColumns).toEqual(['id']);
       const existing = await source.existingValues(relation, ['kind', 'note', 'noise']);
       expect(Object.fromEntries(existing)).toEqual({ kind: 'plain', note: null });
       await expect(

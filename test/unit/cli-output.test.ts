@@ -93,6 +93,8 @@ describe('CLI output', () => {
               rows_done: 500,
               percent: 25,
               eta_seconds: 30,
+              reason: null,
+              dropped_at: null,
               partitions: [],
             },
             {
@@ -104,6 +106,8 @@ describe('CLI output', () => {
               rows_done: 10,
               percent: 100,
               eta_seconds: null,
+              reason: null,
+              dropped_at: null,
               partitions: [],
             },
           ],

@@ -60,10 +60,20 @@ export const SnapshotProgress = Type.Object({
   tables: Type.Array(
     Type.Object({
       table: Type.String(),
-      status: Type.String({
-        description:
-          '`pending`, `snapshot` (being copied), `backfill` (being copied again) or `streaming` (copied)',
-      }),
+      status: Type.Union(
+        [
+          Type.Literal('pending'),
+          Type.Literal('snapshot'),
+          Type.Literal('backfill'),
+          Type.Literal('streaming'),
+          Type.Literal('dropped'),
+        ],
+        {
+          description:
+            '`pending`, `snapshot` (being copied), `backfill` (being copied again), `streaming` (copied) or ' +
+            '`dropped` (gone from the source: dropped or renamed there; no longer replicated, the sink keeps its copy)',
+        },
+      ),
       partitions_total: Type.Integer(),
       partitions_done: Type.Integer(),
       rows_total: Type.Integer({
@@ -73,6 +83,13 @@ export const SnapshotProgress = Type.Object({
       percent: Type.Number({ description: '0 to 100' }),
       eta_seconds: Type.Union([Type.Integer(), Type.Null()], {
         description: 'Seconds left at the rate of the copy so far; null when not copying',
+      }),
+      reason: Type.Union([Type.String(), Type.Null()], {
+        description:
+          'Why a `dropped` table is: e.g. it does not exist at the source any more; null otherwise',
+      }),
+      dropped_at: Type.Union([Timestamp, Type.Null()], {
+        description: 'When the table was found gone from the source; null unless `dropped`',
       }),
       partitions: Type.Array(
         Type.Object({

@@ -115,7 +115,8 @@ export const Pipeline = Type.Object(
     }),
     warning: Type.Union([Type.String(), Type.Null()], {
       description:
-        "Something to look at while it runs, e.g. the source keeping too much WAL for the pipeline's slot",
+        "Something to look at while it runs, e.g. the source keeping too much WAL for the pipeline's slot, " +
+        'or a table of the pipeline dropped at the source (see the table states of GET /v1/pipelines/{name}/progress)',
     }),
     events_per_second: Type.Number(),
     replication_lag_ms: Type.Integer(),

@@ -14,6 +14,7 @@ import type {
 import { SlotMissingError } from '../../core/source-errors.js';
 import { checkSourceReady, databaseIdentity, listTables, readTableSchemas } from './catalog.js';
 import { startChangeStream } from './change-stream.js';
+import { goneTables } from './gone-tables.js';
 import type { RelationInfo } from './pgoutput-decoder.js';
 import { existingValues, schemaFromRelation } from './relation-schema.js';
 import { SOURCE_SESSION_OPTIONS } from './replication-connection.js';
@@ -74,6 +75,10 @@ class PostgresSource implements Source {
 
   async identity(): Promise<string | undefined> {
     return databaseIdentity(this.session());
+  }
+
+  async goneTables(pipelineId: string, tables: readonly TableRef[]) {
+    return goneTables(this.session(), publicationName(pipelineId), tables);
   }
 
   async publish(pipelineId: string, tables: readonly TableRef[]): Promise<void> {

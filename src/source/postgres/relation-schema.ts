@@ -33,7 +33,7 @@ export async function formatTypes(client: pg.ClientBase, types: TypeRef[]): Prom
 export async function schemaFromRelation(
   client: pg.ClientBase,
   relation: RelationInfo,
-): Promise<TableSchema> {
+): Promise<TableSchema | null> {
   const typeNames = await formatTypes(client, relation.columns);
   const { rows } = await client.query<{ name: string; notnull: boolean; pk_position: number | null }>(
     `SELECT a.attname::text AS name, a.attnotnull AS notnull,
@@ -43,6 +43,8 @@ export async function schemaFromRelation(
       WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped`,
     [relation.relationId],
   );
+  // No column left: the table was dropped since (the stream decodes from the WAL, behind the catalog).
+  if (rows.length === 0 && relation.columns.length > 0) return null;
   const catalog = new Map(rows.map((r) => [r.name, r]));
   let keyColumns = relation.columns.filter((c) => c.isKey).map((c) => c.name);
   if (relation.replicaIdentity === 'full') {
