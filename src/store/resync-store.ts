@@ -6,7 +6,8 @@ import { type CommonQueryMethods, sql } from 'slonik';
  */
 export const resyncStore = {
   /**
-   * Records an accepted resync, in the caller's transaction: the flag, every table pending again
+   * Records an accepted resync, in the caller's transaction: the flag, every table (but those
+   * dropped at the source) pending again
    * with its progress and partition plan forgotten, the service-kept sink checkpoint moved back to
    * the start (its fencing epoch kept), and a run of outcome `resync` in the history. The
    * pipeline's counters are left as they are.
@@ -17,9 +18,10 @@ export const resyncStore = {
         updated_at = now()
       WHERE id = ${pipelineId}`);
     await db.query(sql.unsafe`DELETE FROM snapshot_partitions WHERE pipeline_id = ${pipelineId}`);
+    // A table dropped at the source stays so: there is nothing to copy (a backfill brings it back).
     await db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'pending', partitions_total = 0,
         partitions_done = 0, rows_total = 0, rows_done = 0, snapshot_started_at = NULL, snapshot_done_at = NULL
-      WHERE pipeline_id = ${pipelineId}`);
+      WHERE pipeline_id = ${pipelineId} AND status <> 'dropped'`);
     // The new slot's positions may be lower than the old ones (a source restored from a backup):
     // a checkpoint that only moves forward must start again from nothing.
     await db.query(sql.unsafe`UPDATE sink_checkpoints SET lsn = '0/0', detail = '{}', updated_at = now()

@@ -50,13 +50,15 @@ async function waitForCopy(api: ApiClient, name: string, timeoutMs: number, io: 
       throw new CliError(`pipeline ${name} was ${pipeline.state} before its copy was done`, EXIT.failed);
     }
     const progress = await ok(api.GET('/v1/pipelines/{name}/progress', { params: { path: { name } } }));
-    const copied = progress.tables.filter((t) => t.status === 'streaming').length;
-    const now = `${pipeline.state}, ${copied} of ${progress.tables.length} tables copied`;
+    // A table dropped at the source is not copied by a resync.
+    const tables = progress.tables.filter((t) => t.status !== 'dropped');
+    const copied = tables.filter((t) => t.status === 'streaming').length;
+    const now = `${pipeline.state}, ${copied} of ${tables.length} tables copied`;
     if (now !== last) {
       last = now;
       io.out(`pipeline ${name}: ${now}\n`);
     }
-    if (pipeline.state === 'running' && copied === progress.tables.length) return;
+    if (pipeline.state === 'running' && copied === tables.length) return;
   }
   throw new CliError(
     `pipeline ${name} had not finished its copy after ${timeoutMs / 1000} s (${last || 'no progress seen'})`,
