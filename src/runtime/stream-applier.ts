@@ -46,13 +46,19 @@ function perTable(change: ChangeEvent): ChangeEvent[] {
   return change.tables.map((table) => ({ ...change, table, tables: [table] }));
 }
 
-const valueBytes = (change: ChangeEvent) => {
-  let bytes = 64;
-  for (const row of [change.after, change.key, change.before]) {
-    if (row) for (const v of Object.values(row)) bytes += v === null ? 1 : v.length;
+// Measured for every change: no array is made for it.
+const rowBytes = (row: ChangeEvent['after']) => {
+  let bytes = 0;
+  if (row) {
+    for (const column in row) {
+      const v = row[column];
+      bytes += v === null || v === undefined ? 1 : v.length;
+    }
   }
   return bytes;
 };
+const valueBytes = (change: ChangeEvent) =>
+  64 + rowBytes(change.after) + rowBytes(change.key) + rowBytes(change.before);
 
 /**
  * Applies the change stream to the sink in batches of whole transactions, each batch with its
@@ -220,6 +226,16 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     deadline = undefined;
   };
 
+  /** Adds a change to the batch, unless it is not the sink's to apply. */
+  const gather = (split: ChangeEvent) => {
+    const change = options.schema ? options.schema.project(split) : split;
+    if (!options.tables.has(tableKey(change.table))) return;
+    if (backfill && backfill.route(change) !== 'apply') return;
+    if (batch.length === 0) batchStartedAt = Date.now();
+    batch.push(change);
+    batchBytes += valueBytes(change);
+  };
+
   /** Takes in one item; 'hold' when a schema review stops the stream before it. */
   const take = async (item: StreamItem): Promise<'hold' | undefined> => {
     switch (item.kind) {
@@ -228,16 +244,17 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         commits.begin(item.commitTimeMs);
         return;
       case 'change': {
-        for (const split of perTable(item.change)) {
-          const change = options.schema ? options.schema.project(split) : split;
-          if (!options.tables.has(tableKey(change.table))) continue;
-          if (backfill && backfill.route(change) !== 'apply') continue;
-          if (batch.length === 0) batchStartedAt = Date.now();
-          batch.push(change);
-          batchBytes += valueBytes(change);
-        }
-        // One transaction larger than a batch is written in pieces.
-        if (batch.length - committedCount >= limits.maxEvents * 2 || batchBytes >= limits.maxBytes * 2) {
+        // Only a truncate of several tables is split: no array is made for the other changes.
+        if (item.change.op === 'truncate') for (const split of perTable(item.change)) gather(split);
+        else gather(item.change);
+        // One transaction larger than a batch is written in pieces: the first once it holds twice
+        // a batch (a transaction up to that stays whole), the next ones at a batch each, so that
+        // no more of it than that is held while the sink writes.
+        const times = piecesHeld ? 1 : 2;
+        if (
+          batch.length - committedCount >= limits.maxEvents * times ||
+          batchBytes >= limits.maxBytes * times
+        ) {
           await flush(true);
         }
         return;
