@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
 import { defineConfig } from 'vitest/config';
+import { FAULT_SUITE_FILES, QUICK_FAULT_FILES } from './test/faults/suite-files.js';
 
 const repoRoot = fileURLToPath(new URL('.', import.meta.url));
 
@@ -32,7 +33,11 @@ export default defineConfig({
   test: {
     // From the repository root, not from ui/.
     root: repoRoot,
-    include: ['test/**/*.test.ts'],
+    // The fault suite's files run at full scale only under `npm run test:faults` (FAULTS_SCALE=full),
+    // which runs them and nothing else; the normal run takes its quick subset (RELIABILITY.md).
+    include: process.env.FAULTS_SCALE
+      ? FAULT_SUITE_FILES
+      : ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts', QUICK_FAULT_FILES],
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -18,8 +18,12 @@ export interface PgCluster {
 
 /** A cluster of its own that a test may take down and bring back, as a server that restarts. */
 export interface RestartablePgCluster extends PgCluster {
-  /** Stops the server as `pg_ctl stop -m fast` does: every session ended, its data kept. */
-  stopServer(): Promise<void>;
+  /**
+   * Stops the server as `pg_ctl stop -m fast` does (SIGINT: every session ended, a shutdown
+   * checkpoint), or with `immediate` as `-m immediate` does (SIGQUIT: no checkpoint, crash
+   * recovery at the next start); its data is kept.
+   */
+  stopServer(mode?: 'fast' | 'immediate'): Promise<void>;
   /** Starts the stopped server again, on the same port, and waits until it accepts connections. */
   startServer(): Promise<void>;
 }
@@ -72,7 +76,10 @@ async function waitUntilReady(
   throw new Error(`postgres did not become ready:\n${log()}`);
 }
 
-/** Initialises and starts a throw-away cluster; durability is off because the data is disposable. */
+/**
+ * Initialises and starts a throw-away cluster; durability is off because the data is disposable
+ * (`extraSettings` come last, so they can turn it back on).
+ */
 export async function startPgCluster(
   label: string,
   binDir: string,
@@ -122,12 +129,13 @@ export async function startPgCluster(
     });
     await waitUntilReady(adminUrl, started, () => output);
   };
-  // SIGINT is PostgreSQL's fast shutdown: sessions are ended (57P01) and the server exits cleanly.
-  const stopServer = async () => {
+  // SIGINT is PostgreSQL's fast shutdown: sessions are ended (57P01) and the server exits cleanly;
+  // SIGQUIT its immediate one.
+  const stopServer = async (mode: 'fast' | 'immediate' = 'fast') => {
     const running = child;
     if (!running || running.exitCode !== null || running.signalCode !== null) return;
     const exited = new Promise((r) => running.once('exit', r));
-    running.kill('SIGINT');
+    running.kill(mode === 'fast' ? 'SIGINT' : 'SIGQUIT');
     await exited;
   };
   await startServer();

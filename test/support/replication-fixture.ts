@@ -41,13 +41,18 @@ export async function tableDigest(
 }
 
 /** Polls until `check` returns a truthy value, or fails with the last value seen. */
-export async function waitFor<T>(check: () => Promise<T>, what: string, timeoutMs = 60_000): Promise<T> {
+export async function waitFor<T>(
+  check: () => Promise<T>,
+  what: string,
+  timeoutMs = 60_000,
+  intervalMs = 200,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
   while (Date.now() < deadline) {
     last = await check();
     if (last) return last;
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
   throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
 }

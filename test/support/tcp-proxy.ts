@@ -6,6 +6,9 @@ import { type AddressInfo, createConnection, createServer, type Socket } from 'n
  */
 export class TcpProxy {
   private readonly sockets = new Set<Socket>();
+  /** Each client with its upstream, for holding what clients send. */
+  private readonly pairs = new Map<Socket, Socket>();
+  private holding = false;
   private server = createServer((client) => this.forward(client));
   private port = 0;
 
@@ -38,6 +41,24 @@ export class TcpProxy {
     await this.listen(this.port);
   }
 
+  /**
+   * Stops passing on what clients send, on open and new connections alike, while the server's
+   * answers still flow: a one-way stall (the server never hears a client's acknowledgements).
+   */
+  holdRequests(): void {
+    this.holding = true;
+    for (const client of this.pairs.keys()) {
+      client.unpipe();
+      client.pause();
+    }
+  }
+
+  /** Passes on what clients send again, what was held first. */
+  releaseRequests(): void {
+    this.holding = false;
+    for (const [client, upstream] of this.pairs) client.pipe(upstream);
+  }
+
   stop(): Promise<void> {
     return this.down();
   }
@@ -57,11 +78,14 @@ export class TcpProxy {
       socket.on('error', () => undefined);
       socket.on('close', () => {
         this.sockets.delete(socket);
+        this.pairs.delete(client);
         client.destroy();
         upstream.destroy();
       });
     }
-    client.pipe(upstream);
+    this.pairs.set(client, upstream);
+    if (this.holding) client.pause();
+    else client.pipe(upstream);
     upstream.pipe(client);
   }
 }

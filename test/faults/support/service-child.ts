@@ -1,0 +1,146 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../support/pg-cluster.js';
+import { jsonRequest } from '../../support/service.js';
+
+const CLI = fileURLToPath(new URL('../../../src/cli.ts', import.meta.url));
+
+/** How a service process ended when nobody asked it to: a crash the suite reports. */
+export interface UnexpectedExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  output: string;
+}
+
+/**
+ * `replicator serve` in a child process (from the sources, through tsx) on a metadata database of
+ * its own, so that it can be killed with SIGKILL, frozen with SIGSTOP and started again on the
+ * same port and data directory, as an operator's supervisor would.
+ */
+export class ServiceChild {
+  readonly dataDir = mkdtempSync(join(tmpdir(), 'replicator-faults-'));
+  readonly unexpectedExits: UnexpectedExit[] = [];
+  private child: ChildProcess | undefined;
+  private expectingExit = false;
+  private log = '';
+
+  private constructor(
+    readonly port: number,
+    private readonly databaseUrl: string,
+    private readonly leaseTtl: string,
+  ) {}
+
+  static async start(databaseUrl: string, options: { leaseTtl?: string } = {}): Promise<ServiceChild> {
+    const service = new ServiceChild(await freePort(), databaseUrl, options.leaseTtl ?? '3s');
+    await service.start();
+    return service;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  get running(): boolean {
+    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** The last of what it printed (warnings and errors), for failure messages. */
+  output(): string {
+    return this.log;
+  }
+
+  request<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+    return jsonRequest(this.url, method, path, body);
+  }
+
+  /** Starts the process (again) and waits until /v1/health answers. */
+  async start(): Promise<void> {
+    if (this.running) throw new Error('the service is already running');
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        CLI,
+        'serve',
+        '--listen',
+        `127.0.0.1:${this.port}`,
+        '--data-dir',
+        this.dataDir,
+        '--database-url',
+        this.databaseUrl,
+        '--log-level',
+        'warn',
+        '--lease-ttl',
+        this.leaseTtl,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    this.child = child;
+    this.expectingExit = false;
+    const keep = (chunk: Buffer) => {
+      this.log = (this.log + chunk.toString()).slice(-30_000);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    child.once('exit', (code, signal) => {
+      if (!this.expectingExit) this.unexpectedExits.push({ code, signal, output: this.log.slice(-6_000) });
+    });
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`the service exited at start (${child.exitCode ?? child.signalCode}):\n${this.log}`);
+      const health = await this.request('GET', '/v1/health').catch(() => undefined);
+      if (health?.status === 200) return;
+      if (Date.now() > deadline) throw new Error(`the service did not become healthy in 90 s:\n${this.log}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  /** SIGKILL: the process ends at once, nothing flushed, nothing said to the servers. */
+  async kill(): Promise<void> {
+    await this.signalAndWait('SIGKILL');
+  }
+
+  /** SIGTERM: a clean stop. */
+  async stop(): Promise<void> {
+    await this.signalAndWait('SIGTERM');
+  }
+
+  /** SIGSTOP: frozen where it is, its connections open and silent. */
+  freeze(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  /** SIGCONT: it goes on from where it was frozen, unaware of the time that passed. */
+  thaw(): void {
+    this.child?.kill('SIGCONT');
+  }
+
+  /** Kills it if it runs and removes its data directory. */
+  async dispose(): Promise<void> {
+    if (this.running) {
+      this.thaw();
+      await this.signalAndWait('SIGKILL');
+    }
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  private async signalAndWait(signal: NodeJS.Signals): Promise<void> {
+    const child = this.child;
+    if (!child || !this.running) return;
+    this.expectingExit = true;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
