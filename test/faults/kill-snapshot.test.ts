@@ -25,6 +25,7 @@ describe('fault 1: kill -9 during the snapshot', () => {
   it(
     'converges after kills at random points of the copy and in the key build',
     async () => {
+      await rig.slowKeyBuilds(3);
       await rig.startPipeline();
       rig.startLoad();
       const partitions = Math.ceil(rows / partitionRows);
@@ -50,7 +51,7 @@ describe('fault 1: kill -9 during the snapshot', () => {
         await rig.service.start();
         rig.note('started again');
       }
-      const inKeyBuild = await rig.killDuringKeyBuild('public.items');
+      const inKeyBuild = await rig.killDuringKeyBuild();
       rig.note(`kill in the key build: ${inKeyBuild}`);
       if (inKeyBuild) await rig.service.start();
       const result = await rig.drainAndCheck();

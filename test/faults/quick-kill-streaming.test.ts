@@ -25,7 +25,8 @@ describe('fault 2: kill -9 while streaming', () => {
     async () => {
       await rig.startPipeline();
       await rig.waitForPhase('streaming');
-      const load = rig.startLoad();
+      // The load lasts through every round (restarts take long on a busy machine); it ends by its count.
+      const load = rig.startLoad({ maxMs: scale.testTimeoutMs });
       const proxy = rig.sourceProxy as NonNullable<typeof rig.sourceProxy>;
       const hits: string[] = [];
       for (let round = 0; round < scale.repetitions * 2; round++) {
@@ -50,6 +51,7 @@ describe('fault 2: kill -9 while streaming', () => {
         hits.push(between ? `sink ahead of the slot by ${checkpoint - slot} bytes` : 'random');
         rig.note(`kill ${round + 1}: ${hits.at(-1)}`);
         await rig.service.start();
+        await rig.waitApplied(checkpoint);
       }
       const result = await rig.drainAndCheck();
       await rig.waitHealthy();

@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { expect } from 'vitest';
 import { parseLsn } from '../../../src/core/lsn.js';
 import { sqlOn, tableDigest, waitFor } from '../../support/replication-fixture.js';
@@ -198,48 +197,37 @@ export class FaultRig {
   }
 
   /**
-   * Kills the service while the sink builds the deferred primary key of `table`, and returns
-   * whether it did (false once the pipeline streams: the key was built first). A reader of the
-   * table holds the build back (ALTER TABLE waits for its lock, COPY does not) so that the kill
-   * falls inside it; when something else waits for the reader (a restarted copy empties the table
-   * first), the reader lets go and tries again.
+   * Makes every primary key build in the sink keep its transaction open for `seconds` after the
+   * index is built (an event trigger at the end of ALTER TABLE), so that a kill can fall inside it.
    */
-  async killDuringKeyBuild(table: string, timeoutMs = 180_000): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      if ((await this.phase()) === 'streaming') return false;
-      const reader = new pg.Client({ connectionString: this.urls.sink, application_name: 'fault-reader' });
-      reader.on('error', () => undefined);
-      await reader.connect();
-      try {
-        await reader.query("SET lock_timeout = '1s'");
-        await reader.query('BEGIN');
-        const locked = await reader.query(`LOCK TABLE ${table} IN ACCESS SHARE MODE`).then(
-          () => true,
-          () => false,
+  async slowKeyBuilds(seconds: number): Promise<void> {
+    await sqlOn(
+      this.urls.sink,
+      `CREATE FUNCTION fault_oracle.slow_key_build() RETURNS event_trigger LANGUAGE plpgsql AS $$
+       BEGIN IF current_query() ILIKE '%ADD PRIMARY KEY%' THEN PERFORM pg_sleep(${seconds}); END IF; END $$;
+       CREATE EVENT TRIGGER fault_slow_key_build ON ddl_command_end WHEN TAG IN ('ALTER TABLE')
+         EXECUTE FUNCTION fault_oracle.slow_key_build();`,
+    );
+  }
+
+  /** Kills the service while the sink builds a deferred primary key (see slowKeyBuilds); false once it streams. */
+  async killDuringKeyBuild(timeoutMs = 180_000): Promise<boolean> {
+    const building = await waitFor(
+      async () => {
+        const [row] = await sqlOn<{ n: number }>(
+          this.urls.sink,
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query ILIKE 'ALTER TABLE%ADD PRIMARY KEY%'",
         );
-        if (!locked) continue;
-        const until = Date.now() + 20_000;
-        while (Date.now() < until) {
-          const { rows } = await reader.query<{ query: string }>(
-            'SELECT query FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))',
-          );
-          if (rows.some((r) => /ALTER TABLE.*ADD PRIMARY KEY/is.test(r.query))) {
-            // Let the build start, and kill the service while it runs.
-            await reader.query('ROLLBACK');
-            await this.service.kill();
-            return true;
-          }
-          if (rows.length > 0) break; // something else needs the table first
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      } finally {
-        await reader.query('ROLLBACK').catch(() => undefined);
-        await reader.end().catch(() => undefined);
-      }
-      await new Promise((r) => setTimeout(r, 300));
-    }
-    return false;
+        if ((row?.n ?? 0) > 0) return 'building';
+        return (await this.phase()) === 'streaming' ? 'streaming' : undefined;
+      },
+      'a primary key build in the sink',
+      timeoutMs,
+      50,
+    );
+    if (building !== 'building') return false;
+    await this.service.kill();
+    return true;
   }
 
   /** The slot's confirmed_flush_lsn on the source and the sink's checkpoint, as positions (0 when absent). */
@@ -258,6 +246,15 @@ export class FaultRig {
       slot: slot?.lsn ? parseLsn(slot.lsn) : 0n,
       checkpoint: checkpoint?.lsn ? parseLsn(checkpoint.lsn) : 0n,
     };
+  }
+
+  /** Waits until the sink's checkpoint moves past `checkpoint`: the pipeline applies again (after a restart). */
+  async waitApplied(checkpoint: bigint, timeoutMs = 120_000): Promise<void> {
+    await waitFor(
+      async () => (await this.positions()).checkpoint > checkpoint,
+      'the pipeline to apply a batch again',
+      timeoutMs,
+    );
   }
 
   /** Ends the walsender of the pipeline's slot on the source; whether there was one. */

@@ -34,8 +34,8 @@ export const SCALES: Record<FaultScale, ScaleFigures> = {
   quick: {
     seedRows: 20_000,
     loadClients: 3,
-    loadTransactions: 1_500,
-    loadMaxMs: 20_000,
+    loadTransactions: 600,
+    loadMaxMs: 45_000,
     repetitions: 1,
     sinkOutageMs: 4_000,
     drainTimeoutMs: 90_000,
