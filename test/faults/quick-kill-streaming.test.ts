@@ -53,6 +53,8 @@ describe('fault 2: kill -9 while streaming', () => {
         await rig.service.start();
         await rig.waitApplied(checkpoint);
       }
+      // The load ends with the faults: what follows is the drain.
+      await load.stop();
       const result = await rig.drainAndCheck();
       await rig.waitHealthy();
       rig.note(`converged; ${result.committed} load transactions; ${result.samples} samples`);

@@ -29,6 +29,8 @@ describe('fault 3: the walsender terminated', () => {
         await waitFor(() => rig.terminateWalsender(), 'an active walsender to terminate', 120_000);
         terminated++;
       }
+      // The load ends with the faults: what follows is the drain.
+      await load.stop();
       const result = await rig.drainAndCheck();
       console.info(
         `fault 3: ${terminated} walsenders terminated; ${result.committed} load transactions; ${result.samples} samples`,

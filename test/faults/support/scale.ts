@@ -38,8 +38,9 @@ export const SCALES: Record<FaultScale, ScaleFigures> = {
     loadMaxMs: 45_000,
     repetitions: 1,
     sinkOutageMs: 4_000,
-    drainTimeoutMs: 90_000,
-    testTimeoutMs: 180_000,
+    drainTimeoutMs: 300_000,
+    // Generous: a busy 2-core machine starts a service process in 10-60 s.
+    testTimeoutMs: 600_000,
   },
   full: {
     seedRows: 400_000,
