@@ -20,8 +20,8 @@ describe('fault 4: the source restarted', () => {
   afterAll(() => rig?.dispose());
 
   async function restartSource(mode: 'fast' | 'immediate', when: string): Promise<void> {
-    await rig.clusters.source.halt(mode);
-    await rig.clusters.source.resume();
+    await rig.clusters.source.stopServer(mode);
+    await rig.clusters.source.startServer();
     rig.note(`source restarted -m ${mode} ${when}`);
   }
 
