@@ -18,7 +18,7 @@ describe('fault 10: unchanged TOAST values', () => {
       seedRows: 1_000,
       sourceSql: `CREATE TABLE docs (id bigint PRIMARY KEY, version bigint NOT NULL, counter int NOT NULL, body text NOT NULL);
         ALTER TABLE docs ALTER COLUMN body SET STORAGE EXTERNAL;
-        INSERT INTO docs SELECT g, 0, 0, (SELECT string_agg(md5(random()::text || g), '') FROM generate_series(1, 100)) FROM generate_series(1, ${docs}) g;`,
+        INSERT INTO docs SELECT g, 0, 0, (SELECT string_agg(md5(i || random()::text || g), '') FROM generate_series(1, 100) AS s(i)) FROM generate_series(1, ${docs}) g;`,
       tables: ['public.items', 'public.load_tx', 'public.docs'],
       versionedTables: ['public.items', 'public.docs'],
     });

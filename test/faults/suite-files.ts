@@ -4,6 +4,11 @@
  */
 export const FAULT_SUITE_FILES = [
   'test/faults/**/*.test.ts',
+  // 5 (as written by the fixes): a sink connection lost mid-batch; a sink out of reach across a restart.
+  'test/integration/sink-connection-loss.test.ts',
+  'test/integration/restore-outage.test.ts',
+  // 7 and 8: the slot invalidated by max_slot_wal_keep_size, dropped by someone else; resync.
+  'test/integration/slot-resync.test.ts',
   // 15: each broker and the webhook cut mid-stream, DuckDB killed mid-write.
   'test/integration/sink-outage.test.ts',
   'test/integration/nats-sink-outage.test.ts',

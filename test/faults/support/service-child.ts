@@ -93,13 +93,13 @@ export class ServiceChild {
     child.once('exit', (code, signal) => {
       if (!this.expectingExit) this.unexpectedExits.push({ code, signal, output: this.log.slice(-6_000) });
     });
-    const deadline = Date.now() + 90_000;
+    const deadline = Date.now() + 240_000;
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null)
         throw new Error(`the service exited at start (${child.exitCode ?? child.signalCode}):\n${this.log}`);
       const health = await this.request('GET', '/v1/health').catch(() => undefined);
       if (health?.status === 200) return;
-      if (Date.now() > deadline) throw new Error(`the service did not become healthy in 90 s:\n${this.log}`);
+      if (Date.now() > deadline) throw new Error(`the service did not become healthy in 240 s:\n${this.log}`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }
