@@ -19,11 +19,12 @@ describe('fault 5: the sink down, cut off and restarted', () => {
   }, scale.testTimeoutMs);
   afterAll(() => rig?.dispose());
 
-  /** Load for the sub-scenario, a fault once some of it committed, then the oracle. */
+  /** Load through the whole fault (stopped once it is over), then the oracle. */
   async function underLoad(what: string, fault: () => Promise<void>): Promise<void> {
-    const load = rig.startLoad();
+    const load = rig.startLoad({ transactions: Number.MAX_SAFE_INTEGER, maxMs: scale.testTimeoutMs });
     await load.reached(50 + Math.floor(Math.random() * 100));
     await fault();
+    await load.stop();
     const result = await rig.drainAndCheck();
     await rig.waitHealthy();
     rig.note(`${what}: converged; ${result.committed} load transactions; ${result.samples} samples`);
