@@ -33,7 +33,7 @@ describe('fault 13: two workers believing they own the pipeline', () => {
   /** The service whose worker holds the pipeline's lease, as the fleet reports it. */
   async function owner(): Promise<ServiceChild | undefined> {
     for (const service of rig.services) {
-      if (!service.running) continue;
+      if (!service.responsive) continue;
       const res = await service.request('GET', '/v1/workers').catch(() => undefined);
       if (res?.status !== 200) continue;
       const holder = (res.body as { pid: number; status: string; pipelines: string[] }[]).find(

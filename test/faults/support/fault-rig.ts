@@ -126,7 +126,7 @@ export class FaultRig {
   /** The pipeline as some running service reports it, or undefined if none answers. */
   async pipeline(): Promise<any | undefined> {
     for (const service of this.services) {
-      if (!service.running) continue;
+      if (!service.responsive) continue;
       const res = await service.request('GET', `/v1/pipelines/${PIPELINE}`).catch(() => undefined);
       if (res?.status === 200) return res.body;
     }
@@ -135,7 +135,7 @@ export class FaultRig {
 
   async phase(): Promise<string | undefined> {
     for (const service of this.services) {
-      if (!service.running) continue;
+      if (!service.responsive) continue;
       const res = await service.request('GET', `/v1/pipelines/${PIPELINE}/progress`).catch(() => undefined);
       if (res?.status === 200 && res.body.phase !== 'idle') return res.body.phase;
     }

@@ -25,6 +25,7 @@ export class ServiceChild {
   readonly unexpectedExits: UnexpectedExit[] = [];
   private child: ChildProcess | undefined;
   private expectingExit = false;
+  private frozen = false;
   private log = '';
 
   private constructor(
@@ -51,13 +52,24 @@ export class ServiceChild {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
 
+  /** Running and not frozen: it can answer. */
+  get responsive(): boolean {
+    return this.running && !this.frozen;
+  }
+
   /** The last of what it printed (warnings and errors), for failure messages. */
   output(): string {
     return this.log;
   }
 
+  /** One API request; it gives up after 15 s, since a frozen process accepts connections but never answers. */
   request<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-    return jsonRequest(this.url, method, path, body);
+    return Promise.race([
+      jsonRequest(this.url, method, path, body),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error(`${method} ${path}: no answer in 15 s`)), 15_000).unref(),
+      ),
+    ]);
   }
 
   /** Starts the process (again) and waits until /v1/health answers. */
@@ -116,11 +128,13 @@ export class ServiceChild {
 
   /** SIGSTOP: frozen where it is, its connections open and silent. */
   freeze(): void {
+    this.frozen = true;
     this.child?.kill('SIGSTOP');
   }
 
   /** SIGCONT: it goes on from where it was frozen, unaware of the time that passed. */
   thaw(): void {
+    this.frozen = false;
     this.child?.kill('SIGCONT');
   }
 
