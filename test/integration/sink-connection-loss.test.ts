@@ -9,7 +9,7 @@ import {
   startPgCluster,
 } from '../support/pg-cluster.js';
 import { replicationDatabases, sqlOn, waitConverged, waitFor } from '../support/replication-fixture.js';
-import { startTestService, type TestService, testConfig } from '../support/service.js';
+import { startItemsPipeline, startTestService, type TestService, testConfig } from '../support/service.js';
 
 const [shared] = inject('pgClusters');
 
@@ -164,15 +164,7 @@ describe('a sink connection lost in the middle of a batch', () => {
 
   /** Starts pipeline `name` from the source's items into `connection`, and waits until its snapshot is done. */
   async function startPipeline(name: string, connection: string, properties: Record<string, string>) {
-    const created = await service.request('POST', '/v1/pipelines', {
-      name,
-      source: { connection: 'src', tables: ['public.items'] },
-      sink: { connection, properties },
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect((await service.request('PUT', `/v1/pipelines/${name}/state`, { state: 'start' })).status).toBe(
-      200,
-    );
+    await startItemsPipeline(service, name, connection, properties);
     await waitFor(
       async () => (await eventsTotal(name)) > 0 || (await pipeline(name)).state === 'running',
       name,

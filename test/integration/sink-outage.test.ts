@@ -4,7 +4,7 @@ import mysql, { type Connection, type RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
 import { replicationDatabases, sqlOn, waitFor } from '../support/replication-fixture.js';
-import { startTestService, type TestService, testConfig } from '../support/service.js';
+import { startItemsPipeline, startTestService, type TestService, testConfig } from '../support/service.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
 const [cluster] = inject('pgClusters');
@@ -54,17 +54,8 @@ describe('a sink server down mid-stream', () => {
       ]),
     );
 
-  async function startPipeline(name: string, connection: string, properties: Record<string, string>) {
-    const created = await service.request('POST', '/v1/pipelines', {
-      name,
-      source: { connection: 'src', tables: ['public.items'] },
-      sink: { connection, properties },
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect((await service.request('PUT', `/v1/pipelines/${name}/state`, { state: 'start' })).status).toBe(
-      200,
-    );
-  }
+  const startPipeline = (name: string, connection: string, properties: Record<string, string>) =>
+    startItemsPipeline(service, name, connection, properties);
 
   const sinkErrors = async (name: string): Promise<number> =>
     (await service.request('GET', `/v1/pipelines/${name}/metrics`)).body.sink_errors_total;

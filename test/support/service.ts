@@ -59,3 +59,22 @@ export async function startTestService(config: Config): Promise<TestService> {
     stop: () => running.stop(),
   };
 }
+
+/** Creates pipeline `name` from the source connection `src`'s public.items into `connection`, and starts it. */
+export async function startItemsPipeline(
+  service: TestService,
+  name: string,
+  connection: string,
+  properties: Record<string, string>,
+): Promise<void> {
+  const created = await service.request('POST', '/v1/pipelines', {
+    name,
+    source: { connection: 'src', tables: ['public.items'] },
+    sink: { connection, properties },
+  });
+  if (created.status !== 201)
+    throw new Error(`creating ${name}: ${created.status} ${JSON.stringify(created.body)}`);
+  const started = await service.request('PUT', `/v1/pipelines/${name}/state`, { state: 'start' });
+  if (started.status !== 200)
+    throw new Error(`starting ${name}: ${started.status} ${JSON.stringify(started.body)}`);
+}
