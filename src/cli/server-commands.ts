@@ -6,6 +6,7 @@ import { locateMetadataStore } from '../store/metadata-store.js';
 import { migrate } from '../store/migrate.js';
 import { VERSION } from '../version.js';
 import { EXIT } from './exit-codes.js';
+import { limitHeapGrowth } from './heap-growth.js';
 import type { CliIo } from './io.js';
 
 export const SERVER_USAGE = `Usage: replicator [serve|migrate] [flags]
@@ -42,6 +43,7 @@ export async function runServerCommand(argv: string[], io: CliIo): Promise<void>
     return;
   }
 
+  limitHeapGrowth();
   const service = await startService(config, logger);
   logger.info({ url: service.url, version: VERSION }, 'replicator is serving');
   await new Promise<void>((resolve) => {
