@@ -38,7 +38,7 @@ export class FleetReconciler {
     const { workerId, leaseTtlMs } = this.supervisor.fleet;
     try {
       const held = new Set(await leasesStore.renew(this.pool, workerId, leaseTtlMs));
-      await this.supervisor.drop(this.supervisor.ownedIds().filter((id) => !held.has(id)));
+      this.supervisor.drop(this.supervisor.ownedIds().filter((id) => !held.has(id)));
       for (const { id, action } of await leasesStore.takeActions(this.pool, workerId)) {
         this.supervisor.deliver(id, action);
       }

@@ -30,6 +30,12 @@ export type ResumeAs = 'stopped' | 'running' | 'paused' | 'failed';
 export class PipelineActors {
   /** The tail of each pipeline's queue of actions and take-overs in this process. */
   private readonly queues = new Map<string, Promise<void>>();
+  /**
+   * The data planes of pipelines whose lease this worker lost, until they end. Letting go never
+   * waits for them (a loop can be stuck in a sink statement behind a lock for as long as the
+   * server lets it), but this worker takes such a pipeline on again only once its loop ended.
+   */
+  private readonly retiring = new Map<string, Promise<void>>();
 
   constructor(
     private readonly pool: DatabasePool,
@@ -51,6 +57,7 @@ export class PipelineActors {
     // A pipeline that already has an actor here keeps it: two would run two data planes on one slot.
     const existing = this.handles.get(row.id);
     if (existing) return existing;
+    await this.retiring.get(row.id);
     // Closed before the actor opens a run of its own, which this must not close too.
     await this.recorder.closeAbandonedRuns(row.id);
     return this.handles.get(row.id) ?? this.spawn(row, epoch, resumeAs);
@@ -63,6 +70,8 @@ export class PipelineActors {
   takeOver(pipelineId: string): Promise<boolean> {
     return this.exclusive(pipelineId, async () => {
       if (this.handles.has(pipelineId)) return true;
+      // Its previous data plane here has not ended yet: a later tick claims it.
+      if (this.retiring.has(pipelineId)) return false;
       const epoch = await leasesStore.claim(
         this.pool,
         pipelineId,
@@ -107,20 +116,28 @@ export class PipelineActors {
     if (handle?.state === 'running') handle.actor.send({ type: 'RELOAD' });
   }
 
-  /** Lets go of pipelines whose lease this worker lost: their actors stop, recording nothing. */
-  async drop(pipelineIds: readonly string[]): Promise<void> {
+  /**
+   * Lets go of pipelines whose lease this worker lost: their actors stop, recording nothing. Their
+   * loops end in the background (a write they still attempt is refused by the fencing epoch), so
+   * that the fleet's tick goes on renewing the other leases meanwhile.
+   */
+  drop(pipelineIds: readonly string[]): void {
     for (const id of pipelineIds) {
       const handle = this.handles.get(id);
       if (!handle) continue;
       this.logger.warn({ pipeline: handle.name }, 'lost the lease of the pipeline; another worker takes it');
       this.handles.delete(id);
       handle.actor.stop();
-      await handle.loop;
+      const ended = handle.loop.then(() => {
+        if (this.retiring.get(id) === ended) this.retiring.delete(id);
+      });
+      this.retiring.set(id, ended);
     }
   }
 
   /** Stops a pipeline's loop and forgets it (before its deletion). */
   async forget(pipelineId: string): Promise<void> {
+    await this.retiring.get(pipelineId);
     const handle = this.handles.get(pipelineId);
     if (!handle) return;
     handle.actor.stop();
@@ -135,7 +152,7 @@ export class PipelineActors {
     this.recorder.close();
     const handles = [...this.handles.values()];
     for (const h of handles) h.actor.stop();
-    await Promise.all(handles.map((h) => h.loop));
+    await Promise.all([...handles.map((h) => h.loop), ...this.retiring.values()]);
     await this.recorder.recordProgress();
     for (const h of handles) {
       if (h.runId) await this.recorder.closeRun(h.runId, 'shutdown');

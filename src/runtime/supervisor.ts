@@ -191,7 +191,7 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
   }
 
   /** Lets go of pipelines whose lease this worker lost: their actors stop, recording nothing. */
-  drop(pipelineIds: readonly string[]): Promise<void> {
-    return this.actors.drop(pipelineIds);
+  drop(pipelineIds: readonly string[]): void {
+    this.actors.drop(pipelineIds);
   }
 }

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -89,7 +89,7 @@ export class ServiceChild {
         '--database-url',
         this.databaseUrl,
         '--log-level',
-        'warn',
+        process.env.FAULTS_LOG_LEVEL ?? 'warn',
         '--lease-ttl',
         this.leaseTtl,
       ],
@@ -97,8 +97,12 @@ export class ServiceChild {
     );
     this.child = child;
     this.expectingExit = false;
+    // FAULTS_LOG_DIR keeps every line each process printed, for reading a failed scenario afterwards.
+    const logFile =
+      process.env.FAULTS_LOG_DIR && join(process.env.FAULTS_LOG_DIR, `service-${this.port}.log`);
     const keep = (chunk: Buffer) => {
       this.log = (this.log + chunk.toString()).slice(-30_000);
+      if (logFile) appendFileSync(logFile, chunk);
     };
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
