@@ -155,8 +155,23 @@ export interface SlotStatus {
   walStatus: string | null;
 }
 
+/**
+ * Where an exported snapshot stands against the change stream: which transactions it sees
+ * (`txid_current_snapshot()` text, see SnapshotVisibility), and a source position at or after the
+ * commit of every one of them, past which nothing the stream carries is in the snapshot.
+ */
+export interface SnapshotStamp {
+  visibility: string;
+  lsn: string;
+}
+
 /** One consistent view of the source's tables, shared by the sessions that copy them. */
 export interface SourceSnapshot {
+  /**
+   * Set for a snapshot exported while a slot already exists, whose stream then replays changes
+   * the copy holds; absent for a new slot's snapshot, which sees nothing that slot streams.
+   */
+  stamp?: SnapshotStamp;
   /** A session reading in the snapshot; each worker that copies opens its own. */
   openReader(): Promise<SnapshotReader>;
   /** Lets the snapshot go: no reader can be opened in it after. Safe to call twice. */

@@ -26,6 +26,7 @@ import { type ConnectionResolver, PipelineEndpoints, type Resolved } from './pip
 import type { PipelineStats } from './pipeline-stats.js';
 import { SchemaGuard } from './schema-guard.js';
 import { watchSlot } from './slot-monitor.js';
+import { CopyGate } from './snapshot/copy-gate.js';
 import { snapshotTables } from './snapshot/snapshot-tables.js';
 import { type ApplyOutcome, applyStream } from './stream-applier.js';
 import { watchTables } from './table-monitor.js';
@@ -196,6 +197,13 @@ export class ReplicationRunner {
       slotSnapshot = undefined;
       if (signal.aborted) return 'stopped';
 
+      // What copies made in snapshots newer than the stream's start already hold (see CopyGate).
+      const copyGate = await CopyGate.load(
+        this.deps.pool,
+        pipelineId,
+        [...shapes.known.values()],
+        startPosition,
+      );
       const backfill = new BackfillCoordinator({
         pool: this.deps.pool,
         pipelineId,
@@ -204,6 +212,7 @@ export class ReplicationRunner {
         stats,
         options: resolveSnapshotOptions(resolved.row.snapshot_options),
         logger: log,
+        copyGate,
       });
       const dropped = await DroppedTables.load(
         { pool: this.deps.pool, pipelineId, stats, logger: log },
@@ -289,6 +298,19 @@ export class ReplicationRunner {
           signal: streaming.signal,
           logger: log,
           backfill,
+          copyGate,
+          copyAgain: (ref) => {
+            const table = shapes.known.get(tableKey(ref));
+            if (!table) return;
+            log.warn(
+              { table: tableKey(ref) },
+              'a truncate part of a resumed copy holds: copying the table again',
+            );
+            backfill.request([table]);
+            void pipelineTablesStore
+              .markBackfill(this.deps.pool, pipelineId, [tableKey(table)])
+              .catch((error: unknown) => log.warn({ err: error }, 'could not note the backfill'));
+          },
           schema,
         });
         if (slotLost) throw slotLost;

@@ -1,4 +1,4 @@
-import { type ChangeEvent, tableKey } from '../core/change.js';
+import { type ChangeEvent, type TableRef, tableKey } from '../core/change.js';
 import type { StreamItem } from '../core/change-stream.js';
 import { formatLsn } from '../core/lsn.js';
 import type { Sink } from '../core/sink.js';
@@ -9,6 +9,7 @@ import { nextOrWake, onAbort, type WakeSource } from './next-or-wake.js';
 import { PendingCommits } from './pending-commits.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import type { SchemaGuard } from './schema-guard.js';
+import type { CopyGate } from './snapshot/copy-gate.js';
 
 export interface StreamApplierOptions {
   /** Every item that arrived since the last call, in order; null when the stream ended. */
@@ -33,6 +34,10 @@ export interface StreamApplierOptions {
   onApplied?(events: number, checkpointLsn: string): void;
   /** Tables being copied again while the others stream. */
   backfill?: BackfillCoordinator;
+  /** What the copies already hold, not to be applied again. */
+  copyGate?: CopyGate;
+  /** Copies a table again (a backfill), for a change no copy of it can take as it is. */
+  copyAgain?(table: TableRef): void;
   /** Watches table shapes announced by the stream. */
   schema?: SchemaGuard;
 }
@@ -230,7 +235,13 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
   const gather = (split: ChangeEvent) => {
     const change = options.schema ? options.schema.project(split) : split;
     if (!options.tables.has(tableKey(change.table))) return;
-    if (backfill && backfill.route(change) !== 'apply') return;
+    if (backfill?.claims(change)) {
+      if (backfill.route(change) !== 'apply') return;
+    } else if (options.copyGate?.active) {
+      const route = options.copyGate.route(change);
+      if (route === 'copy-again') options.copyAgain?.(change.table);
+      if (route !== 'apply') return;
+    }
     if (batch.length === 0) batchStartedAt = Date.now();
     batch.push(change);
     batchBytes += valueBytes(change);

@@ -7,6 +7,7 @@ import type { SnapshotOptions } from '../../pipelines/snapshot-options.js';
 import { pipelineTablesStore } from '../../store/pipeline-tables-store.js';
 import { snapshotPartitionsStore } from '../../store/snapshot-partitions-store.js';
 import type { PipelineStats } from '../pipeline-stats.js';
+import type { CopyGate } from '../snapshot/copy-gate.js';
 import { runSnapshot } from '../snapshot/snapshot-runner.js';
 import { recordPartitionDone } from '../snapshot/snapshot-tables.js';
 import { HeldChanges } from './held-changes.js';
@@ -34,6 +35,8 @@ export interface BackfillDeps {
   stats: PipelineStats;
   options: SnapshotOptions;
   logger: Logger;
+  /** What the earlier copies hold, which a backfill's copy replaces. */
+  copyGate?: CopyGate;
 }
 
 /**
@@ -62,6 +65,7 @@ export class BackfillCoordinator {
     for (const table of tables) {
       const key = tableKey(table);
       if (this.gates.has(key)) continue;
+      this.deps.copyGate?.forget(key);
       this.gates.set(key, { table, held: new HeldChanges(), abort: new AbortController(), copied: false });
       this.deps.logger.info({ table: key }, 'backfill requested');
     }
@@ -138,6 +142,14 @@ export class BackfillCoordinator {
     // No change of this table is in flight (they are held), so emptying it here races with nothing.
     await sink.resetTable(gate.table);
     await snapshotPartitionsStore.savePlan(pool, pipelineId, key, partitions.partitions);
+    // Once the table streams again, a restart replays from before this copy: its snapshot says what to skip.
+    await snapshotPartitionsStore.stamp(
+      pool,
+      pipelineId,
+      key,
+      partitions.partitions.map((p) => p.partitionId),
+      gate.snapshot.stamp,
+    );
     await pipelineTablesStore.startSnapshot(
       pool,
       pipelineId,

@@ -7,6 +7,7 @@ import type { SnapshotOptions } from '../../pipelines/snapshot-options.js';
 import { pipelineTablesStore } from '../../store/pipeline-tables-store.js';
 import { snapshotPartitionsStore } from '../../store/snapshot-partitions-store.js';
 import type { PipelineStats } from '../pipeline-stats.js';
+import { keyOrderOf } from './key-order.js';
 import { runSnapshot, type SnapshotProgressSink, type TableSnapshotJob } from './snapshot-runner.js';
 
 export interface SnapshotTablesOptions {
@@ -31,6 +32,12 @@ export const recordPartitionDone =
     await snapshotPartitionsStore.markDone(pool, pipelineId, table, partitionId, rows);
     await pipelineTablesStore.progress(pool, pipelineId, table, partitionsDone, rowsDone);
   };
+
+/** Whether a change's key says which partition of the table holds its row. */
+function keyRoutable(table: TableSchema): boolean {
+  const key = table.columns.find((c) => c.name === table.keyColumns[0]);
+  return table.keyColumns.length === 1 && key !== undefined && keyOrderOf(key.typeName) !== undefined;
+}
 
 /**
  * Copies the given tables into the sink: plans (or reloads the plan of) each table, skips the
@@ -62,8 +69,14 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
           (await pipelineTablesStore.list(pool, pipelineId)).find((t) => t.table_name === name)?.rows_total ??
           0;
         // A fresh slot invalidates any earlier partial copy (its stream starts later); otherwise resume
-        // the stored plan when the sink holds some of it.
-        if (options.slotSnapshot !== undefined || partitions.length === 0 || done.size === 0) {
+        // the stored plan when the sink holds some of it, and when the stream can tell the partitions
+        // apart (their copies were made in different snapshots: see CopyGate).
+        if (
+          options.slotSnapshot !== undefined ||
+          partitions.length === 0 ||
+          done.size === 0 ||
+          (done.size < partitions.length && !keyRoutable(table))
+        ) {
           const plan = await planner.planPartitions(table, {
             targetRows: options.options.partitionRows,
             maxPartitions: 1024,
@@ -87,6 +100,8 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
           rowsAtStart: rowsDone,
           partitions: new Map(),
         });
+        const todo = partitions.filter((p) => !done.has(p.partitionId)).map((p) => p.partitionId);
+        await snapshotPartitionsStore.stamp(pool, pipelineId, name, todo, snapshot.stamp);
         jobs.push({ table, name, partitions, done });
         logger.info({ table: name, partitions: partitions.length, resumed: done.size }, 'snapshot planned');
       }

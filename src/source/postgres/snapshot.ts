@@ -3,6 +3,7 @@ import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { TableSchema } from '../../core/change.js';
 import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
+import { SnapshotVisibility } from '../../core/snapshot-visibility.js';
 import type {
   PartitionPlan,
   PlannedPartition,
@@ -13,7 +14,6 @@ import type {
 import { partitionCopySql, planPartitions } from './partition-planner.js';
 import { SOURCE_SESSION_OPTIONS } from './replication-connection.js';
 import type { SlotWithSnapshot } from './slot.js';
-import { SnapshotVisibility } from './snapshot-visibility.js';
 
 /**
  * Exports a snapshot from a REPEATABLE READ transaction held open until release(). Used when no
@@ -26,14 +26,21 @@ export async function exportSnapshot(connection: pg.ClientConfig): Promise<Sourc
   await client.connect();
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    const { rows } = await client.query<{ name: string }>('SELECT pg_export_snapshot() AS name');
+    // The snapshot is taken as this statement starts, so the position read in it is past the commit
+    // of every transaction the snapshot sees (a commit is logged before it becomes visible).
+    const { rows } = await client.query<{ name: string; visibility: string; lsn: string }>(
+      `SELECT pg_export_snapshot() AS name, txid_current_snapshot()::text AS visibility,
+         (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text AS lsn`,
+    );
+    const row = rows[0] as { name: string; visibility: string; lsn: string };
     let released = false;
-    return snapshotNamed(connection, rows[0]?.name as string, async () => {
+    const snapshot = snapshotNamed(connection, row.name, async () => {
       if (released) return;
       released = true;
       await client.query('COMMIT').catch(() => undefined);
       await client.end().catch(() => undefined);
     });
+    return { ...snapshot, stamp: { visibility: row.visibility, lsn: row.lsn } };
   } catch (error) {
     await client.end().catch(() => undefined);
     throw error;

@@ -1,4 +1,4 @@
-import type { TransactionVisibility } from '../../core/source.js';
+import type { TransactionVisibility } from './source.js';
 
 /**
  * Which transactions an MVCC snapshot sees, from `txid_current_snapshot()` text (`xmin:xmax:xip,…`).
