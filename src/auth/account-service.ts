@@ -18,12 +18,12 @@ export interface NewAccount {
 }
 
 /** Checks an e-mail, display name and password for a new account; throws 422 naming the field. */
-export function checkNewAccount(account: NewAccount): void {
+export async function checkNewAccount(account: NewAccount): Promise<void> {
   if (account.email.length > EMAIL_MAX_LENGTH || !EMAIL_PATTERN.test(account.email)) {
     throw validationFailed('email', 'must be an e-mail address such as ada@example.com');
   }
   if (account.displayName.trim() === '') throw validationFailed('display_name', 'must not be empty');
-  const problem = passwordProblem(account.password, [account.email, account.displayName]);
+  const problem = await passwordProblem(account.password, [account.email, account.displayName]);
   if (problem) throw validationFailed('password', problem);
 }
 
@@ -36,7 +36,7 @@ export class AccountService {
    * enabled organization admin exists: after that, admins manage users through the users API.
    */
   async bootstrap(account: NewAccount) {
-    checkNewAccount(account);
+    await checkNewAccount(account);
     const passwordHash = await hashPassword(account.password);
     return this.pool.transaction(async (tx) => {
       await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(${BOOTSTRAP_LOCK})`);

@@ -1,6 +1,5 @@
 import { Algorithm, hash, verify } from '@node-rs/argon2';
-import { ZxcvbnFactory } from '@zxcvbn-ts/core';
-import { adjacencyGraphs, dictionary } from '@zxcvbn-ts/language-common';
+import type { ZxcvbnFactory } from '@zxcvbn-ts/core';
 
 /** argon2id with OWASP's first recommended configuration: 46 MiB of memory, one pass, one lane. */
 export const ARGON2_PARAMETERS = {
@@ -14,19 +13,31 @@ export const PASSWORD_MIN_LENGTH = 12;
 /** Long enough for any passphrase or generated password; bounded so hashing stays cheap to refuse. */
 export const PASSWORD_MAX_LENGTH = 256;
 
-let strength: ZxcvbnFactory | undefined;
+let strength: Promise<ZxcvbnFactory> | undefined;
+
+// The lists of common passwords are megabytes in memory: loaded the first time a password is set.
+async function loadStrength(): Promise<ZxcvbnFactory> {
+  const [{ ZxcvbnFactory }, { adjacencyGraphs, dictionary }] = await Promise.all([
+    import('@zxcvbn-ts/core'),
+    import('@zxcvbn-ts/language-common'),
+  ]);
+  return new ZxcvbnFactory({ dictionary: { ...dictionary }, graphs: adjacencyGraphs });
+}
 
 /**
  * Why a password is refused, or undefined when it is acceptable: a length outside the bounds, or
  * a password found in (or built from) the lists of common passwords, or one that contains the
  * user's own e-mail or name.
  */
-export function passwordProblem(password: string, userInputs: string[] = []): string | undefined {
+export async function passwordProblem(
+  password: string,
+  userInputs: string[] = [],
+): Promise<string | undefined> {
   const length = [...password].length;
   if (length < PASSWORD_MIN_LENGTH) return `must be at least ${PASSWORD_MIN_LENGTH} characters`;
   if (length > PASSWORD_MAX_LENGTH) return `must be at most ${PASSWORD_MAX_LENGTH} characters`;
-  strength ??= new ZxcvbnFactory({ dictionary: { ...dictionary }, graphs: adjacencyGraphs });
-  const result = strength.check(password, userInputs);
+  strength ??= loadStrength();
+  const result = (await strength).check(password, userInputs);
   if (result.score < 3) {
     return 'is too easy to guess (a common password, or built from one or from your name or e-mail); choose a longer, less predictable one';
   }

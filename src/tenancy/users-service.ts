@@ -114,7 +114,7 @@ export class UsersService {
 
   /** The argon2id hash of an acceptable password; a refused one is a 422 naming the reason. */
   private async hashChecked(password: string, userInputs: string[]): Promise<string> {
-    const problem = passwordProblem(password, userInputs);
+    const problem = await passwordProblem(password, userInputs);
     if (problem) throw validationFailed('password', problem);
     return hashPassword(password);
   }

@@ -17,11 +17,10 @@ export const FIXTURE_PASSWORD = 'violet kettle drums over 47 quiet harbours';
 
 let sharedHash: Promise<string> | undefined;
 function fixtureHash(): Promise<string> {
-  if (!sharedHash) {
-    const problem = passwordProblem(FIXTURE_PASSWORD);
+  sharedHash ??= passwordProblem(FIXTURE_PASSWORD).then((problem) => {
     if (problem) throw new Error(`FIXTURE_PASSWORD would be refused by the service: ${problem}`);
-    sharedHash = hashPassword(FIXTURE_PASSWORD);
-  }
+    return hashPassword(FIXTURE_PASSWORD);
+  });
   return sharedHash;
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ChangeEvent } from '../../src/core/change.js';
-import { HeldChanges } from '../../src/runtime/backfill/held-changes.js';
 import { SnapshotVisibility } from '../../src/core/snapshot-visibility.js';
+import { HeldChanges } from '../../src/runtime/backfill/held-changes.js';
 
 describe('snapshot visibility', () => {
   it('sees what committed before it and nothing in progress or later', () => {

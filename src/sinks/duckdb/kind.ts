@@ -1,19 +1,20 @@
 import type { DuckdbSettings } from '../../connections/duckdb-connection-type.js';
 import type { SinkKind } from '../../core/sink.js';
+import { lazySink } from '../lazy-sink.js';
 import {
   checkDuckdbSinkTables,
   DUCKDB_SINK_PROPERTIES,
   type DuckdbSinkConfig,
   parseDuckdbSinkProperties,
 } from './config.js';
-import { createDuckdbSink } from './duckdb-sink.js';
 
 /** DuckDB, a database file on the service's machine: merged by primary key, the checkpoint in the same transaction. */
 export const duckdbSinkKind: SinkKind<DuckdbSinkConfig, DuckdbSettings> = {
   type: 'duckdb',
   properties: DUCKDB_SINK_PROPERTIES,
   parseProperties: parseDuckdbSinkProperties,
-  create: createDuckdbSink,
+  // Its client library is loaded with the first sink of the kind.
+  create: (ctx) => lazySink(async () => (await import('./duckdb-sink.js')).createDuckdbSink(ctx)),
   // No targetTables: the sink writes a file of its own, never the source's database.
   checkTables: (props, tables) => checkDuckdbSinkTables(parseDuckdbSinkProperties(props), tables),
 };

@@ -1,18 +1,19 @@
 import type { RabbitmqSettings } from '../../connections/rabbitmq-connection-type.js';
 import type { SinkKind } from '../../core/sink.js';
+import { lazySink } from '../lazy-sink.js';
 import {
   checkRabbitmqTables,
   parseRabbitmqSinkProperties,
   RABBITMQ_SINK_PROPERTIES,
   type RabbitmqSinkConfig,
 } from './config.js';
-import { createRabbitmqSink } from './rabbitmq-sink.js';
 
 /** The RabbitMQ sink: each change a persistent JSON message, confirmed before its checkpoint is stored. */
 export const rabbitmqSinkKind: SinkKind<RabbitmqSinkConfig, RabbitmqSettings> = {
   type: 'rabbitmq',
   properties: RABBITMQ_SINK_PROPERTIES,
   parseProperties: parseRabbitmqSinkProperties,
-  create: createRabbitmqSink,
+  // Its client library is loaded with the first sink of the kind.
+  create: (ctx) => lazySink(async () => (await import('./rabbitmq-sink.js')).createRabbitmqSink(ctx)),
   checkTables: checkRabbitmqTables,
 };

@@ -1,0 +1,40 @@
+import type { Sink } from '../core/sink.js';
+
+/**
+ * A sink whose implementation, and the client library it brings in (a database driver, a broker
+ * client, DuckDB's engine), is loaded when the sink is first used rather than when the service
+ * starts: a process keeps in memory only the libraries of the sinks it runs.
+ */
+export function lazySink(load: () => Promise<Sink>): Sink {
+  let sink: Sink | undefined;
+  let loading: Promise<Sink> | undefined;
+  const loaded = () => {
+    loading ??= load().then((s) => {
+      sink = s;
+      return s;
+    });
+    return loading;
+  };
+  return {
+    open: async (tables) => (await loaded()).open(tables),
+    readCheckpoint: async () => (await loaded()).readCheckpoint(),
+    snapshotPartitionsDone: async () => (await loaded()).snapshotPartitionsDone(),
+    resetTable: async (table) => (await loaded()).resetTable(table),
+    writeSnapshotPartition: async (table, partition, copyText) =>
+      (await loaded()).writeSnapshotPartition(table, partition, copyText),
+    finishSnapshot: async (table) => (await loaded()).finishSnapshot(table),
+    planSchemaChange: (current, changes) => {
+      // Asked of a sink that streams, so opened: its implementation is there.
+      if (!sink) throw new Error('the sink is not open');
+      return sink.planSchemaChange(current, changes);
+    },
+    applySchemaChange: async (proposed, statements) =>
+      (await loaded()).applySchemaChange(proposed, statements),
+    applyBatch: async (batch) => (await loaded()).applyBatch(batch),
+    // Nothing to close when it was never loaded (or could not be).
+    close: async () => {
+      const opened = await loading?.catch(() => undefined);
+      await opened?.close();
+    },
+  };
+}
