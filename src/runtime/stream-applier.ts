@@ -168,7 +168,8 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     writing = (async () => {
       await apply(changes, lsn);
       acknowledge(lsn);
-      if (ackAfterWrite !== null && batch.length === 0) acknowledge(ackAfterWrite);
+      // A position noted during the write lies after everything written and before anything gathered since.
+      if (ackAfterWrite !== null) acknowledge(ackAfterWrite);
       ackAfterWrite = null;
     })()
       .catch((error: unknown) => {
@@ -294,17 +295,24 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         if (full()) startWrite();
         return;
       case 'idle':
-        // Nothing open and nothing pending: the source is idle, so its position can advance (heartbeat).
-        if (!txOpen && batch.length === 0) {
-          if (writing) ackAfterWrite = item.walEnd;
-          else {
-            acknowledge(item.walEnd);
-            // Caught up, the sink open and nothing refused: an error shown from before is over. An
-            // idle position short of it may come before a change that was there all along (the
-            // server echoes the start position first), which may be refused again.
-            const { caughtUpAt } = options;
-            if (!writeFailed && caughtUpAt !== undefined && item.walEnd >= caughtUpAt) stats.caughtUp();
-          }
+        // No transaction open: everything before `walEnd` arrived, so the position can advance once
+        // what arrived is durable (a source shutting down waits for exactly this acknowledgement).
+        if (txOpen || batch.length > committedCount) return;
+        if (committedCount > 0) {
+          // It rides with the gathered batch, as the commit of a transaction with nothing for us does.
+          committedLsn = item.walEnd;
+          return;
+        }
+        if (writing) {
+          ackAfterWrite = item.walEnd;
+          return;
+        }
+        acknowledge(item.walEnd);
+        // Caught up, the sink open and nothing refused: an error shown from before is over. An
+        // idle position short of it may come before a change that was there all along (the
+        // server echoes the start position first), which may be refused again.
+        if (!writeFailed && options.caughtUpAt !== undefined && item.walEnd >= options.caughtUpAt) {
+          stats.caughtUp();
         }
         return;
       case 'relation': {

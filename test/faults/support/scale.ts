@@ -24,6 +24,8 @@ export interface ScaleFigures {
   repetitions: number;
   /** How long the sink is kept down in the long outage. */
   sinkOutageMs: number;
+  /** Rows of the one big transaction killed mid-apply (scenario 9). */
+  bigTransactionRows: number;
   /** The longest wait for the sink to equal the source after the faults. */
   drainTimeoutMs: number;
   /** The vitest timeout of one scenario. */
@@ -38,6 +40,7 @@ export const SCALES: Record<FaultScale, ScaleFigures> = {
     loadMaxMs: 45_000,
     repetitions: 1,
     sinkOutageMs: 4_000,
+    bigTransactionRows: 200_000,
     drainTimeoutMs: 300_000,
     // Generous: a busy 2-core machine starts a service process in 10-60 s.
     testTimeoutMs: 600_000,
@@ -49,6 +52,7 @@ export const SCALES: Record<FaultScale, ScaleFigures> = {
     loadMaxMs: 180_000,
     repetitions: 5,
     sinkOutageMs: 150_000,
+    bigTransactionRows: 5_000_000,
     drainTimeoutMs: 300_000,
     testTimeoutMs: 900_000,
   },

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,6 +55,14 @@ export class ServiceChild {
   /** Running and not frozen: it can answer. */
   get responsive(): boolean {
     return this.running && !this.frozen;
+  }
+
+  /** The most memory the running process has held so far (VmHWM, its peak resident set), in MiB. */
+  peakRssMiB(): number {
+    const status = readFileSync(`/proc/${this.pid}/status`, 'utf8');
+    const kib = /^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1];
+    if (kib === undefined) throw new Error(`no VmHWM for process ${this.pid}`);
+    return Number(kib) / 1024;
   }
 
   /** The last of what it printed (warnings and errors), for failure messages. */
