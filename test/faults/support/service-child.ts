@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -106,8 +106,9 @@ export class ServiceChild {
     this.child = child;
     this.expectingExit = false;
     // FAULTS_LOG_DIR keeps every line each process printed, for reading a failed scenario afterwards.
-    const logFile =
-      process.env.FAULTS_LOG_DIR && join(process.env.FAULTS_LOG_DIR, `service-${this.port}.log`);
+    const logDir = process.env.FAULTS_LOG_DIR;
+    if (logDir) mkdirSync(logDir, { recursive: true });
+    const logFile = logDir && join(logDir, `service-${this.port}.log`);
     const keep = (chunk: Buffer) => {
       this.log = (this.log + chunk.toString()).slice(-30_000);
       if (logFile) appendFileSync(logFile, chunk);
