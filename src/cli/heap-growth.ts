@@ -5,7 +5,8 @@ import { setFlagsFromString } from 'node:v8';
  * collects again. The service's changes all outlive a young-generation collection (they wait for
  * a sink write), so they die in the old space: with the default factor a big transaction applied
  * at full speed lifted the resident memory to twice the idle process's. 1.3× keeps the peak close
- * to it, and measured no slower: each full collection then has less to sweep.
+ * to it, at a cost in CPU: more full collections (a 5,000,000-row transaction: 185 rather than
+ * 343 MiB at its peak, 68 rather than 43 s of CPU). The memory bound is the promise kept here.
  */
 export const HEAP_GROWING_PERCENT = 30;
 
