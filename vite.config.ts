@@ -41,8 +41,9 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    // Integration files start servers; two cores are shared between them.
-    maxWorkers: 2,
+    // Integration files start servers; two cores are shared between them. A fault scenario has the
+    // machine to itself: its timing faults are the ones it injects, not another scenario's load.
+    maxWorkers: process.env.FAULTS_SCALE ? 1 : 2,
     pool: 'forks',
   },
 });
