@@ -143,11 +143,8 @@ export class StateRecorder {
       const deltas = handle.stats.takeDeltas();
       if (deltas.events === 0 && deltas.sinkErrors === 0 && deltas.checkpointLsn === null) continue;
       try {
-        // Both or neither, so that what is handed back below is never counted twice.
-        await this.pool.transaction(async (tx) => {
-          await pipelinesStore.recordProgress(tx, handle.id, deltas);
-          if (handle.runId && deltas.events > 0) await runsStore.addEvents(tx, handle.runId, deltas.events);
-        });
+        // Both or neither (one statement), so that what is handed back below is never counted twice.
+        await pipelinesStore.recordProgress(this.pool, handle.id, deltas, handle.runId);
       } catch (error) {
         // Counted again with the next ones: a store down for a while loses none of them.
         handle.stats.giveBack(deltas);

@@ -119,14 +119,23 @@ export const pipelinesStore = {
     db.query(sql.unsafe`UPDATE pipelines SET state = ${state}, error = ${error}, updated_at = now() WHERE id = ${id}
       ${owner ? sql.fragment`AND (owner_worker_id = ${owner} OR owner_worker_id IS NULL)` : sql.fragment``}`),
 
-  /** Adds what the data plane did since the last call. */
+  /**
+   * Adds what the data plane did since the last call, to the pipeline and to its run (`runId`), in
+   * one statement: both or neither, and no transaction left open on the pipeline's row by a process
+   * frozen between two statements (its lock would hold up the other workers' leases).
+   */
   recordProgress: (
     db: CommonQueryMethods,
     id: string,
     p: { checkpointLsn: string | null; checkpointAt: string | null; events: number; sinkErrors: number },
+    runId: string | null,
   ) =>
     // The checkpoint only moves forward: a worker that lost its lease may still report an older one.
-    db.query(sql.unsafe`UPDATE pipelines SET
+    db.query(sql.unsafe`WITH run AS (
+        UPDATE pipeline_runs SET events_total = events_total + ${p.events}
+        WHERE id = ${runId}::uuid AND ${p.events}::bigint > 0 RETURNING id
+      )
+      UPDATE pipelines SET
         last_checkpoint_lsn = CASE WHEN last_checkpoint_lsn IS NULL
             OR ${p.checkpointLsn}::pg_lsn > last_checkpoint_lsn::pg_lsn
           THEN coalesce(${p.checkpointLsn}, last_checkpoint_lsn) ELSE last_checkpoint_lsn END,

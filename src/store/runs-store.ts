@@ -18,11 +18,6 @@ export const runsStore = {
     db.oneFirst(sql.type(z.object({ id: z.string() }))`INSERT INTO pipeline_runs (pipeline_id, project_id)
       VALUES (${pipelineId}, ${projectId}) RETURNING id`),
 
-  addEvents: (db: CommonQueryMethods, runId: string, events: number) =>
-    db.query(
-      sql.unsafe`UPDATE pipeline_runs SET events_total = events_total + ${events} WHERE id = ${runId}`,
-    ),
-
   close: (db: CommonQueryMethods, runId: string, outcome: string, error: string | null) =>
     db.query(sql.unsafe`UPDATE pipeline_runs SET ended_at = now(), outcome = ${outcome}, error = ${error}
       WHERE id = ${runId} AND ended_at IS NULL`),
