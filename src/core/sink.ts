@@ -20,8 +20,10 @@
  * Adding a sink is one folder under `src/sinks/` exporting its `SinkKind`, and one line in
  * `src/sinks/registry.ts`.
  */
+
 import type { Readable } from 'node:stream';
 import type { ChangeEvent, Checkpoint, TableRef, TableSchema } from './change.js';
+import { parseLsn } from './lsn.js';
 import type { PropertyDoc } from './property-docs.js';
 import type { SchemaChangeItem } from './schema-diff.js';
 
@@ -171,6 +173,34 @@ export interface Sink {
   applyBatch(batch: ChangeBatch): Promise<Checkpoint>;
   /** Releases connections; safe to call twice. */
   close(): Promise<void>;
+}
+
+/**
+ * Thrown by a sink, in a batch's transaction and before it writes anything, when its stored
+ * checkpoint already holds the batch's first transaction: the last batch of a worker that lost
+ * the pipeline committed after this worker read the checkpoint. Applied, the batch would take
+ * rows back to older versions and the checkpoint backwards; retried, the data plane starts again
+ * from the checkpoint.
+ */
+export class CheckpointAheadError extends Error {
+  constructor(
+    readonly stored: string,
+    readonly batchFrom: string,
+  ) {
+    super(
+      `the sink's checkpoint ${stored} already holds this batch (from ${batchFrom}): another worker's last batch committed meanwhile; starting again from the checkpoint`,
+    );
+    this.name = 'CheckpointAheadError';
+  }
+}
+
+/** Throws CheckpointAheadError when the stored checkpoint (`stored`, locked by the caller) is past the batch's start. */
+export function refuseBatchBehind(stored: string | null | undefined, batch: ChangeBatch): void {
+  if (!stored) return;
+  // A change carries its commit record's start, which a checkpoint (a commit's end) lies after;
+  // a batch of no change carries only the position it would store.
+  const from = batch.changes[0]?.commitLsn ?? batch.commitLsn;
+  if (parseLsn(from) < parseLsn(stored)) throw new CheckpointAheadError(stored, from);
 }
 
 /** Thrown by a sink whose stored fencing epoch is newer than the writer's: another worker owns the pipeline. */

@@ -141,7 +141,13 @@ const trunc = (...tables: TableSchema[]): ChangeEvent => ({
   tables,
 });
 const batch = (changes: ChangeEvent[], epoch = 1, commitLsn = `0/${(lsn++).toString(16).toUpperCase()}`) =>
-  ({ changes, epoch, commitLsn }) satisfies ChangeBatch;
+  ({
+    // A change made with meta() takes its transaction's place: the batch's (a sink refuses a batch
+    // whose changes its checkpoint already holds).
+    changes: changes.map((c) => (c.commitLsn === '0/1' ? { ...c, commitLsn } : c)),
+    epoch,
+    commitLsn,
+  }) satisfies ChangeBatch;
 
 describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
   let url: string;
@@ -729,6 +735,40 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
         await newer.end();
       }
       expect(await count({ schema: 'fence_wait', table: 'items' })).toBe(0);
+    });
+
+    it('refuses a batch its checkpoint already holds: the last batch of a worker that lost the pipeline committed after the new owner read the checkpoint', async () => {
+      const pipelineId = randomUUID();
+      const stale = newSink({ target_schema: 'ahead' }, pipelineId);
+      const owner = newSink({ target_schema: 'ahead' }, pipelineId);
+      await stale.open([items]);
+      await owner.open([items]);
+      await stale.applyBatch(batch([ins(items, { id: '1', name: 'v0', body: null, n: null })], 1, '0/100'));
+      // The new owner read 0/100 and streams from there; the old one's batch up to 0/300 commits first.
+      const from200 = { commitLsn: '0/200', xid: 2, commitTime: '' };
+      const from300 = { commitLsn: '0/300', xid: 3, commitTime: '' };
+      await stale.applyBatch(
+        batch(
+          [
+            { ...upd(items, { id: '1', name: 'v1', body: null, n: null }), ...from200 },
+            { ...upd(items, { id: '1', name: 'v2', body: null, n: null }), ...from300 },
+          ],
+          1,
+          '0/380',
+        ),
+      );
+      const behind = owner.applyBatch(
+        batch([{ ...upd(items, { id: '1', name: 'v1', body: null, n: null }), ...from200 }], 2, '0/280'),
+      );
+      await expect(behind).rejects.toMatchObject({ name: 'CheckpointAheadError', stored: '0/380' });
+      expect((await readRows({ schema: 'ahead', table: 'items' }, items))[0]?.name).toBe('v2');
+      expect(await owner.readCheckpoint()).toEqual({ lsn: '0/380', epoch: 1 });
+      // Started again from the checkpoint, its next batch goes in and fences the old owner.
+      const from400 = { commitLsn: '0/400', xid: 4, commitTime: '' };
+      await owner.applyBatch(
+        batch([{ ...upd(items, { id: '1', name: 'v3', body: null, n: null }), ...from400 }], 2, '0/480'),
+      );
+      expect(await owner.readCheckpoint()).toEqual({ lsn: '0/480', epoch: 2 });
     });
 
     it('applies repeated 10000-row upsert batches', async () => {

@@ -7,6 +7,7 @@ import type { SchemaChangeItem } from '../../core/schema-diff.js';
 import {
   type ChangeBatch,
   FencedError,
+  refuseBatchBehind,
   type Sink,
   type SinkContext,
   type SnapshotPartition,
@@ -107,7 +108,7 @@ class MysqlSink implements Sink {
       readCheckpoint: `SELECT lsn, CAST(epoch AS CHAR) AS epoch FROM ${checkpoints} WHERE pipeline_id = ? AND lsn IS NOT NULL`,
       // Locks the checkpoint row for the batch's transaction: an older worker waits for a newer
       // one's batch, then sees its epoch and is fenced off.
-      lockCheckpoint: `SELECT CAST(epoch AS CHAR) AS epoch FROM ${checkpoints} WHERE pipeline_id = ? FOR UPDATE`,
+      lockCheckpoint: `SELECT CAST(epoch AS CHAR) AS epoch, lsn FROM ${checkpoints} WHERE pipeline_id = ? FOR UPDATE`,
       storeCheckpoint:
         `INSERT INTO ${checkpoints} (pipeline_id, lsn, epoch, updated_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6)) ` +
         'ON DUPLICATE KEY UPDATE lsn = VALUES(lsn), epoch = VALUES(epoch), updated_at = VALUES(updated_at)',
@@ -259,6 +260,7 @@ class MysqlSink implements Sink {
       const [locked] = await conn.query<RowDataPacket[]>(this.sql.lockCheckpoint, [id]);
       const stored = locked[0] ? Number(locked[0].epoch) : undefined;
       if (stored !== undefined && stored > batch.epoch) throw new FencedError(stored, batch.epoch);
+      refuseBatchBehind(locked[0]?.lsn as string | null | undefined, batch);
       for (const statement of statements) await this.run(conn, statement);
       await conn.query(this.sql.storeCheckpoint, [id, batch.commitLsn, batch.epoch]);
       return { lsn: batch.commitLsn, epoch: batch.epoch };

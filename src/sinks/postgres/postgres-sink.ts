@@ -9,6 +9,7 @@ import type { SchemaChangeItem } from '../../core/schema-diff.js';
 import {
   type ChangeBatch,
   FencedError,
+  refuseBatchBehind,
   type Sink,
   type SinkContext,
   type SnapshotPartition,
@@ -34,10 +35,11 @@ const UNDEFINED_TABLE = '42P01';
 
 const SQL = {
   readEpoch: `SELECT epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1`,
-  // The fencing check and the checkpoint in one statement, run first in the batch's transaction:
-  // it takes the checkpoint row's lock (an older worker waits for a newer one's batch, then sees
-  // its epoch) and is a no-op when a newer epoch is stored, which the caller turns into a
-  // FencedError. The rows written after it commit with it or not at all.
+  // Run first in the batch's transaction: takes the checkpoint row's lock (an older worker waits
+  // for a newer one's batch, and the reverse) and reads where it stands after that batch.
+  lockCheckpoint: `SELECT lsn::text AS lsn FROM ${BOOK}.checkpoints WHERE pipeline_id = $1 FOR UPDATE`,
+  // The fencing check and the checkpoint in one statement: a no-op when a newer epoch is stored,
+  // which the caller turns into a FencedError. The rows written after it commit with it or not at all.
   storeCheckpoint:
     `INSERT INTO ${BOOK}.checkpoints AS c (pipeline_id, lsn, epoch, updated_at) VALUES ($1, $2, $3, now()) ` +
     'ON CONFLICT (pipeline_id) DO UPDATE SET lsn = EXCLUDED.lsn, epoch = EXCLUDED.epoch, updated_at = now() ' +
@@ -233,6 +235,7 @@ class PostgresSink implements Sink {
   private writeBatch(batch: ChangeBatch, statements: Statement[], running: (index: number) => void) {
     const id = this.ctx.pipelineId;
     return this.transaction(async (client) => {
+      const locked = await client.query<{ lsn: string | null }>(SQL.lockCheckpoint, [id]);
       const saved = await client.query<{ lsn: string }>(SQL.storeCheckpoint, [
         id,
         batch.commitLsn,
@@ -243,6 +246,7 @@ class PostgresSink implements Sink {
         const stored = await client.query<{ epoch: string }>(SQL.readEpoch, [id]);
         throw new FencedError(Number(stored.rows[0]?.epoch), batch.epoch);
       }
+      refuseBatchBehind(locked.rows[0]?.lsn, batch);
       for (const [i, statement] of statements.entries()) {
         running(i);
         if (statement.copy && (await this.copyRows(client, statement.copy))) continue;
