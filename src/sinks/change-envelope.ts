@@ -28,14 +28,56 @@
  *   position, because a partition copied again after a crash reads a new snapshot of the source,
  *   in no particular order.
  *
- * Values are typed (`core/values.ts`): numbers, booleans, JSON values as JSON, text, ISO 8601
+ * Values are typed (`core/values.ts`): numbers, booleans, JSON values as JSON (the source's text,
+ * verbatim: every digit of a number, a `json` value's duplicate keys and spacing), text, ISO 8601
  * dates and times; 64-bit integers and numerics as strings, so no digit is lost to a JSON double;
  * float NaN and ±Infinity as the strings `NaN`, `Infinity`, `-Infinity`; bytes as base64;
  * arrays as JSON arrays of the same. A column the sink does not know the type of (added at the
  * source since) comes as the source's text.
  */
 import type { ChangeEvent, ChangeOp, Row, TableRef, TableSchema } from '../core/change.js';
-import { type JsonValue, typedValue, type Value, type ValueType, valueTypeOf } from '../core/values.js';
+import {
+  arrayOf,
+  isArrayType,
+  type JsonValue,
+  typedValue,
+  type Value,
+  type ValueType,
+  valueTypeOf,
+} from '../core/values.js';
+
+/**
+ * A JSON value as the source wrote it, put into the message verbatim: parsed into JavaScript it
+ * would lose digits past a double's (9007199254740993, 29-digit integers, 1e1000) and a `json`
+ * value's duplicate keys. `envelopeText` writes it.
+ */
+export class RawJson {
+  constructor(readonly text: string) {}
+
+  // JSON.stringify calls this for each one: a placeholder that envelopeText replaces with the text.
+  toJSON(): string {
+    rawTexts.push(this.text);
+    return `\u0000${rawTexts.length - 1}`;
+  }
+}
+
+/** A value of an envelope's row: JSON, with the source's JSON values kept as their text. */
+export type EnvelopeValue = JsonValue | RawJson | EnvelopeValue[];
+
+// The texts of the RawJson values met by the serialisation under way (it is synchronous).
+let rawTexts: string[] = [];
+// A placeholder as JSON.stringify writes it: no value from the source holds a NUL character.
+const PLACEHOLDER = /"\\u0000(\d+)"/g;
+
+/** A message's text (or one value's): JSON, with every JSON value of the source verbatim. */
+export function envelopeText(envelope: ChangeEnvelope | EnvelopeValue): string {
+  rawTexts = [];
+  const text = JSON.stringify(envelope);
+  if (rawTexts.length === 0) return text;
+  const raws = rawTexts;
+  rawTexts = [];
+  return text.replace(PLACEHOLDER, (_, index: string) => raws[Number(index)] as string);
+}
 
 export type EnvelopeOp = ChangeOp | 'read';
 
@@ -44,9 +86,9 @@ export interface ChangeEnvelope {
   id: string;
   op: EnvelopeOp;
   table: string;
-  key: Record<string, JsonValue> | null;
-  before: Record<string, JsonValue> | null;
-  after: Record<string, JsonValue> | null;
+  key: Record<string, EnvelopeValue> | null;
+  before: Record<string, EnvelopeValue> | null;
+  after: Record<string, EnvelopeValue> | null;
   unchanged?: string[];
   lsn: string | null;
   commit_time: string | null;
@@ -96,12 +138,31 @@ function typesOf(table: TableSchema): Map<string, ValueType> {
   return types;
 }
 
+const JSON_ARRAY = arrayOf('json');
+
+/** A column's value for the envelope: JSON values (and arrays of them) as their source text. */
+function envelopeValue(type: ValueType, text: string | null): EnvelopeValue {
+  if (text === null) return null;
+  if (type === 'json') return new RawJson(text);
+  if (isArrayType(type) && type === JSON_ARRAY) {
+    // Split as an array of text: each element is the JSON text of one value.
+    const raw = (items: Value): EnvelopeValue =>
+      Array.isArray(items)
+        ? items.map((v) => raw(v as Value))
+        : items === null
+          ? null
+          : new RawJson(items as string);
+    return raw(typedValue(arrayOf('text'), text));
+  }
+  return jsonOf(typedValue(type, text));
+}
+
 /** A row as JSON, in the row's own column order; a column not in `table` is the source's text. */
-function jsonRow(table: TableSchema, row: Row): Record<string, JsonValue> {
+function jsonRow(table: TableSchema, row: Row): Record<string, EnvelopeValue> {
   const types = typesOf(table);
-  const out: Record<string, JsonValue> = {};
+  const out: Record<string, EnvelopeValue> = {};
   for (const [name, text] of Object.entries(row)) {
-    const value = jsonOf(typedValue(types.get(name) ?? 'other', text));
+    const value = envelopeValue(types.get(name) ?? 'other', text);
     // A column may be called __proto__: assigning it would set the prototype instead.
     Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
   }
@@ -109,7 +170,7 @@ function jsonRow(table: TableSchema, row: Row): Record<string, JsonValue> {
 }
 
 /** The key columns of a row, in key order; null when the row lacks one of them. */
-function keyOf(table: TableSchema, row: Row | undefined): Record<string, JsonValue> | null {
+function keyOf(table: TableSchema, row: Row | undefined): Record<string, EnvelopeValue> | null {
   if (!row || !table.keyColumns.every((name) => Object.hasOwn(row, name))) return null;
   const key: Row = {};
   for (const name of table.keyColumns) {

@@ -2,8 +2,10 @@ import { describe, expect, it } from 'vitest';
 import type { ChangeEvent, TableRef, TableSchema } from '../../src/core/change.js';
 import {
   changeEnvelopes,
+  envelopeText,
   jsonOf,
   type Numbering,
+  RawJson,
   readEnvelope,
   snapshotEventId,
 } from '../../src/sinks/change-envelope.js';
@@ -84,7 +86,7 @@ describe('change envelope', () => {
             total: '19.90',
             paid: true,
             qty: 3,
-            meta: { a: [1, { b: null }] },
+            meta: new RawJson('{"a": [1, {"b": null}]}'),
             blob: 'AP8Q',
             tags: ['red', 'blue green', null],
             at: '2024-05-01T12:00:00.5Z',
@@ -95,6 +97,41 @@ describe('change envelope', () => {
         },
       },
     ]);
+  });
+
+  it('writes a JSON value as the source wrote it: every digit, duplicate keys, arrays of JSON', () => {
+    const docs = tableOf(
+      [col('id', 'integer', { isKey: true }), col('doc', 'json'), col('docs', 'jsonb[]')],
+      ['id'],
+      { schema: 'public', table: 'docs' },
+    );
+    const values = [
+      '9007199254740993',
+      '12345678901234567890123456789',
+      '1e1000',
+      '-0',
+      '{"a": 1, "a": 2}',
+      '[0.1000000000000000055511151231257827]',
+      '"\\u00e9 \\" \\\\"',
+    ];
+    for (const doc of values) {
+      const { envelopes } = changeEnvelopes(
+        [
+          change({
+            op: 'insert',
+            table: docs,
+            after: { id: '1', doc, docs: `{"${doc.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}",NULL}` },
+          }),
+        ],
+        () => docs,
+        NONE,
+      );
+      const text = envelopeText(envelopes[0]?.envelope as never);
+      expect(text).toContain(`"doc":${doc},`);
+      expect(text).toContain(`"docs":[${doc},null]`);
+      // Still one JSON document, whatever the values.
+      expect(JSON.parse(text).after.id).toBe(1);
+    }
   });
 
   it('writes float NaN and infinities as strings, which JSON has no number for', () => {

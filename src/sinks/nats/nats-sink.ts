@@ -5,8 +5,14 @@ import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import { parseLsn } from '../../core/lsn.js';
 import type { ChangeBatch, Sink, SinkContext, SnapshotPartition } from '../../core/sink.js';
-import type { JsonValue } from '../../core/values.js';
-import { type ChangeEnvelope, changeEnvelopes, type Numbering, readEnvelope } from '../change-envelope.js';
+import {
+  type ChangeEnvelope,
+  changeEnvelopes,
+  type EnvelopeValue,
+  envelopeText,
+  type Numbering,
+  readEnvelope,
+} from '../change-envelope.js';
 import { ServiceKeptSink } from '../envelope-sink.js';
 import { RefusedChangeError } from '../refused-change.js';
 import { writingPartition } from '../snapshot-partitions.js';
@@ -140,7 +146,7 @@ class NatsSink extends ServiceKeptSink {
   private async publishAll(messages: readonly Outgoing[]): Promise<void> {
     const { connection: nc, js } = this;
     if (!nc || !js) throw new Error('the NATS sink is not open');
-    const payloads = messages.map((m) => JSON.stringify(m.envelope));
+    const payloads = messages.map((m) => envelopeText(m.envelope));
     refuseOversized(messages, payloads, nc.info?.max_payload);
     let failure: { error: unknown; subject: string } | undefined;
     let next = 0;
@@ -197,10 +203,10 @@ function refuseOversized(
   });
 }
 
-const keyText = (key: Record<string, JsonValue>): Record<string, string | null> =>
+const keyText = (key: Record<string, EnvelopeValue>): Record<string, string | null> =>
   Object.fromEntries(
     Object.entries(key).map(([name, value]) => [
       name,
-      value === null ? null : typeof value === 'string' ? value : JSON.stringify(value),
+      value === null ? null : typeof value === 'string' ? value : envelopeText(value),
     ]),
   );

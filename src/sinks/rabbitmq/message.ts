@@ -1,5 +1,5 @@
 import type { TableRef } from '../../core/change.js';
-import type { ChangeEnvelope } from '../change-envelope.js';
+import { type ChangeEnvelope, envelopeText } from '../change-envelope.js';
 import { type RabbitmqSinkConfig, routeOf } from './config.js';
 import type { Outgoing } from './confirms.js';
 
@@ -20,7 +20,7 @@ export function messageOf(
   return {
     exchange,
     routingKey,
-    content: Buffer.from(JSON.stringify(envelope)),
+    content: Buffer.from(envelopeText(envelope)),
     options: {
       persistent: true,
       mandatory: config.mandatory,

@@ -10,7 +10,13 @@ import {
   type SinkContext,
   type SnapshotPartition,
 } from '../../core/sink.js';
-import { changeEnvelopes, type Numbering, readEnvelope, type TableCount } from '../change-envelope.js';
+import {
+  changeEnvelopes,
+  envelopeText,
+  type Numbering,
+  readEnvelope,
+  type TableCount,
+} from '../change-envelope.js';
 import { EnvelopeSink } from '../envelope-sink.js';
 import { writingPartition } from '../snapshot-partitions.js';
 import { publishedBefore, unfinishedAt } from '../unfinished-transactions.js';
@@ -143,7 +149,7 @@ class RedisSink extends EnvelopeSink {
     marker: string,
     total = 0,
   ): Promise<void> {
-    const messages = rows.map((row) => JSON.stringify(readEnvelope(table, row)));
+    const messages = rows.map((row) => envelopeText(readEnvelope(table, row)));
     await this.run(
       PUBLISH_ROWS,
       [this.snapshotKey, stream],
@@ -175,7 +181,7 @@ class RedisSink extends EnvelopeSink {
         index = streams.size + 2;
         streams.set(key, index);
       }
-      pairs.push(index, JSON.stringify(envelope));
+      pairs.push(index, envelopeText(envelope));
     }
     const stored = await this.run(
       APPLY_BATCH,

@@ -4,7 +4,7 @@ import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import { parseLsn } from '../../core/lsn.js';
 import type { ChangeBatch, Sink, SinkContext, SnapshotPartition } from '../../core/sink.js';
-import { changeEnvelopes, type Numbering, readEnvelope } from '../change-envelope.js';
+import { changeEnvelopes, envelopeText, type Numbering, readEnvelope } from '../change-envelope.js';
 import { ServiceKeptSink } from '../envelope-sink.js';
 import { writingPartition } from '../snapshot-partitions.js';
 import { parseWebhookSinkProperties, type WebhookSinkConfig } from './config.js';
@@ -67,7 +67,7 @@ class WebhookSink extends ServiceKeptSink {
       for await (const chunk of copyTextRows(copyText, table.columns, Math.min(maxEvents, 1000))) {
         for (const row of chunk) {
           const envelope = readEnvelope(table, row);
-          const ready = chunks.add(JSON.stringify(envelope), envelope.id);
+          const ready = chunks.add(envelopeText(envelope), envelope.id);
           if (ready) await this.post(ready);
         }
         rows += chunk.length;
@@ -108,7 +108,7 @@ class WebhookSink extends ServiceKeptSink {
       }
     };
     for (const e of fresh) {
-      const ready = chunks.add(JSON.stringify(e.envelope), e.envelope.id);
+      const ready = chunks.add(envelopeText(e.envelope), e.envelope.id);
       if (ready) await post(ready);
     }
     const last = chunks.take();
