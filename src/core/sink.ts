@@ -194,13 +194,22 @@ export class CheckpointAheadError extends Error {
   }
 }
 
-/** Throws CheckpointAheadError when the stored checkpoint (`stored`, locked by the caller) is past the batch's start. */
-export function refuseBatchBehind(stored: string | null | undefined, batch: ChangeBatch): void {
-  if (!stored) return;
-  // A change carries its commit record's start, which a checkpoint (a commit's end) lies after;
-  // a batch of no change carries only the position it would store.
+/**
+ * Throws CheckpointAheadError when a worker's first batch on a pipeline (its epoch newer than the
+ * stored one) starts before the checkpoint its predecessor left: that one's last batch committed
+ * after this worker read the checkpoint. Later batches of the same worker may rightly start
+ * before it (a backfill's held changes are written under the position acknowledged since).
+ * `stored` is the checkpoint row as locked by the caller, absent when there is none.
+ */
+export function refuseBatchBehind(
+  stored: { lsn: string | null; epoch: number } | undefined,
+  batch: ChangeBatch,
+): void {
+  if (!stored?.lsn || stored.epoch >= batch.epoch) return;
+  const at = parseLsn(stored.lsn);
+  // A change carries its commit record's start, which a checkpoint (a commit's end) lies after.
   const from = batch.changes[0]?.commitLsn ?? batch.commitLsn;
-  if (parseLsn(from) < parseLsn(stored)) throw new CheckpointAheadError(stored, from);
+  if (parseLsn(batch.commitLsn) < at || parseLsn(from) < at) throw new CheckpointAheadError(stored.lsn, from);
 }
 
 /** Thrown by a sink whose stored fencing epoch is newer than the writer's: another worker owns the pipeline. */

@@ -260,7 +260,10 @@ class MysqlSink implements Sink {
       const [locked] = await conn.query<RowDataPacket[]>(this.sql.lockCheckpoint, [id]);
       const stored = locked[0] ? Number(locked[0].epoch) : undefined;
       if (stored !== undefined && stored > batch.epoch) throw new FencedError(stored, batch.epoch);
-      refuseBatchBehind(locked[0]?.lsn as string | null | undefined, batch);
+      refuseBatchBehind(
+        stored === undefined ? undefined : { lsn: (locked[0]?.lsn as string | null) ?? null, epoch: stored },
+        batch,
+      );
       for (const statement of statements) await this.run(conn, statement);
       await conn.query(this.sql.storeCheckpoint, [id, batch.commitLsn, batch.epoch]);
       return { lsn: batch.commitLsn, epoch: batch.epoch };

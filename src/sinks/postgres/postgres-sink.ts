@@ -37,7 +37,7 @@ const SQL = {
   readEpoch: `SELECT epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1`,
   // Run first in the batch's transaction: takes the checkpoint row's lock (an older worker waits
   // for a newer one's batch, and the reverse) and reads where it stands after that batch.
-  lockCheckpoint: `SELECT lsn::text AS lsn FROM ${BOOK}.checkpoints WHERE pipeline_id = $1 FOR UPDATE`,
+  lockCheckpoint: `SELECT lsn::text AS lsn, epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1 FOR UPDATE`,
   // The fencing check and the checkpoint in one statement: a no-op when a newer epoch is stored,
   // which the caller turns into a FencedError. The rows written after it commit with it or not at all.
   storeCheckpoint:
@@ -235,7 +235,8 @@ class PostgresSink implements Sink {
   private writeBatch(batch: ChangeBatch, statements: Statement[], running: (index: number) => void) {
     const id = this.ctx.pipelineId;
     return this.transaction(async (client) => {
-      const locked = await client.query<{ lsn: string | null }>(SQL.lockCheckpoint, [id]);
+      const locked = await client.query<{ lsn: string | null; epoch: string }>(SQL.lockCheckpoint, [id]);
+      const held = locked.rows[0];
       const saved = await client.query<{ lsn: string }>(SQL.storeCheckpoint, [
         id,
         batch.commitLsn,
@@ -246,7 +247,7 @@ class PostgresSink implements Sink {
         const stored = await client.query<{ epoch: string }>(SQL.readEpoch, [id]);
         throw new FencedError(Number(stored.rows[0]?.epoch), batch.epoch);
       }
-      refuseBatchBehind(locked.rows[0]?.lsn, batch);
+      refuseBatchBehind(held && { lsn: held.lsn, epoch: Number(held.epoch) }, batch);
       for (const [i, statement] of statements.entries()) {
         running(i);
         if (statement.copy && (await this.copyRows(client, statement.copy))) continue;
