@@ -453,7 +453,10 @@ describe('duckdb sink, through the sink contract', () => {
         '-e',
         `import { DuckDBInstance } from '@duckdb/node-api';
          const i = await DuckDBInstance.create(${JSON.stringify(p.settings.path)});
-         await (await i.connect()).run('CREATE TABLE held (x INT)');
+         const c = await i.connect();
+         await c.run('CREATE TABLE held (x INT)');
+         // Kept reachable: a collected instance closes its file and lets go of the lock.
+         globalThis.held = [i, c];
          console.log('ready');
          setInterval(() => {}, 1000);`,
       ],
