@@ -97,6 +97,11 @@ export interface Source {
    */
   walPosition(): Promise<bigint>;
   /**
+   * Where the source's WAL ends now (as `walPosition`) and where the slots of `pipelineIds` stand,
+   * read together in one statement: how far each pipeline is behind, whatever its state.
+   */
+  positions(pipelineIds: readonly string[]): Promise<SourcePositions>;
+  /**
    * Streams the pipeline's changes committed after `from` (0n: from where the slot stands).
    * Nothing is acknowledged unless `ack()` is called. `spoolDir`: where a transaction too large
    * for memory is kept while it arrives (the OS temp directory when unset).
@@ -145,6 +150,19 @@ export interface SlotClaim {
   position: bigint;
   /** Set when the slot was just created: a snapshot whose content is everything before `position`. */
   snapshot?: SourceSnapshot;
+}
+
+/** The source's WAL end and its pipelines' slots at one moment (see Source.positions). */
+export interface SourcePositions {
+  walEnd: bigint;
+  /** By pipeline id; a pipeline without a slot is absent. */
+  slots: Map<string, SlotPosition>;
+}
+
+/** Where a slot stands. */
+export interface SlotPosition extends SlotStatus {
+  /** What the pipeline acknowledged: the source keeps every change after it for the pipeline. */
+  confirmedLsn: bigint | null;
 }
 
 /** How much a slot makes the source keep. */

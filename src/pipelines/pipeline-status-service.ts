@@ -69,6 +69,8 @@ export class PipelineStatusService {
       state: current.state,
       events_per_second: live.eventsPerSecond,
       replication_lag_seconds: live.replicationLagMs / 1000,
+      replication_lag_bytes: live.replicationLagBytes,
+      retained_wal_bytes: live.retainedWalBytes,
       last_checkpoint_at: current.lastCheckpointAt,
       events_total: row.events_total + unsaved.events,
       sink_errors_total: row.sink_errors_total + unsaved.sinkErrors,

@@ -287,7 +287,10 @@ export class ReplicationRunner {
       try {
         const outcome = await applyStream({
           next: () => stream.next(),
-          ack: (lsn) => stream.ack(lsn),
+          ack: (lsn) => {
+            stats.acknowledged(lsn);
+            stream.ack(lsn);
+          },
           sink,
           limits: this.endpoints.batchLimits(resolved),
           epoch: control.epoch ?? 1,
@@ -319,7 +322,6 @@ export class ReplicationRunner {
         stopWatching();
         stopWatchingTables();
         signal.removeEventListener('abort', onAbort);
-        stats.slot = null;
         stats.clearWarnings();
         stats.sourcePendingSinceMs = undefined;
         control.backfill = undefined;
@@ -327,10 +329,34 @@ export class ReplicationRunner {
         await stream.close();
       }
     } finally {
+      stats.endRun();
       await slotSnapshot?.release();
       await sink?.close();
       await source.close();
     }
+  }
+
+  /**
+   * The source connection of a pipeline as stored now: `key` is equal for pipelines that read the
+   * same source with the same settings (one session serves them all), `open` connects to it.
+   */
+  async sourceOf(pipelineId: string): Promise<{ key: string; open: () => Promise<Source> }> {
+    const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
+    if (!row) throw new AppError('NOT_FOUND', `pipeline ${pipelineId} does not exist`);
+    const connection = await this.endpoints.connection(row.project_id, row.source_connection, 'source.connection');
+    return {
+      key: JSON.stringify([connection.type, connection.settings]),
+      open: async () => {
+        const source = this.endpoints.createSource(connection);
+        try {
+          await source.connect({ timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS });
+        } catch (error) {
+          await source.close();
+          throw error;
+        }
+        return source;
+      },
+    };
   }
 
   /**

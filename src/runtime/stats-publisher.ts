@@ -59,6 +59,8 @@ export class StatsPublisher {
         phase: handle.stats.phase,
         events_per_second: live.eventsPerSecond,
         replication_lag_ms: live.replicationLagMs,
+        replication_lag_bytes: live.replicationLagBytes,
+        retained_wal_bytes: live.retainedWalBytes,
         last_checkpoint_at: handle.stats.lastCheckpointAt,
         copying,
       });

@@ -14,6 +14,7 @@ import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
 import { PipelineRequests } from './pipeline-requests.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import type { DefinitionToCheck, ReplicationRunner } from './replication-runner.js';
+import { SOURCE_PROBE_INTERVAL_MS, SourceProbe } from './source-probe.js';
 import { StateRecorder } from './state-recorder.js';
 import { StatsPublisher } from './stats-publisher.js';
 
@@ -35,7 +36,9 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
   private readonly actors: PipelineActors;
   private readonly relay: ActionRelay;
   private readonly requests: PipelineRequests;
+  private readonly probe: SourceProbe;
   private timer: NodeJS.Timeout | undefined;
+  private probeTimer: NodeJS.Timeout | undefined;
 
   constructor(
     pool: DatabasePool,
@@ -59,6 +62,11 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
       this.publisher,
       retryMaxDelayMs,
     );
+    this.probe = new SourceProbe({
+      handles: this.handles,
+      lookup: (pipelineId) => runner.sourceOf(pipelineId),
+      logger,
+    });
     this.relay = new ActionRelay(pool, this.handles, this.actors);
     this.requests = new PipelineRequests(
       pool,
@@ -88,12 +96,16 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
       this.publisher.publish();
     }, PERSIST_INTERVAL_MS);
     this.timer.unref();
+    this.probeTimer = setInterval(() => void this.probe.tick(), SOURCE_PROBE_INTERVAL_MS);
+    this.probeTimer.unref();
   }
 
   /** Stops every loop (leaving desired states as they are, so the next start restores them). */
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    clearInterval(this.probeTimer);
     await this.actors.stopAll();
+    await this.probe.close();
   }
 
   /** The pipelines this process runs, with their state and figures, for metrics. */

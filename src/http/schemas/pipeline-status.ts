@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { PIPELINE_ACTIONS } from '../../../machines/pipeline.js';
 import { Timestamp } from './common.js';
+import { LAG_DESCRIPTION, LagBytes, RetainedWalBytes } from './pipelines.js';
 
 export const StateChangeBody = Type.Object(
   {
@@ -46,10 +47,9 @@ export const PipelineMetrics = Type.Object({
   name: Type.String(),
   state: Type.String(),
   events_per_second: Type.Number({ description: 'Events applied per second, over the last 5 s' }),
-  replication_lag_seconds: Type.Number({
-    description:
-      'Now minus the commit time of the oldest received change not yet durable in the sink; 0 when caught up',
-  }),
+  replication_lag_seconds: Type.Number({ description: LAG_DESCRIPTION }),
+  replication_lag_bytes: LagBytes,
+  retained_wal_bytes: RetainedWalBytes,
   last_checkpoint_at: Type.Union([Timestamp, Type.Null()]),
   events_total: Type.Integer({ description: 'Change events applied, over the life of the pipeline' }),
   sink_errors_total: Type.Integer({ description: 'Failed sink writes, over the life of the pipeline' }),

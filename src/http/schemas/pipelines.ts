@@ -79,6 +79,25 @@ export const PipelineReplaceBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** Lag as the list, the pipeline and the live feed give it, in milliseconds. */
+export const LAG_DESCRIPTION =
+  'Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not ' +
+  '(paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything ' +
+  'the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. ' +
+  'See the README, Lag';
+
+export const LagBytes = Type.Union([Type.Integer(), Type.Null()], {
+  description:
+    "Source WAL written after the position the sink holds durably (the source's WAL end minus the " +
+    "pipeline's acknowledged position), in bytes; null when not measured (stopped, source not read yet)",
+});
+
+export const RetainedWalBytes = Type.Union([Type.Integer(), Type.Null()], {
+  description:
+    "WAL the source keeps for the pipeline's slot (its WAL end minus the slot's restart position), in bytes; " +
+    'null when not measured',
+});
+
 const LastCheckpointAt = Type.Union([Timestamp, Type.Null()], {
   description: 'Time of the last durable checkpoint; null before the first',
 });
@@ -88,7 +107,7 @@ export const PipelineSummary = Type.Object(
     name: Type.String(),
     state: Type.String(),
     events_per_second: Type.Number(),
-    replication_lag_ms: Type.Integer(),
+    replication_lag_ms: Type.Integer({ description: LAG_DESCRIPTION }),
     last_checkpoint_at: LastCheckpointAt,
   },
   { $id: 'PipelineSummary' },
@@ -119,7 +138,9 @@ export const Pipeline = Type.Object(
         'or a table of the pipeline dropped at the source (see the table states of GET /v1/pipelines/{name}/progress)',
     }),
     events_per_second: Type.Number(),
-    replication_lag_ms: Type.Integer(),
+    replication_lag_ms: Type.Integer({ description: LAG_DESCRIPTION }),
+    replication_lag_bytes: LagBytes,
+    retained_wal_bytes: RetainedWalBytes,
     last_checkpoint_at: LastCheckpointAt,
     generation: Type.Integer({ description: 'Incremented on every definition change' }),
     created_at: Timestamp,

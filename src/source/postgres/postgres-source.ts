@@ -5,10 +5,12 @@ import { formatLsn, parseLsn } from '../../core/lsn.js';
 import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import type {
   SlotClaim,
+  SlotPosition,
   SlotStatus,
   Source,
   SourceKind,
   SourceLogger,
+  SourcePositions,
   SourceSnapshot,
 } from '../../core/source.js';
 import { SlotMissingError } from '../../core/source-errors.js';
@@ -25,6 +27,7 @@ import {
   ensurePublication,
   publicationName,
   slotName,
+  slotPositions,
   slotStatus,
 } from './slot.js';
 import { exportSnapshot, slotSnapshot } from './snapshot.js';
@@ -119,6 +122,21 @@ class PostgresSource implements Source {
       `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_flush_lsn() END)::text AS lsn`,
     );
     return parseLsn(rows[0]?.lsn ?? '0/0');
+  }
+
+  async positions(pipelineIds: readonly string[]): Promise<SourcePositions> {
+    const read = await slotPositions(this.session(), pipelineIds.map(slotName));
+    const slots = new Map<string, SlotPosition>();
+    for (const id of pipelineIds) {
+      const slot = read.slots.get(slotName(id));
+      if (!slot) continue;
+      slots.set(id, {
+        confirmedLsn: slot.confirmedFlushLsn === null ? null : parseLsn(slot.confirmedFlushLsn),
+        retainedWalBytes: slot.retainedWalBytes,
+        walStatus: slot.walStatus,
+      });
+    }
+    return { walEnd: parseLsn(read.walEnd), slots };
   }
 
   async slotStatus(pipelineId: string): Promise<SlotStatus> {
