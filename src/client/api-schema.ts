@@ -955,7 +955,12 @@ export interface components {
             last_checkpoint_at: string | (never | null);
             name: string;
             project_id: string;
+            /** @description Source WAL written after the position the sink holds durably (the source's WAL end minus the pipeline's acknowledged position), in bytes; null when not measured (stopped, source not read yet) */
+            replication_lag_bytes: number | null;
+            /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See the README, Lag */
             replication_lag_ms: number;
+            /** @description WAL the source keeps for the pipeline's slot (its WAL end minus the slot's restart position), in bytes; null when not measured */
+            retained_wal_bytes: number | null;
             /** @description review, auto or ignore */
             schema_policy: string;
             sink: {
@@ -984,6 +989,7 @@ export interface components {
             /** @description Time of the last durable checkpoint; null before the first */
             last_checkpoint_at: string | (never | null);
             name: string;
+            /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See the README, Lag */
             replication_lag_ms: number;
             state: string;
         };
@@ -2959,8 +2965,12 @@ export interface operations {
                         /** @description ISO 8601 UTC timestamp */
                         last_checkpoint_at: string | null;
                         name: string;
-                        /** @description Now minus the commit time of the oldest received change not yet durable in the sink; 0 when caught up */
+                        /** @description Source WAL written after the position the sink holds durably (the source's WAL end minus the pipeline's acknowledged position), in bytes; null when not measured (stopped, source not read yet) */
+                        replication_lag_bytes: number | null;
+                        /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See the README, Lag */
                         replication_lag_seconds: number;
+                        /** @description WAL the source keeps for the pipeline's slot (its WAL end minus the slot's restart position), in bytes; null when not measured */
+                        retained_wal_bytes: number | null;
                         /** @description Failed sink writes, over the life of the pipeline */
                         sink_errors_total: number;
                         state: string;

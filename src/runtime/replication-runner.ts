@@ -343,7 +343,11 @@ export class ReplicationRunner {
   async sourceOf(pipelineId: string): Promise<{ key: string; open: () => Promise<Source> }> {
     const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
     if (!row) throw new AppError('NOT_FOUND', `pipeline ${pipelineId} does not exist`);
-    const connection = await this.endpoints.connection(row.project_id, row.source_connection, 'source.connection');
+    const connection = await this.endpoints.connection(
+      row.project_id,
+      row.source_connection,
+      'source.connection',
+    );
     return {
       key: JSON.stringify([connection.type, connection.settings]),
       open: async () => {

@@ -87,7 +87,10 @@ export class SourceProbe {
       return found;
     } catch (error) {
       // The pipeline's own run reports a connection it cannot resolve; this only waits for it.
-      this.deps.logger.debug({ err: error, pipeline: handle.name }, 'cannot look up the source to read its position');
+      this.deps.logger.debug(
+        { err: error, pipeline: handle.name },
+        'cannot look up the source to read its position',
+      );
       this.lookups.delete(handle.id);
       return undefined;
     }
@@ -98,10 +101,7 @@ export class SourceProbe {
       const session = this.sessions.get(key) ?? group.open();
       this.sessions.set(key, session);
       const source = await session;
-      const positions = await withTimeout(
-        source.positions(group.handles.map((h) => h.id)),
-        READ_TIMEOUT_MS,
-      );
+      const positions = await withTimeout(source.positions(group.handles.map((h) => h.id)), READ_TIMEOUT_MS);
       // Taken once the answer is in: the WAL it tells of existed then, if not a little earlier.
       const at = this.deps.now?.() ?? Date.now();
       for (const handle of group.handles) {

@@ -30,7 +30,8 @@ export class WalClock {
 
   /**
    * How long (ms) the oldest WAL after `durable` has existed at `now`; 0 when the source wrote
-   * nothing after it, as far as the samples tell. Samples at or before `durable` are forgotten.
+   * nothing after it, as far as the samples tell. Samples at or before `durable` are forgotten: the
+   * durable position only moves forward.
    */
   ageAfter(durable: bigint, now: number): number {
     let drop = 0;

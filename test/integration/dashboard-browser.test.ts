@@ -115,6 +115,11 @@ describe('the dashboard in a real browser', () => {
     await review.getByTestId('schema-ddl').waitFor();
     expect(await review.getByTestId('schema-ddl').textContent()).toContain('ADD COLUMN');
     await screenshot(page, '05-schema-review');
+    // Held: the page shows the source WAL the sink does not hold yet, live.
+    await expect
+      .poll(() => page.getByTestId('lag-bytes-orders').textContent(), { timeout: 30_000 })
+      .toMatch(/^\s*[1-9][\d.]* (B|KiB|MiB)\s*$/);
+    expect(await page.getByTestId('retained-orders').textContent()).toMatch(/\d/);
     await review.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => badge().getAttribute('data-state'), { timeout: 30_000 }).toBe('running');
     await waitFor(

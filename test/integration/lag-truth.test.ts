@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import WebSocket from 'ws';
 import { seriesValue } from '../support/metrics-text.js';
 import { availableBinDirs, createDatabase, type PgCluster, startPgCluster } from '../support/pg-cluster.js';
 import { sqlOn, waitConverged, waitFor } from '../support/replication-fixture.js';
@@ -108,7 +109,7 @@ describe('lag against the source', { timeout: 240_000 }, () => {
 
   it('reads 0 for an idle source, in the API, the metrics and /metrics', async () => {
     await pipeline('idle', 'idle_items');
-    const f = await caughtUp('idle');
+    const f = (await caughtUp('idle')) as Figures;
     expect(f.retained).toBeGreaterThanOrEqual(0);
     const metrics = (await api('GET', '/v1/pipelines/idle/metrics')).body;
     expect(metrics.replication_lag_seconds).toBe(0);
@@ -116,20 +117,46 @@ describe('lag against the source', { timeout: 240_000 }, () => {
     const text = await (await fetch(`${service.url}/metrics`)).text();
     expect(seriesValue(text, 'replicator_pipeline_replication_lag_bytes{pipeline="idle"}')).toBe(0);
     expect(seriesValue(text, 'replicator_pipeline_replication_lag_seconds{pipeline="idle"}')).toBe(0);
-    expect(seriesValue(text, 'replicator_pipeline_slot_retained_wal_bytes{pipeline="idle"}')).toBeGreaterThanOrEqual(0);
+    expect(
+      seriesValue(text, 'replicator_pipeline_slot_retained_wal_bytes{pipeline="idle"}'),
+    ).toBeGreaterThanOrEqual(0);
   });
 
   it('grows while paused with writes at the source, and reads 0 once resumed and caught up', async () => {
     await pipeline('paused', 'paused_items');
     expect((await state('paused', 'pause')).status).toBe(200);
-    await sqlOn(sourceUrl, `INSERT INTO paused_items SELECT g, 'while paused' FROM generate_series(51, 2050) g`);
+    await sqlOn(
+      sourceUrl,
+      `INSERT INTO paused_items SELECT g, 'while paused' FROM generate_series(51, 2050) g`,
+    );
     const later = await growing('paused', 1_500, 'paused');
     const metrics = (await api('GET', '/v1/pipelines/paused/metrics')).body;
     expect(metrics.replication_lag_seconds * 1000).toBeGreaterThanOrEqual(later.lagMs);
     expect(metrics.replication_lag_bytes).toBeGreaterThan(0);
     const text = await (await fetch(`${service.url}/metrics`)).text();
-    expect(seriesValue(text, 'replicator_pipeline_replication_lag_seconds{pipeline="paused"}')).toBeGreaterThan(1);
-    expect(seriesValue(text, 'replicator_pipeline_replication_lag_bytes{pipeline="paused"}')).toBeGreaterThan(0);
+    expect(
+      seriesValue(text, 'replicator_pipeline_replication_lag_seconds{pipeline="paused"}'),
+    ).toBeGreaterThan(1);
+    expect(seriesValue(text, 'replicator_pipeline_replication_lag_bytes{pipeline="paused"}')).toBeGreaterThan(
+      0,
+    );
+    // The live feed says it too, every second.
+    const socket = new WebSocket(`${service.url.replace('http', 'ws')}/v1/live`);
+    const live: { replication_lag_ms: number; replication_lag_bytes: number | null; state: string }[] = [];
+    socket.on('message', (data) => {
+      const message = JSON.parse(String(data));
+      if (message.type === 'pipeline.stats' && message.name === 'paused') live.push(message);
+    });
+    try {
+      const sent = await waitFor(
+        async () => live.find((m) => m.replication_lag_ms >= later.lagMs),
+        'a live lag',
+      );
+      expect(sent?.state).toBe('paused');
+      expect(sent?.replication_lag_bytes).toBeGreaterThan(0);
+    } finally {
+      socket.close();
+    }
 
     expect((await state('paused', 'resume')).status).toBe(200);
     await waitConverged(sourceUrl, sinkUrl, 'paused_items');
@@ -151,7 +178,10 @@ describe('lag against the source', { timeout: 240_000 }, () => {
   it('grows while the sink is out of reach, the pipeline running and retrying', async () => {
     await pipeline('sinkless', 'sinkless_items');
     await proxy.down();
-    await sqlOn(sourceUrl, `INSERT INTO sinkless_items SELECT g, 'sink away' FROM generate_series(51, 150) g`);
+    await sqlOn(
+      sourceUrl,
+      `INSERT INTO sinkless_items SELECT g, 'sink away' FROM generate_series(51, 150) g`,
+    );
     await growing('sinkless', 1_500, 'running');
     await proxy.up();
     await waitConverged(sourceUrl, sinkUrl, 'sinkless_items');

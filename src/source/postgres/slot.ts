@@ -158,7 +158,10 @@ export async function slotStatus(client: pg.ClientBase, slotName: string): Promi
 export async function slotPositions(
   client: pg.ClientBase,
   slotNames: readonly string[],
-): Promise<{ walEnd: string; slots: Map<string, Omit<SlotStatus, 'exists' | 'active' | 'activePid' | 'restartLsn'>> }> {
+): Promise<{
+  walEnd: string;
+  slots: Map<string, Omit<SlotStatus, 'exists' | 'active' | 'activePid' | 'restartLsn'>>;
+}> {
   const { rows } = await client.query<{
     wal_end: string;
     slot_name: string | null;
