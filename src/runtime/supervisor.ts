@@ -9,6 +9,7 @@ import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import type { PipelineLifecycle } from '../pipelines/pipelines-service.js';
 import type { PipelineRow } from '../store/pipelines-store.js';
 import { ActionRelay } from './action-relay.js';
+import { FleetFigures } from './fleet-figures.js';
 import { PipelineActors, type ResumeAs } from './pipeline-actors.js';
 import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
 import { PipelineRequests } from './pipeline-requests.js';
@@ -37,6 +38,7 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
   private readonly relay: ActionRelay;
   private readonly requests: PipelineRequests;
   private readonly probe: SourceProbe;
+  private readonly figures: FleetFigures;
   private timer: NodeJS.Timeout | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
 
@@ -51,7 +53,8 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
     retryMaxDelayMs?: number,
   ) {
     this.recorder = new StateRecorder(pool, logger, fleet.workerId, this.handles);
-    this.publisher = new StatsPublisher(hub, this.handles);
+    this.figures = new FleetFigures(pool, this.handles, logger);
+    this.publisher = new StatsPublisher(hub, this.handles, this.figures);
     this.actors = new PipelineActors(
       pool,
       runner,
@@ -93,6 +96,7 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
   async start(): Promise<void> {
     this.timer = setInterval(() => {
       void this.recorder.recordProgress();
+      void this.figures.sync();
       this.publisher.publish();
     }, PERSIST_INTERVAL_MS);
     this.timer.unref();
