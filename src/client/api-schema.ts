@@ -552,7 +552,7 @@ export interface paths {
         };
         /**
          * List projects
-         * @description Every project of the organization, by name, with its workspace’s id and name; ?workspace=<name> lists only that workspace’s (an unknown workspace: 422).
+         * @description Every project of the organization, by name, with its workspace’s id and name; ?workspace=<name> lists only that workspace’s (an unknown workspace: 400).
          */
         get: operations["listProjects"];
         put?: never;
@@ -1414,9 +1414,9 @@ export interface operations {
                 action?: string;
                 /** @description a user id */
                 actor_id?: string;
-                /** @description next_cursor of the previous page */
+                /** @description the next_cursor of a previous page */
                 cursor?: string;
-                /** @description events per page, 1 to 500 (default 100) */
+                /** @description a whole number of events per page, 1 to 500 (default 100) */
                 limit?: string;
                 outcome?: "success" | "denied" | "failure";
                 project_id?: string;
@@ -3094,7 +3094,7 @@ export interface operations {
             query?: {
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                /** @description Runs per page, 1 to 100 (default 20) */
+                /** @description a whole number of runs per page, 1 to 100 (default 20) */
                 limit?: string;
             };
             header?: never;
@@ -3498,15 +3498,6 @@ export interface operations {
             };
             /** @description Error */
             400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -3,7 +3,7 @@ import { PIPELINE_ACTIONS, type PipelineAction, type PipelineState } from '../..
 import { ACTION_EVENTS, isActionAllowed } from '../../machines/pipeline-transitions.js';
 import type { RequestContext } from '../context.js';
 import { SourceCleanupError } from '../core/source-errors.js';
-import { AppError, validationFailed } from '../errors/app-error.js';
+import { AppError, badRequest } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
 import { requirePipeline } from '../pipelines/require-pipeline.js';
 import { leasesStore } from '../store/leases-store.js';
@@ -121,7 +121,7 @@ export class PipelineRequests {
     const row = await requirePipeline(this.pool, ctx, name);
     tables.forEach((table, i) => {
       if (!row.source_tables.includes(table)) {
-        throw validationFailed(`tables[${i}]`, `'${table}' is not a table of pipeline '${name}'`);
+        throw badRequest(`tables[${i}]`, `'${table}' is not a table of pipeline '${name}'`);
       }
     });
     const statuses = await pipelineTablesStore.list(this.pool, row.id);
