@@ -281,6 +281,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/connections/{name}/orphaned-slots/{slot}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Drop a replication slot a forced pipeline delete left on the connection's source, and forget it (also when it is gone already); 409 SLOT_NOT_DROPPED when the source cannot be reached */
+        delete: operations["dropOrphanedSlot"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/connections/{name}/tables": {
         parameters: {
             query?: never;
@@ -383,7 +400,7 @@ export interface paths {
         /** Replace the definition of a pipeline; a running pipeline reloads it without a restart */
         put: operations["replacePipeline"];
         post?: never;
-        /** Stop and delete a pipeline, dropping its replication slot and publication on the source; 502 SOURCE_UNAVAILABLE keeps it when the slot cannot be dropped, unless force=true */
+        /** Stop and delete a pipeline, dropping its replication slot and publication on the source; 409 SLOT_NOT_DROPPED keeps it when the slot cannot be dropped, unless force=true */
         delete: operations["deletePipeline"];
         options?: never;
         head?: never;
@@ -552,7 +569,7 @@ export interface paths {
         };
         /**
          * List projects
-         * @description Every project of the organization, by name, with its workspace’s id and name; ?workspace=<name> lists only that workspace’s (an unknown workspace: 422).
+         * @description Every project of the organization, by name, with its workspace’s id and name; ?workspace=<name> lists only that workspace’s (an unknown workspace: 400).
          */
         get: operations["listProjects"];
         put?: never;
@@ -864,6 +881,19 @@ export interface components {
             dsn: string;
             id: string;
             name: string;
+            /** @description Replication slots that forced pipeline deletes could not drop on this source: each holds its WAL until dropped (DELETE /v1/connections/{name}/orphaned-slots/{slot}, or by hand) */
+            orphaned_slots: {
+                /** @description The statement that drops it by hand on the source */
+                drop_statement: string;
+                /** @description The deleted pipeline that owned it */
+                pipeline: string;
+                /** @description Why it could not be dropped */
+                reason: string;
+                /** @description ISO 8601 UTC timestamp */
+                since: string;
+                /** @description The replication slot left on this source */
+                slot: string;
+            }[];
             project_id: string;
             /** @description Which TLS material is set, each shown as **** */
             tls: {
@@ -1420,9 +1450,9 @@ export interface operations {
                 action?: string;
                 /** @description a user id */
                 actor_id?: string;
-                /** @description next_cursor of the previous page */
+                /** @description the next_cursor of a previous page */
                 cursor?: string;
-                /** @description events per page, 1 to 500 (default 100) */
+                /** @description a whole number of events per page, 1 to 500 (default 100) */
                 limit?: string;
                 outcome?: "success" | "denied" | "failure";
                 project_id?: string;
@@ -2312,6 +2342,47 @@ export interface operations {
             };
         };
     };
+    dropOrphanedSlot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+                /** @description The orphaned replication slot, as orphaned_slots lists it */
+                slot: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listConnectionTables: {
         parameters: {
             query?: never;
@@ -2820,7 +2891,7 @@ export interface operations {
     deletePipeline: {
         parameters: {
             query?: {
-                /** @description true deletes even when pipelines use the connection */
+                /** @description true deletes even when the replication slot cannot be dropped on the source; the answer names it */
                 force?: "true" | "false";
             };
             header?: never;
@@ -2832,12 +2903,23 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Only on a forced delete that could not drop the slot: the replication slot left on the source (listed in the source connection's orphaned_slots until it is dropped) */
+                    "x-orphaned-slot"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description Error */
             404: {
@@ -2849,7 +2931,7 @@ export interface operations {
                 };
             };
             /** @description Error */
-            502: {
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3104,7 +3186,7 @@ export interface operations {
             query?: {
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                /** @description Runs per page, 1 to 100 (default 20) */
+                /** @description a whole number of runs per page, 1 to 100 (default 20) */
                 limit?: string;
             };
             header?: never;
@@ -3508,15 +3590,6 @@ export interface operations {
             };
             /** @description Error */
             400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,3 +1,5 @@
+import type { OwnedObjects } from './source.js';
+
 /**
  * Errors of a source that the runtime tells apart: they decide whether a failed pipeline is
  * retried and which field of a definition a refusal names. Each message says what is wrong and
@@ -80,7 +82,7 @@ export class SourceConnectionError extends Error {
 /** What a pipeline owns at its source could not be dropped; `owned` says how to drop it by hand. */
 export class SourceCleanupError extends Error {
   constructor(
-    readonly owned: { what: string; dropByHand: string },
+    readonly owned: OwnedObjects,
     detail: string,
     options?: ErrorOptions,
   ) {

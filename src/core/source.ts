@@ -34,6 +34,8 @@ export interface SourceKind<Connection = unknown> {
  */
 /** What a pipeline leaves at its source until it is deleted, named for a person. */
 export interface OwnedObjects {
+  /** The replication slot's name, which holds the source's WAL until it is dropped. */
+  slot: string;
   /** E.g. `replication slot 'replicator_…'`. */
   what: string;
   /** The statement that drops it by hand. */

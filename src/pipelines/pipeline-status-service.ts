@@ -1,7 +1,7 @@
 import type { DatabasePool } from 'slonik';
 import type { Phase, PipelineAction, PipelineState } from '../../machines/pipeline.js';
 import type { RequestContext } from '../context.js';
-import { validationFailed } from '../errors/app-error.js';
+import { badRequest } from '../errors/app-error.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { runsStore } from '../store/runs-store.js';
 import { snapshotPartitionsStore } from '../store/snapshot-partitions-store.js';
@@ -146,7 +146,7 @@ const encodeCursor = (startedAt: string, id: string) =>
 function decodeCursor(cursor: string): { startedAt: string; id: string } {
   const [startedAt, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   if (!startedAt || !id || Number.isNaN(Date.parse(startedAt)) || !/^[0-9a-f-]{36}$/.test(id)) {
-    throw validationFailed('cursor', 'is not a cursor returned by this endpoint');
+    throw badRequest('cursor', 'is not a cursor returned by this endpoint');
   }
   return { startedAt, id };
 }

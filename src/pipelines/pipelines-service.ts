@@ -21,14 +21,23 @@ export interface PipelineDefinitionInput {
   schema_policy?: 'review' | 'auto' | 'ignore';
 }
 
+/** A replication slot a forced delete left on its source (named in the answer and the connection's view). */
+export interface OrphanedSlot {
+  slot: string;
+  connection: string;
+}
+
 /** What the runtime does when definitions change; without a runtime, nothing runs. */
 export interface PipelineLifecycle {
   /** Live figures of a running pipeline. */
   stats(pipelineId: string): PipelineLiveStats;
   /** The stored definition changed: a running pipeline reloads it. */
   definitionChanged(pipelineId: string, generation: number): void;
-  /** Stops the pipeline and drops what it owns on its source; throws to refuse the deletion. */
-  beforeDelete(pipelineId: string, force: boolean): Promise<void>;
+  /**
+   * Stops the pipeline and drops what it owns on its source; throws to refuse the deletion. Forced,
+   * returns the replication slot it had to leave on the source, if any.
+   */
+  beforeDelete(pipelineId: string, force: boolean): Promise<OrphanedSlot | undefined>;
   /**
    * Refuses (422) a source that is reachable but cannot serve these tables, or a sink that is the
    * source's own tables. For an existing pipeline (`pipelineId`), a table it shows dropped is not refused.
@@ -39,7 +48,7 @@ export interface PipelineLifecycle {
 const idle: PipelineLifecycle = {
   stats: () => IDLE_STATS,
   definitionChanged: () => {},
-  beforeDelete: async () => {},
+  beforeDelete: async () => undefined,
   checkDefinition: async () => {},
 };
 
@@ -122,12 +131,16 @@ export class PipelinesService {
     return row ? changedFields(row, toWrite(input)) : null;
   }
 
-  /** Deletes a pipeline after stopping it and dropping its slot and publication on the source. */
-  async delete(ctx: RequestContext, name: string, force = false): Promise<void> {
+  /**
+   * Deletes a pipeline after stopping it and dropping its slot and publication on the source;
+   * forced, returns the slot it had to leave there, if any.
+   */
+  async delete(ctx: RequestContext, name: string, force = false): Promise<OrphanedSlot | undefined> {
     const row = await requirePipeline(this.pool, ctx, name);
-    await this.lifecycle.beforeDelete(row.id, force);
+    const orphan = await this.lifecycle.beforeDelete(row.id, force);
     const result = await pipelinesStore.delete(this.pool, ctx.projectId, name);
     if (result.rowCount === 0) throw notFound('pipeline', name);
+    return orphan;
   }
 }
 

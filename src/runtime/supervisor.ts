@@ -6,7 +6,7 @@ import { LiveHub } from '../live/live-hub.js';
 import type { Logger } from '../log/logger.js';
 import type { PipelineControl } from '../pipelines/pipeline-status-service.js';
 import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
-import type { PipelineLifecycle } from '../pipelines/pipelines-service.js';
+import type { OrphanedSlot, PipelineLifecycle } from '../pipelines/pipelines-service.js';
 import type { PipelineRow } from '../store/pipelines-store.js';
 import { ActionRelay } from './action-relay.js';
 import { FleetFigures } from './fleet-figures.js';
@@ -147,7 +147,7 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
   }
 
   /** Before a deletion: stops the pipeline and drops its slot and publication on the source. */
-  beforeDelete(pipelineId: string, force: boolean): Promise<void> {
+  beforeDelete(pipelineId: string, force: boolean): Promise<OrphanedSlot | undefined> {
     return this.requests.beforeDelete(pipelineId, force);
   }
 

@@ -110,7 +110,10 @@ export const SnapshotProgress = Type.Object({
 export const RunsQuery = Type.Object(
   {
     limit: Type.Optional(
-      Type.String({ pattern: '^[0-9]{1,3}$', description: 'Runs per page, 1 to 100 (default 20)' }),
+      Type.String({
+        pattern: '^[0-9]{1,3}$',
+        description: 'a whole number of runs per page, 1 to 100 (default 20)',
+      }),
     ),
     cursor: Type.Optional(Type.String({ description: 'next_cursor of the previous page' })),
   },

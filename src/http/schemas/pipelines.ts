@@ -148,3 +148,18 @@ export const Pipeline = Type.Object(
   },
   { $id: 'Pipeline' },
 );
+
+export const PipelineForceQuery = Type.Object(
+  {
+    force: Type.Optional(
+      Type.Union([Type.Literal('true'), Type.Literal('false')], {
+        description:
+          'true deletes even when the replication slot cannot be dropped on the source; the answer names it',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** The header of a forced delete's answer that names the replication slot left on the source. */
+export const ORPHANED_SLOT_HEADER = 'x-orphaned-slot';

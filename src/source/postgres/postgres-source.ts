@@ -167,7 +167,11 @@ class PostgresSource implements Source {
 
   ownedObjects(pipelineId: string) {
     const slot = slotName(pipelineId);
-    return { what: `replication slot '${slot}'`, dropByHand: `SELECT pg_drop_replication_slot('${slot}')` };
+    return {
+      slot,
+      what: `replication slot '${slot}'`,
+      dropByHand: `SELECT pg_drop_replication_slot('${slot}')`,
+    };
   }
 
   exportSnapshot(): Promise<SourceSnapshot> {
