@@ -1005,6 +1005,8 @@ export interface components {
             };
             source: {
                 connection: string;
+                /** @description The publication the user made, when named */
+                publication?: string;
                 tables: string[];
             };
             /** @description stopped, starting, running, stopping, paused, pending_schema_approval */
@@ -2713,6 +2715,8 @@ export interface operations {
                     source: {
                         /** @description the name of an existing connection, without control characters */
                         connection: string;
+                        /** @description A publication made at the source by its tables' owner, publishing every table of the pipeline (insert, update, delete, truncate, no row filter or column list): the service streams through it and never alters or drops it, so the source role needs no CREATE on the database nor ownership of the tables. Left out: the pipeline creates, alters and at deletion drops its own publication, replicator_<pipeline id> */
+                        publication?: string;
                         /** @description Tables to replicate, each "<schema>.<table>" */
                         tables: string[];
                     };
@@ -2834,6 +2838,8 @@ export interface operations {
                     source: {
                         /** @description the name of an existing connection, without control characters */
                         connection: string;
+                        /** @description A publication made at the source by its tables' owner, publishing every table of the pipeline (insert, update, delete, truncate, no row filter or column list): the service streams through it and never alters or drops it, so the source role needs no CREATE on the database nor ownership of the tables. Left out: the pipeline creates, alters and at deletion drops its own publication, replicator_<pipeline id> */
+                        publication?: string;
                         /** @description Tables to replicate, each "<schema>.<table>" */
                         tables: string[];
                     };

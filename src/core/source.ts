@@ -25,7 +25,17 @@ export interface SourceKind<Connection = unknown> {
   /** The connection type it reads from. */
   type: string;
   /** A new, unconnected source reading the database `connection` points at. */
-  create(connection: Connection): Source;
+  create(connection: Connection, options?: SourceOptions): Source;
+}
+
+/** How a pipeline's definition shapes its source. */
+export interface SourceOptions {
+  /**
+   * The changes feed the user made at the source (for PostgreSQL, a publication) and names in the
+   * definition: the source reads it and checks it carries the tables, and never alters or drops it.
+   * Unset: the source creates and owns one named from the pipeline's id.
+   */
+  publication?: string;
 }
 
 /**
@@ -61,6 +71,12 @@ export interface Source {
    */
   checkReady(): Promise<void>;
   /**
+   * Checks that the connected role holds every privilege a pipeline over `tables` needs (reading
+   * them, and making or reading its changes feed); `pipelineId` when the pipeline exists.
+   * @throws SourceNotReadyError naming each missing privilege and the statement that grants it.
+   */
+  checkAccess(tables: readonly TableRef[], pipelineId?: string): Promise<void>;
+  /**
    * The schema of each table, in the order given.
    * @throws TableNotReplicableError naming every table that cannot be replicated and why.
    */
@@ -79,7 +95,10 @@ export interface Source {
    * why. A source sends nothing when a table is dropped: this is how the runtime finds out.
    */
   goneTables(pipelineId: string, tables: readonly TableRef[]): Promise<GoneTable[]>;
-  /** Makes the pipeline's changes feed carry exactly `tables`, creating it if needed. */
+  /**
+   * Makes the pipeline's changes feed carry exactly `tables`, creating it if needed; a feed the
+   * user made is only checked to carry them (SourceNotReadyError saying what it lacks).
+   */
   publish(pipelineId: string, tables: readonly TableRef[]): Promise<void>;
   /**
    * Readies the pipeline's slot for streaming: ends another reader still streaming from it, or
@@ -112,7 +131,10 @@ export interface Source {
     pipelineId: string,
     options: { from: bigint; logger?: SourceLogger; spoolDir?: string },
   ): ChangeStream;
-  /** Drops what the pipeline owns at the source, if it exists, ending a reader still streaming. */
+  /**
+   * Drops what the pipeline owns at the source, if it exists, ending a reader still streaming; a
+   * feed the user made is theirs, and kept.
+   */
   dropOwned(pipelineId: string): Promise<void>;
   /** What the pipeline owns at the source, and how a person drops it by hand; needs no connection. */
   ownedObjects(pipelineId: string): OwnedObjects;

@@ -59,7 +59,11 @@ export const toPipelineView = (row: PipelineRow, stats: PipelineLiveStats) => {
     id: row.id,
     project_id: row.project_id,
     name: row.name,
-    source: { connection: row.source_connection, tables: row.source_tables },
+    source: {
+      connection: row.source_connection,
+      tables: row.source_tables,
+      ...(row.source_publication === null ? {} : { publication: row.source_publication }),
+    },
     sink: { connection: row.sink_connection, properties: row.sink_properties },
     snapshot: snapshotJson(resolveSnapshotOptions(row.snapshot_options)),
     schema_policy: row.schema_policy,

@@ -15,7 +15,7 @@ import { parseTableName } from './table-name.js';
 /** A pipeline definition as the API receives it (shape already checked by the route schema). */
 export interface PipelineDefinitionInput {
   name?: string;
-  source: { connection: string; tables: string[] };
+  source: { connection: string; tables: string[]; publication?: string };
   sink: { connection: string; properties?: Record<string, string> };
   snapshot?: SnapshotOptionsJson;
   schema_policy?: 'review' | 'auto' | 'ignore';
@@ -153,6 +153,7 @@ function toWrite(input: PipelineDefinitionInput): PipelineDefinitionWrite {
   return {
     sourceConnection: input.source.connection,
     sourceTables: input.source.tables,
+    sourcePublication: input.source.publication ?? null,
     sinkConnection: input.sink.connection,
     sinkProperties: input.sink.properties ?? {},
     snapshotOptions: input.snapshot ?? {},
@@ -202,6 +203,7 @@ function changedFields(row: PipelineRow, d: PipelineDefinitionWrite): string[] {
   const fields: [string, unknown, unknown][] = [
     ['source.connection', row.source_connection, d.sourceConnection],
     ['source.tables', row.source_tables, d.sourceTables],
+    ['source.publication', row.source_publication, d.sourcePublication],
     ['sink.connection', row.sink_connection, d.sinkConnection],
     ['sink.properties', row.sink_properties, d.sinkProperties],
     // Compared as they take effect: an option left out is its default, as the API shows it.

@@ -81,6 +81,7 @@ export class PipelineRequests {
         {
           sourceConnection: row.source_connection,
           sourceTables: row.source_tables,
+          sourcePublication: row.source_publication,
           sinkConnection: row.sink_connection,
           sinkProperties: row.sink_properties,
         },

@@ -4,7 +4,12 @@ import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
 import { formatLsn, parseLsn } from '../core/lsn.js';
 import type { Sink } from '../core/sink.js';
 import type { Source, SourceSnapshot } from '../core/source.js';
-import { SlotMissingError, SourceCleanupError, TableNotReplicableError } from '../core/source-errors.js';
+import {
+  SlotMissingError,
+  SourceCleanupError,
+  SourceNotReadyError,
+  TableNotReplicableError,
+} from '../core/source-errors.js';
 import { AppError, validationFailed } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
 import { resolveSnapshotOptions } from '../pipelines/snapshot-options.js';
@@ -69,11 +74,11 @@ export class ReplicationRunner {
   /** Checks the source and sink and creates what the pipeline owns; throws what a person must fix. */
   async prepare(pipelineId: string): Promise<void> {
     const resolved = await this.endpoints.resolve(pipelineId);
-    const source = await this.endpoints.openSource(resolved.source);
+    const source = await this.endpoints.openPipelineSource(resolved);
     try {
       await this.prepareWith(source, resolved);
     } catch (error) {
-      throw namedSlotError(error, resolved.row.name);
+      throw named(error, resolved);
     } finally {
       await source.close();
     }
@@ -83,6 +88,7 @@ export class ReplicationRunner {
     const pipelineId = resolved.row.id;
     await source.checkReady();
     const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
+    await source.checkAccess(schemas, pipelineId);
     await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
     await source.publish(pipelineId, schemas);
     // A start of a pipeline whose slot is gone fails at once, saying so, whatever its sink's state.
@@ -114,7 +120,7 @@ export class ReplicationRunner {
     try {
       return await this.replicate(resolved, stats, signal, onPhase, control);
     } catch (error) {
-      throw namedSlotError(error, resolved.row.name);
+      throw named(error, resolved);
     }
   }
 
@@ -127,7 +133,7 @@ export class ReplicationRunner {
   ): Promise<ApplyOutcome> {
     const pipelineId = resolved.row.id;
     const log = this.deps.logger.child({ pipeline: resolved.row.name });
-    const source = await this.endpoints.openSource(resolved.source);
+    const source = await this.endpoints.openPipelineSource(resolved);
     let sink: Sink | undefined;
     // The snapshot of a slot just created, held until the tables are copied in it.
     let slotSnapshot: SourceSnapshot | undefined;
@@ -137,6 +143,7 @@ export class ReplicationRunner {
       // through `prepare` in this process, and the source may have changed since.
       await source.checkReady();
       const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
+      await source.checkAccess(schemas, pipelineId);
       // The sink's connection may have been repointed since.
       await this.refuseOwnSource(source, resolved);
       // Before the publication: a deletion drops what the source holds only when this is set.
@@ -373,7 +380,7 @@ export class ReplicationRunner {
     pipelineId?: string,
   ): Promise<void> {
     const rows = pipelineId ? await pipelineTablesStore.list(this.deps.pool, pipelineId) : [];
-    return checkDefinition(this.endpoints, projectId, definition, rows);
+    return checkDefinition(this.endpoints, projectId, definition, rows, pipelineId);
   }
 
   /**
@@ -384,7 +391,7 @@ export class ReplicationRunner {
     const resolved = await this.endpoints.resolve(pipelineId);
     let source: Source;
     try {
-      source = await this.endpoints.openSource(resolved.source);
+      source = await this.endpoints.openPipelineSource(resolved);
     } catch (error) {
       throw new AppError(
         'SOURCE_UNAVAILABLE',
@@ -427,7 +434,7 @@ export class ReplicationRunner {
     const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
     if (!row) return;
     const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
-    const source = this.endpoints.createSource(resolved);
+    const source = this.endpoints.createSource(resolved, this.endpoints.sourceOptions(row));
     try {
       await source.connect();
       await source.dropOwned(pipelineId);
@@ -536,6 +543,15 @@ export class ReplicationRunner {
   }
 }
 
-/** A lost slot's error names the pipeline in the command that resyncs it; any other error is as it was. */
-const namedSlotError = (error: unknown, pipeline: string) =>
-  error instanceof SlotMissingError && error.pipeline === undefined ? error.forPipeline(pipeline) : error;
+/**
+ * A lost slot's error names the pipeline in the command that resyncs it, a source not ready its
+ * connection; any other error is as it was.
+ */
+function named(error: unknown, resolved: Resolved): unknown {
+  if (error instanceof SlotMissingError && error.pipeline === undefined)
+    return error.forPipeline(resolved.row.name);
+  if (error instanceof SourceNotReadyError && error.connection === undefined) {
+    return error.forConnection(resolved.row.source_connection);
+  }
+  return error;
+}

@@ -1,9 +1,15 @@
 import { Type } from 'typebox';
 import { DEFAULT_SNAPSHOT_OPTIONS, SNAPSHOT_LIMITS } from '../../pipelines/snapshot-options.js';
-import { TABLE_NAME_PATTERN, TABLE_NAME_RULE } from '../../pipelines/table-name.js';
+import { PUBLICATION_NAME_PATTERN, TABLE_NAME_PATTERN, TABLE_NAME_RULE } from '../../pipelines/table-name.js';
 import { sinkTypes } from '../../sinks/registry.js';
 import { ConnectionReference, Name, Timestamp } from './common.js';
 import { sinkPropertiesSchemaName } from './sink-properties.js';
+
+const PUBLICATION_DESCRIPTION =
+  "A publication made at the source by its tables' owner, publishing every table of the pipeline (insert, update, " +
+  'delete, truncate, no row filter or column list): the service streams through it and never alters or drops ' +
+  'it, so the source role needs no CREATE on the database nor ownership of the tables. Left out: the pipeline ' +
+  'creates, alters and at deletion drops its own publication, replicator_<pipeline id>';
 
 const Source = Type.Object(
   {
@@ -13,6 +19,12 @@ const Source = Type.Object(
       maxItems: 1000,
       description: 'Tables to replicate, each "<schema>.<table>"',
     }),
+    publication: Type.Optional(
+      Type.String({
+        pattern: PUBLICATION_NAME_PATTERN,
+        description: PUBLICATION_DESCRIPTION,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -118,7 +130,11 @@ export const Pipeline = Type.Object(
     id: Type.String(),
     project_id: Type.String(),
     name: Type.String(),
-    source: Type.Object({ connection: Type.String(), tables: Type.Array(Type.String()) }),
+    source: Type.Object({
+      connection: Type.String(),
+      tables: Type.Array(Type.String()),
+      publication: Type.Optional(Type.String({ description: 'The publication the user made, when named' })),
+    }),
     sink: Type.Object({ connection: Type.String(), properties: Type.Record(Type.String(), Type.String()) }),
     snapshot: Type.Object({ parallelism: Type.Integer(), partition_rows: Type.Integer() }),
     schema_policy: Type.String({ description: 'review, auto or ignore' }),

@@ -10,6 +10,7 @@ import type {
   Source,
   SourceKind,
   SourceLogger,
+  SourceOptions,
   SourcePositions,
   SourceSnapshot,
 } from '../../core/source.js';
@@ -18,6 +19,7 @@ import { checkSourceReady, databaseIdentity, listTables, readTableSchemas } from
 import { startChangeStream } from './change-stream.js';
 import { goneTables } from './gone-tables.js';
 import type { RelationInfo } from './pgoutput-decoder.js';
+import { checkPrivileges } from './privileges.js';
 import { existingValues, schemaFromRelation } from './relation-schema.js';
 import { SOURCE_SESSION_OPTIONS } from './replication-connection.js';
 import {
@@ -31,14 +33,16 @@ import {
   slotStatus,
 } from './slot.js';
 import { exportSnapshot, slotSnapshot } from './snapshot.js';
+import { verifyPublication } from './user-publication.js';
 
 /**
  * A PostgreSQL database as a source: pgoutput logical replication from a slot and a publication
- * the pipeline owns, snapshots exported with the slot (or from a REPEATABLE READ transaction) and
- * copied with COPY. `connection` is an ordinary connection's settings.
+ * the pipeline owns (or one the user made and names in `options`), snapshots exported with the
+ * slot (or from a REPEATABLE READ transaction) and copied with COPY. `connection` is an ordinary
+ * connection's settings.
  */
-export function createPostgresSource(connection: pg.ClientConfig): Source {
-  return new PostgresSource(connection);
+export function createPostgresSource(connection: pg.ClientConfig, options: SourceOptions = {}): Source {
+  return new PostgresSource(connection, options);
 }
 
 export const postgresSourceKind: SourceKind<pg.ClientConfig> = {
@@ -49,7 +53,10 @@ export const postgresSourceKind: SourceKind<pg.ClientConfig> = {
 class PostgresSource implements Source {
   private client: pg.Client | undefined;
 
-  constructor(private readonly connection: pg.ClientConfig) {}
+  constructor(
+    private readonly connection: pg.ClientConfig,
+    private readonly options: SourceOptions,
+  ) {}
 
   async connect(options: { timeoutMs?: number } = {}): Promise<void> {
     const client = new pg.Client({
@@ -68,6 +75,14 @@ class PostgresSource implements Source {
     return checkSourceReady(this.session());
   }
 
+  async checkAccess(tables: readonly TableRef[], pipelineId?: string): Promise<void> {
+    const own = pipelineId === undefined ? undefined : publicationName(pipelineId);
+    return checkPrivileges(this.session(), tables, {
+      name: this.options.publication ?? own,
+      userNamed: this.options.publication !== undefined,
+    });
+  }
+
   async describeTables(tables: readonly TableRef[]) {
     return readTableSchemas(this.session(), tables);
   }
@@ -81,10 +96,12 @@ class PostgresSource implements Source {
   }
 
   async goneTables(pipelineId: string, tables: readonly TableRef[]) {
-    return goneTables(this.session(), publicationName(pipelineId), tables);
+    return goneTables(this.session(), this.publication(pipelineId), tables);
   }
 
   async publish(pipelineId: string, tables: readonly TableRef[]): Promise<void> {
+    const own = this.options.publication === undefined;
+    if (!own) return verifyPublication(this.session(), this.publication(pipelineId), tables);
     return ensurePublication(this.session(), publicationName(pipelineId), tables);
   }
 
@@ -154,13 +171,14 @@ class PostgresSource implements Source {
     return startChangeStream({
       connection: this.connection,
       slotName: slotName(pipelineId),
-      publicationName: publicationName(pipelineId),
+      publicationName: this.publication(pipelineId),
       startLsn: formatLsn(options.from),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.spoolDir ? { spoolDir: options.spoolDir } : {}),
     });
   }
 
+  // Drops the publication named from the pipeline's id only: one the user named is never the service's.
   async dropOwned(pipelineId: string): Promise<void> {
     return dropSlotAndPublication(this.session(), pipelineId);
   }
@@ -190,6 +208,11 @@ class PostgresSource implements Source {
     const client = this.client;
     this.client = undefined;
     await client?.end().catch(() => undefined);
+  }
+
+  /** The publication the pipeline streams through. */
+  private publication(pipelineId: string): string {
+    return this.options.publication ?? publicationName(pipelineId);
   }
 
   private session(): pg.Client {
