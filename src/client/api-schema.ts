@@ -399,7 +399,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Copy tables of a pipeline again (202). A streaming pipeline does it while its other tables keep streaming; the table is emptied and refilled, its changes meanwhile held and applied after */
+        /** Copy tables of a pipeline again (202). A streaming pipeline does it while its other tables keep streaming; the table is emptied and refilled, its changes meanwhile held and applied after. A failed pipeline is started to copy them: the way back from `SINK_TABLE_CHANGED` */
         post: operations["backfillPipeline"];
         delete?: never;
         options?: never;
@@ -2880,7 +2880,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         name: string;
-                        /** @description The pipeline state; a stopped or paused pipeline copies them when it starts */
+                        /** @description The pipeline state: a failed pipeline is started to copy them (`starting`; the way back from `SINK_TABLE_CHANGED`); a stopped or paused pipeline copies them when it starts */
                         state: string;
                         tables: string[];
                     };

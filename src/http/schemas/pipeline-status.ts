@@ -27,7 +27,9 @@ export const BackfillAccepted = Type.Object({
   name: Type.String(),
   tables: Type.Array(Type.String()),
   state: Type.String({
-    description: 'The pipeline state; a stopped or paused pipeline copies them when it starts',
+    description:
+      'The pipeline state: a failed pipeline is started to copy them (`starting`; the way back from ' +
+      '`SINK_TABLE_CHANGED`); a stopped or paused pipeline copies them when it starts',
   }),
 });
 

@@ -28,6 +28,7 @@ import {
   slotStatus,
 } from './slot.js';
 import { exportSnapshot, slotSnapshot } from './snapshot.js';
+import { tablesWithRows } from './table-rows.js';
 
 /**
  * A PostgreSQL database as a source: pgoutput logical replication from a slot and a publication
@@ -79,6 +80,10 @@ class PostgresSource implements Source {
 
   async goneTables(pipelineId: string, tables: readonly TableRef[]) {
     return goneTables(this.session(), publicationName(pipelineId), tables);
+  }
+
+  async tablesWithRows(tables: readonly TableRef[]): Promise<TableRef[]> {
+    return tablesWithRows(this.session(), tables);
   }
 
   async publish(pipelineId: string, tables: readonly TableRef[]): Promise<void> {
