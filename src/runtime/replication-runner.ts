@@ -25,6 +25,7 @@ import { refuseOwnSourceAsSink } from './own-source-guard.js';
 import { type ConnectionResolver, PipelineEndpoints, type Resolved } from './pipeline-endpoints.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import { SchemaGuard } from './schema-guard.js';
+import { restoreColumnsForCopy } from './sink-column-restore.js';
 import { SinkTableChangedError } from './sink-table-changed.js';
 import { checkCopiedTables } from './sink-table-check.js';
 import { watchSlot } from './slot-monitor.js';
@@ -95,14 +96,7 @@ export class ReplicationRunner {
     const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
     const sink = this.endpoints.createSink(resolved);
     try {
-      // Before the open, which would create a table found gone again, empty.
-      await checkCopiedTables({
-        pipeline: resolved.row.name,
-        sink,
-        source,
-        shapes: shapes.known,
-        rows: tableRows,
-      });
+      await this.checkSinkTables(resolved, sink, source, shapes.known, tableRows);
       await sink.open([...shapes.known.values()]);
     } finally {
       await sink.close();
@@ -164,14 +158,7 @@ export class ReplicationRunner {
       if (!resync) await this.requireKeptSlot(source, resolved.row, tableRows);
       const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
       sink = this.endpoints.createSink(resolved);
-      // Before the open, which would create a table found gone again, empty.
-      await checkCopiedTables({
-        pipeline: resolved.row.name,
-        sink,
-        source,
-        shapes: shapes.known,
-        rows: tableRows,
-      });
+      await this.checkSinkTables(resolved, sink, source, shapes.known, tableRows);
       await sink.open([...shapes.known.values()]);
       const checkpoint = await sink.readCheckpoint();
       // This worker holds the pipeline's lease, so the slot is its own to claim. A slot is created
@@ -352,6 +339,22 @@ export class ReplicationRunner {
       await sink?.close();
       await source.close();
     }
+  }
+
+  /**
+   * Before the sink is opened, which would create a table found gone again, empty: fails the
+   * pipeline for a copied table changed behind its back, and gives a table about to be copied
+   * again the columns dropped from it by hand.
+   */
+  private async checkSinkTables(
+    resolved: Resolved,
+    sink: Sink,
+    source: Source,
+    shapes: ReadonlyMap<string, TableSchema>,
+    rows: readonly PipelineTableRow[],
+  ): Promise<void> {
+    await checkCopiedTables({ pipeline: resolved.row.name, sink, source, shapes, rows });
+    await restoreColumnsForCopy(sink, shapes, rows);
   }
 
   /**
