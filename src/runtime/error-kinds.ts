@@ -1,3 +1,4 @@
+import { SideRefusalError } from '../core/side-refusal.js';
 import { FencedError } from '../core/sink.js';
 import { SlotMissingError, SourceNotReadyError, TableNotReplicableError } from '../core/source-errors.js';
 import { healsByRetrying, sqlstateOf } from '../core/sqlstate.js';
@@ -21,6 +22,7 @@ export function isRetryable(error: unknown): boolean {
     error instanceof FencedError ||
     error instanceof RefusedChangeError ||
     error instanceof SinkTableChangedError ||
+    error instanceof SideRefusalError ||
     error instanceof AppError
   ) {
     return false;

@@ -4,7 +4,12 @@ import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
 import { formatLsn, parseLsn } from '../core/lsn.js';
 import { FencedError, type Sink } from '../core/sink.js';
 import type { Source, SourceSnapshot } from '../core/source.js';
-import { SlotMissingError, SourceCleanupError, TableNotReplicableError } from '../core/source-errors.js';
+import {
+  SlotMissingError,
+  SourceCleanupError,
+  SourceNotReadyError,
+  TableNotReplicableError,
+} from '../core/source-errors.js';
 import { AppError, validationFailed } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
 import { resolveSnapshotOptions } from '../pipelines/snapshot-options.js';
@@ -72,11 +77,12 @@ export class ReplicationRunner {
   /** Checks the source and sink and creates what the pipeline owns; throws what a person must fix. */
   async prepare(pipelineId: string): Promise<void> {
     const resolved = await this.endpoints.resolve(pipelineId);
-    const source = await this.endpoints.openSource(resolved.source);
+    const source = await this.endpoints.openPipelineSource(resolved);
     try {
       await this.prepareWith(source, resolved);
     } catch (error) {
-      throw namedSlotError(error, resolved.row.name);
+      if (error instanceof SinkTableChangedError) await this.noteSinkChanged(resolved, error);
+      throw named(error, resolved);
     } finally {
       await source.close();
     }
@@ -86,6 +92,7 @@ export class ReplicationRunner {
     const pipelineId = resolved.row.id;
     await source.checkReady();
     const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
+    await source.checkAccess(schemas, pipelineId);
     await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
     await source.publish(pipelineId, schemas);
     // A start of a pipeline whose slot is gone fails at once, saying so, whatever its sink's state.
@@ -118,7 +125,8 @@ export class ReplicationRunner {
     try {
       return await this.replicate(resolved, stats, signal, onPhase, control);
     } catch (error) {
-      throw namedSlotError(error, resolved.row.name);
+      if (error instanceof SinkTableChangedError) await this.noteSinkChanged(resolved, error);
+      throw named(error, resolved);
     }
   }
 
@@ -131,7 +139,7 @@ export class ReplicationRunner {
   ): Promise<ApplyOutcome> {
     const pipelineId = resolved.row.id;
     const log = this.deps.logger.child({ pipeline: resolved.row.name });
-    const source = await this.endpoints.openSource(resolved.source);
+    const source = await this.endpoints.openPipelineSource(resolved);
     let sink: Sink | undefined;
     // The snapshot of a slot just created, held until the tables are copied in it.
     let slotSnapshot: SourceSnapshot | undefined;
@@ -141,6 +149,7 @@ export class ReplicationRunner {
       // through `prepare` in this process, and the source may have changed since.
       await source.checkReady();
       const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
+      await source.checkAccess(schemas, pipelineId);
       // The sink's connection may have been repointed since.
       await this.refuseOwnSource(source, resolved);
       // Before the publication: a deletion drops what the source holds only when this is set.
@@ -292,7 +301,10 @@ export class ReplicationRunner {
       try {
         const outcome = await applyStream({
           next: () => stream.next(),
-          ack: (lsn) => stream.ack(lsn),
+          ack: (lsn) => {
+            stats.acknowledged(lsn);
+            stream.ack(lsn);
+          },
           sink,
           limits: this.endpoints.batchLimits(resolved),
           epoch: control.epoch ?? 1,
@@ -327,7 +339,6 @@ export class ReplicationRunner {
         stopWatching();
         stopWatchingTables();
         signal.removeEventListener('abort', onAbort);
-        stats.slot = null;
         stats.clearWarnings();
         stats.sourcePendingSinceMs = undefined;
         control.backfill = undefined;
@@ -335,6 +346,7 @@ export class ReplicationRunner {
         await stream.close();
       }
     } finally {
+      stats.endRun();
       await slotSnapshot?.release();
       await sink?.close();
       await source.close();
@@ -380,6 +392,46 @@ export class ReplicationRunner {
     return error;
   }
 
+  /** The tables' progress shows what is wrong with their sink tables until a backfill copies them again. */
+  private async noteSinkChanged(resolved: Resolved, error: SinkTableChangedError): Promise<void> {
+    const changes = error.changes.map((c) => ({ table: tableKey(c.table), problem: c.problem }));
+    await pipelineTablesStore
+      .markSinkChanged(this.deps.pool, resolved.row.id, changes)
+      .catch((e: unknown) =>
+        this.deps.logger.warn(
+          { err: e, pipeline: resolved.row.name },
+          'could not note the changed sink tables',
+        ),
+      );
+  }
+
+  /**
+   * The source connection of a pipeline as stored now: `key` is equal for pipelines that read the
+   * same source with the same settings (one session serves them all), `open` connects to it.
+   */
+  async sourceOf(pipelineId: string): Promise<{ key: string; open: () => Promise<Source> }> {
+    const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
+    if (!row) throw new AppError('NOT_FOUND', `pipeline ${pipelineId} does not exist`);
+    const connection = await this.endpoints.connection(
+      row.project_id,
+      row.source_connection,
+      'source.connection',
+    );
+    return {
+      key: JSON.stringify([connection.type, connection.settings]),
+      open: async () => {
+        const source = this.endpoints.createSource(connection);
+        try {
+          await source.connect({ timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS });
+        } catch (error) {
+          await source.close();
+          throw error;
+        }
+        return source;
+      },
+    };
+  }
+
   /**
    * Checks a definition against the servers before it is stored or started (see
    * definition-checks); for an existing pipeline (`pipelineId`), its dropped tables are not refused.
@@ -390,7 +442,7 @@ export class ReplicationRunner {
     pipelineId?: string,
   ): Promise<void> {
     const rows = pipelineId ? await pipelineTablesStore.list(this.deps.pool, pipelineId) : [];
-    return checkDefinition(this.endpoints, projectId, definition, rows);
+    return checkDefinition(this.endpoints, projectId, definition, rows, pipelineId);
   }
 
   /**
@@ -401,7 +453,7 @@ export class ReplicationRunner {
     const resolved = await this.endpoints.resolve(pipelineId);
     let source: Source;
     try {
-      source = await this.endpoints.openSource(resolved.source);
+      source = await this.endpoints.openPipelineSource(resolved);
     } catch (error) {
       throw new AppError(
         'SOURCE_UNAVAILABLE',
@@ -444,7 +496,7 @@ export class ReplicationRunner {
     const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
     if (!row) return;
     const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
-    const source = this.endpoints.createSource(resolved);
+    const source = this.endpoints.createSource(resolved, this.endpoints.sourceOptions(row));
     try {
       await source.connect();
       await source.dropOwned(pipelineId);
@@ -553,6 +605,15 @@ export class ReplicationRunner {
   }
 }
 
-/** A lost slot's error names the pipeline in the command that resyncs it; any other error is as it was. */
-const namedSlotError = (error: unknown, pipeline: string) =>
-  error instanceof SlotMissingError && error.pipeline === undefined ? error.forPipeline(pipeline) : error;
+/**
+ * A lost slot's error names the pipeline in the command that resyncs it, a source not ready its
+ * connection; any other error is as it was.
+ */
+function named(error: unknown, resolved: Resolved): unknown {
+  if (error instanceof SlotMissingError && error.pipeline === undefined)
+    return error.forPipeline(resolved.row.name);
+  if (error instanceof SourceNotReadyError && error.connection === undefined) {
+    return error.forConnection(resolved.row.source_connection);
+  }
+  return error;
+}

@@ -41,6 +41,7 @@ describe('a PostgreSQL sink table changed behind the pipeline', { timeout: 240_0
         table: string;
         status: string;
         percent: number;
+        reason: string | null;
       }[]
     ).find((t) => t.table === table);
   const setState = (state: 'start' | 'stop') =>
@@ -104,6 +105,13 @@ describe('a PostgreSQL sink table changed behind the pipeline', { timeout: 240_0
     expect(failed.error).toContain('replicator backfill guard public.dropped');
     expect(failed.error).toContain('POST /v1/pipelines/guard/backfill');
     expect(await sinkHas('public.dropped')).toBe(false);
+    // Its progress says so, never the 100 % of the copy the sink lost.
+    expect(await tableState('public.dropped')).toMatchObject({
+      status: 'sink_changed',
+      percent: 0,
+      reason: 'does not exist any more',
+    });
+    expect((await tableState('public.running'))?.status).toBe('streaming');
 
     await backfillBack('dropped');
   });
