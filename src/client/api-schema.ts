@@ -416,7 +416,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Copy tables of a pipeline again (202). A streaming pipeline does it while its other tables keep streaming; the table is emptied and refilled, its changes meanwhile held and applied after */
+        /** Copy tables of a pipeline again (202). A streaming pipeline does it while its other tables keep streaming; the table is emptied and refilled, its changes meanwhile held and applied after. A failed pipeline is started to copy them: the way back from `SINK_TABLE_CHANGED` */
         post: operations["backfillPipeline"];
         delete?: never;
         options?: never;
@@ -2974,7 +2974,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         name: string;
-                        /** @description The pipeline state; a stopped or paused pipeline copies them when it starts */
+                        /** @description The pipeline state: a failed pipeline is started to copy them (`starting`; the way back from `SINK_TABLE_CHANGED`); a stopped or paused pipeline copies them when it starts */
                         state: string;
                         tables: string[];
                     };
@@ -3117,13 +3117,13 @@ export interface operations {
                             partitions_total: number;
                             /** @description 0 to 100 */
                             percent: number;
-                            /** @description Why a `dropped` table is: e.g. it does not exist at the source any more; null otherwise */
+                            /** @description Why a `dropped` table is (e.g. it does not exist at the source any more), or what is wrong with a `sink_changed` table's sink table; null otherwise */
                             reason: string | null;
                             rows_done: number;
                             /** @description Estimate from the source's statistics until the copy is done */
                             rows_total: number;
-                            /** @description `pending`, `snapshot` (being copied), `backfill` (being copied again), `streaming` (copied) or `dropped` (gone from the source: dropped or renamed there; no longer replicated, the sink keeps its copy) */
-                            status: "pending" | "snapshot" | "backfill" | "streaming" | "dropped";
+                            /** @description `pending`, `snapshot` (being copied), `backfill` (being copied again), `streaming` (copied), `dropped` (gone from the source: dropped or renamed there; no longer replicated, the sink keeps its copy) or `sink_changed` (its sink table was dropped, lost columns or was emptied outside the pipeline, which failed with SINK_TABLE_CHANGED; `reason` says what, and a backfill of the table copies it again) */
+                            status: "pending" | "snapshot" | "backfill" | "streaming" | "dropped" | "sink_changed";
                             table: string;
                         }[];
                     };

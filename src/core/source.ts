@@ -95,6 +95,8 @@ export interface Source {
    * why. A source sends nothing when a table is dropped: this is how the runtime finds out.
    */
   goneTables(pipelineId: string, tables: readonly TableRef[]): Promise<GoneTable[]>;
+  /** The tables of `tables` that hold at least one row now. */
+  tablesWithRows(tables: readonly TableRef[]): Promise<TableRef[]>;
   /**
    * Makes the pipeline's changes feed carry exactly `tables`, creating it if needed; a feed the
    * user made is only checked to carry them (SourceNotReadyError saying what it lacks).

@@ -66,6 +66,12 @@ export const ERROR_CODES = {
    * and in `details.pipelines`): stop them first, or name them in the document. Nothing changed.
    */
   PRUNE_REFUSED: 409,
+  /**
+   * A pipeline's state, never an answer to a request: a sink table whose copy was done was dropped,
+   * lost columns, or was emptied outside the pipeline. The pipeline fails rather than recreate it
+   * empty; the message names each table and the backfill that copies it again.
+   */
+  SINK_TABLE_CHANGED: 409,
   /** The request body exceeds the size limit. */
   PAYLOAD_TOO_LARGE: 413,
   /** The request body is not `application/json`. */

@@ -84,6 +84,9 @@ export class PipelineStatusService {
     const plans = await snapshotPartitionsStore.list(this.pool, row.id);
     const tables = row.source_tables.map((table) => {
       const saved = stored.find((t) => t.table_name === table);
+      // A sink table that no longer holds the copy is shown so, never with its old copy's 100 %.
+      const sinkChanged = saved?.sink_changed ?? null;
+      if (sinkChanged !== null) return sinkChangedProgress(table, sinkChanged);
       const status = saved?.status ?? 'pending';
       const copying = status === 'snapshot' || status === 'backfill';
       const live = copying ? stats?.tables.get(table) : undefined;
@@ -150,3 +153,18 @@ function decodeCursor(cursor: string): { startedAt: string; id: string } {
   }
   return { startedAt, id };
 }
+
+/** A table whose sink table changed behind the pipeline: nothing of its copy counts until it is copied again. */
+const sinkChangedProgress = (table: string, problem: string) => ({
+  table,
+  status: 'sink_changed' as const,
+  partitions_total: 0,
+  partitions_done: 0,
+  rows_total: 0,
+  rows_done: 0,
+  percent: 0,
+  eta_seconds: null,
+  reason: problem,
+  dropped_at: null,
+  partitions: [],
+});

@@ -119,7 +119,8 @@ export class PipelineRequests {
 
   /**
    * Copies tables of a pipeline again. A streaming pipeline does it at once while its other tables
-   * keep streaming; any other copies them at its next start, before streaming.
+   * keep streaming; a failed one is started to do it; a stopped or paused one copies them at its
+   * next start, before streaming.
    */
   async requestBackfill(ctx: RequestContext, name: string, tables: readonly string[]) {
     const row = await requirePipeline(this.pool, ctx, name);
@@ -144,6 +145,12 @@ export class PipelineRequests {
     if (dropped.length > 0) await this.runner.checkTablesBack(row.id, dropped);
     await pipelineTablesStore.markBackfill(this.pool, row.id, tables);
     await this.handles.get(row.id)?.control.backfill?.(tables);
+    // A failed pipeline (a sink table changed behind its back, most of all) starts to copy them:
+    // the backfill is the whole way back, not a first step before a start.
+    if ((this.handles.get(row.id)?.state ?? row.state) === 'failed') {
+      const state = await this.requestAction(ctx, name, 'start');
+      return { name: row.name, tables: [...tables], state };
+    }
     return { name: row.name, tables: [...tables], state: this.handles.get(row.id)?.state ?? row.state };
   }
 

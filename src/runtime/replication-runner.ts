@@ -2,7 +2,7 @@ import type { DatabasePool } from 'slonik';
 import type { Phase } from '../../machines/pipeline.js';
 import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
 import { formatLsn, parseLsn } from '../core/lsn.js';
-import type { Sink } from '../core/sink.js';
+import { FencedError, type Sink } from '../core/sink.js';
 import type { Source, SourceSnapshot } from '../core/source.js';
 import {
   SlotMissingError,
@@ -25,11 +25,14 @@ import {
   PREFLIGHT_CONNECT_TIMEOUT_MS,
 } from './definition-checks.js';
 import { DroppedTables, describeKeptTables, MISSING_REASON } from './dropped-tables.js';
-import { messageOf } from './error-kinds.js';
+import { isUnreachable, messageOf } from './error-kinds.js';
 import { refuseOwnSourceAsSink } from './own-source-guard.js';
 import { type ConnectionResolver, PipelineEndpoints, type Resolved } from './pipeline-endpoints.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import { SchemaGuard } from './schema-guard.js';
+import { restoreColumnsForCopy } from './sink-column-restore.js';
+import { SinkTableChangedError } from './sink-table-changed.js';
+import { checkCopiedTables } from './sink-table-check.js';
 import { watchSlot } from './slot-monitor.js';
 import { CopyGate } from './snapshot/copy-gate.js';
 import { snapshotTables } from './snapshot/snapshot-tables.js';
@@ -78,6 +81,7 @@ export class ReplicationRunner {
     try {
       await this.prepareWith(source, resolved);
     } catch (error) {
+      if (error instanceof SinkTableChangedError) await this.noteSinkChanged(resolved, error);
       throw named(error, resolved);
     } finally {
       await source.close();
@@ -99,6 +103,7 @@ export class ReplicationRunner {
     const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
     const sink = this.endpoints.createSink(resolved);
     try {
+      await this.checkSinkTables(resolved, sink, source, shapes.known, tableRows);
       await sink.open([...shapes.known.values()]);
     } finally {
       await sink.close();
@@ -120,6 +125,7 @@ export class ReplicationRunner {
     try {
       return await this.replicate(resolved, stats, signal, onPhase, control);
     } catch (error) {
+      if (error instanceof SinkTableChangedError) await this.noteSinkChanged(resolved, error);
       throw named(error, resolved);
     }
   }
@@ -161,6 +167,7 @@ export class ReplicationRunner {
       if (!resync) await this.requireKeptSlot(source, resolved.row, tableRows);
       const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
       sink = this.endpoints.createSink(resolved);
+      await this.checkSinkTables(resolved, sink, source, shapes.known, tableRows);
       await sink.open([...shapes.known.values()]);
       const checkpoint = await sink.readCheckpoint();
       // This worker holds the pipeline's lease, so the slot is its own to claim. A slot is created
@@ -325,6 +332,9 @@ export class ReplicationRunner {
         });
         if (slotLost) throw slotLost;
         return outcome;
+      } catch (error) {
+        // A batch the sink refused or failed may be a table changed behind the pipeline's back.
+        throw await this.sinkTableChangedOr(error, resolved, sink, source, shapes.known);
       } finally {
         stopWatching();
         stopWatchingTables();
@@ -341,6 +351,58 @@ export class ReplicationRunner {
       await sink?.close();
       await source.close();
     }
+  }
+
+  /**
+   * Before the sink is opened, which would create a table found gone again, empty: fails the
+   * pipeline for a copied table changed behind its back, and gives a table about to be copied
+   * again the columns dropped from it by hand.
+   */
+  private async checkSinkTables(
+    resolved: Resolved,
+    sink: Sink,
+    source: Source,
+    shapes: ReadonlyMap<string, TableSchema>,
+    rows: readonly PipelineTableRow[],
+  ): Promise<void> {
+    await checkCopiedTables({ pipeline: resolved.row.name, sink, source, shapes, rows });
+    await restoreColumnsForCopy(sink, shapes, rows);
+  }
+
+  /**
+   * The SinkTableChangedError a failure of the stream comes from, when a sink table whose copy is
+   * done changed; else the failure itself (also when the sink cannot be looked at now).
+   */
+  private async sinkTableChangedOr(
+    error: unknown,
+    resolved: Resolved,
+    sink: Sink,
+    source: Source,
+    shapes: ReadonlyMap<string, TableSchema>,
+  ): Promise<unknown> {
+    // A server out of reach is retried, and the retry's start looks at the tables anyway.
+    if (error instanceof FencedError || error instanceof SlotMissingError || isUnreachable(error))
+      return error;
+    try {
+      const rows = await pipelineTablesStore.list(this.deps.pool, resolved.row.id);
+      await checkCopiedTables({ pipeline: resolved.row.name, sink, source, shapes, rows });
+    } catch (found) {
+      if (found instanceof SinkTableChangedError) return found;
+    }
+    return error;
+  }
+
+  /** The tables' progress shows what is wrong with their sink tables until a backfill copies them again. */
+  private async noteSinkChanged(resolved: Resolved, error: SinkTableChangedError): Promise<void> {
+    const changes = error.changes.map((c) => ({ table: tableKey(c.table), problem: c.problem }));
+    await pipelineTablesStore
+      .markSinkChanged(this.deps.pool, resolved.row.id, changes)
+      .catch((e: unknown) =>
+        this.deps.logger.warn(
+          { err: e, pipeline: resolved.row.name },
+          'could not note the changed sink tables',
+        ),
+      );
   }
 
   /**

@@ -48,7 +48,8 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
         tags,
         summary:
           'Copy tables of a pipeline again (202). A streaming pipeline does it while its other tables keep ' +
-          'streaming; the table is emptied and refilled, its changes meanwhile held and applied after',
+          'streaming; the table is emptied and refilled, its changes meanwhile held and applied after. A failed ' +
+          'pipeline is started to copy them: the way back from `SINK_TABLE_CHANGED`',
         params: NameParams,
         body: BackfillBody,
         response: { 202: BackfillAccepted, ...errorResponses(400, 404, 409, 415, 422) },

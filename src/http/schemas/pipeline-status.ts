@@ -28,7 +28,9 @@ export const BackfillAccepted = Type.Object({
   name: Type.String(),
   tables: Type.Array(Type.String()),
   state: Type.String({
-    description: 'The pipeline state; a stopped or paused pipeline copies them when it starts',
+    description:
+      'The pipeline state: a failed pipeline is started to copy them (`starting`; the way back from ' +
+      '`SINK_TABLE_CHANGED`); a stopped or paused pipeline copies them when it starts',
   }),
 });
 
@@ -67,11 +69,14 @@ export const SnapshotProgress = Type.Object({
           Type.Literal('backfill'),
           Type.Literal('streaming'),
           Type.Literal('dropped'),
+          Type.Literal('sink_changed'),
         ],
         {
           description:
-            '`pending`, `snapshot` (being copied), `backfill` (being copied again), `streaming` (copied) or ' +
-            '`dropped` (gone from the source: dropped or renamed there; no longer replicated, the sink keeps its copy)',
+            '`pending`, `snapshot` (being copied), `backfill` (being copied again), `streaming` (copied), ' +
+            '`dropped` (gone from the source: dropped or renamed there; no longer replicated, the sink keeps its copy) or ' +
+            '`sink_changed` (its sink table was dropped, lost columns or was emptied outside the pipeline, which ' +
+            'failed with SINK_TABLE_CHANGED; `reason` says what, and a backfill of the table copies it again)',
         },
       ),
       partitions_total: Type.Integer(),
@@ -86,7 +91,8 @@ export const SnapshotProgress = Type.Object({
       }),
       reason: Type.Union([Type.String(), Type.Null()], {
         description:
-          'Why a `dropped` table is: e.g. it does not exist at the source any more; null otherwise',
+          'Why a `dropped` table is (e.g. it does not exist at the source any more), or what is wrong with a ' +
+          "`sink_changed` table's sink table; null otherwise",
       }),
       dropped_at: Type.Union([Timestamp, Type.Null()], {
         description: 'When the table was found gone from the source; null unless `dropped`',

@@ -33,6 +33,7 @@ import {
   slotStatus,
 } from './slot.js';
 import { exportSnapshot, slotSnapshot } from './snapshot.js';
+import { tablesWithRows } from './table-rows.js';
 import { verifyPublication } from './user-publication.js';
 
 /**
@@ -97,6 +98,10 @@ class PostgresSource implements Source {
 
   async goneTables(pipelineId: string, tables: readonly TableRef[]) {
     return goneTables(this.session(), this.publication(pipelineId), tables);
+  }
+
+  async tablesWithRows(tables: readonly TableRef[]): Promise<TableRef[]> {
+    return tablesWithRows(this.session(), tables);
   }
 
   async publish(pipelineId: string, tables: readonly TableRef[]): Promise<void> {
