@@ -68,7 +68,7 @@ const columnsOf: Record<string, string[]> = {
 /** The row index (from 0) of an edges id: snapshot 1.., stream 101... */
 const rowIndex = (id: number) => (id > STREAMED ? id - STREAMED : id) - 1;
 
-/** Expects `actual` to hold `expected`'s rows, each column mapped by `expect`, naming what differs. */
+/** Expects `actual` to hold the source's rows, each value as `expectOf` maps it, naming what differs. */
 function compare(
   sink: string,
   table: string,
@@ -95,7 +95,6 @@ function compare(
 function envelopeValue(column: string, text: string, id: number): Read {
   switch (column) {
     case 'i2':
-      return Number(text);
     case 'f4':
     case 'f8':
       return Number(text);
