@@ -250,12 +250,17 @@ describe('edge values through every sink, snapshot and stream, value by value', 
   }, 120_000);
 
   afterAll(async () => {
+    // The Redis sink's own keys are named by the pipeline's id.
+    const redisPipeline = await service?.request('GET', '/v1/pipelines/to-redis').catch(() => undefined);
     for (const name of Object.keys(pipelines))
       await service?.request('PUT', `/v1/pipelines/${name}/state`, { state: 'stop' });
     await service?.stop();
     await my?.query(`DROP DATABASE IF EXISTS \`${mysqlDb}\``);
     await my?.end();
-    const keys = await redis?.keys(`fidelity:${tag}:*`);
+    const keys = [
+      ...((await redis?.keys(`fidelity:${tag}:*`)) ?? []),
+      ...(redisPipeline?.body?.id ? await redis.keys(`replicator:${redisPipeline.body.id}:*`) : []),
+    ];
     if (keys?.length) await redis.del(...keys);
     await redis?.quit();
     await jsm?.streams.delete(natsStream).catch(() => undefined);
