@@ -17,6 +17,7 @@ import { createLogger } from '../src/log/logger.js';
 import { createServiceMetrics } from '../src/metrics/metrics-registry.js';
 import { PipelineStatusService } from '../src/pipelines/pipeline-status-service.js';
 import { PipelinesService } from '../src/pipelines/pipelines-service.js';
+import { OrphanedSlots } from '../src/runtime/orphaned-slots.js';
 import { PipelineEndpoints } from '../src/runtime/pipeline-endpoints.js';
 import { ReplicationRunner } from '../src/runtime/replication-runner.js';
 import { SchemaDecisions } from '../src/runtime/schema-decisions.js';
@@ -83,6 +84,11 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     services: {
       connections,
       sourceTables: new SourceTables(new PipelineEndpoints({ pool, resolveConnection }), resolveConnection),
+      orphanedSlots: new OrphanedSlots(
+        pool,
+        new PipelineEndpoints({ pool, resolveConnection }),
+        resolveConnection,
+      ),
       pipelines,
       apply: new ApplyService(connections, pipelines),
       status: new PipelineStatusService(pool, supervisor),

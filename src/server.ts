@@ -26,6 +26,7 @@ import type { Logger } from './log/logger.js';
 import { createServiceMetrics } from './metrics/metrics-registry.js';
 import { PipelineStatusService } from './pipelines/pipeline-status-service.js';
 import { PipelinesService } from './pipelines/pipelines-service.js';
+import { OrphanedSlots } from './runtime/orphaned-slots.js';
 import { PipelineEndpoints } from './runtime/pipeline-endpoints.js';
 import { installProcessGuard } from './runtime/process-guard.js';
 import { ReplicationRunner } from './runtime/replication-runner.js';
@@ -167,6 +168,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       services: {
         connections,
         sourceTables: new SourceTables(new PipelineEndpoints({ pool, resolveConnection }), resolveConnection),
+        orphanedSlots: new OrphanedSlots(
+          pool,
+          new PipelineEndpoints({ pool, resolveConnection }),
+          resolveConnection,
+        ),
         pipelines,
         apply,
         status: new PipelineStatusService(pool, supervisor),

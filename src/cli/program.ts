@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { VERSION } from '../version.js';
 import { registerApply } from './commands/apply.js';
+import { registerBackfill } from './commands/backfill.js';
 import { registerExport } from './commands/export.js';
 import { registerGet } from './commands/get.js';
 import { registerLifecycle } from './commands/lifecycle.js';
@@ -59,6 +60,7 @@ export function buildProgram(io: CliIo): Command {
   registerStatus(program, io);
   registerLifecycle(program, io);
   registerResync(program, io);
+  registerBackfill(program, io);
   return program;
 }
 

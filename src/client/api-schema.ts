@@ -281,6 +281,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/connections/{name}/orphaned-slots/{slot}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Drop a replication slot a forced pipeline delete left on the connection's source, and forget it (also when it is gone already); 409 SLOT_NOT_DROPPED when the source cannot be reached */
+        delete: operations["dropOrphanedSlot"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/connections/{name}/tables": {
         parameters: {
             query?: never;
@@ -383,7 +400,7 @@ export interface paths {
         /** Replace the definition of a pipeline; a running pipeline reloads it without a restart */
         put: operations["replacePipeline"];
         post?: never;
-        /** Stop and delete a pipeline, dropping its replication slot and publication on the source; 502 SOURCE_UNAVAILABLE keeps it when the slot cannot be dropped, unless force=true */
+        /** Stop and delete a pipeline, dropping its replication slot and publication on the source; 409 SLOT_NOT_DROPPED keeps it when the slot cannot be dropped, unless force=true */
         delete: operations["deletePipeline"];
         options?: never;
         head?: never;
@@ -399,7 +416,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Copy tables of a pipeline again (202). A streaming pipeline does it while its other tables keep streaming; the table is emptied and refilled, its changes meanwhile held and applied after */
+        /** Copy tables of a pipeline again (202). A streaming pipeline does it while its other tables keep streaming; the table is emptied and refilled, its changes meanwhile held and applied after. A failed pipeline is started to copy them: the way back from `SINK_TABLE_CHANGED` */
         post: operations["backfillPipeline"];
         delete?: never;
         options?: never;
@@ -552,7 +569,7 @@ export interface paths {
         };
         /**
          * List projects
-         * @description Every project of the organization, by name, with its workspace’s id and name; ?workspace=<name> lists only that workspace’s (an unknown workspace: 422).
+         * @description Every project of the organization, by name, with its workspace’s id and name; ?workspace=<name> lists only that workspace’s (an unknown workspace: 400).
          */
         get: operations["listProjects"];
         put?: never;
@@ -864,6 +881,19 @@ export interface components {
             dsn: string;
             id: string;
             name: string;
+            /** @description Replication slots that forced pipeline deletes could not drop on this source: each holds its WAL until dropped (DELETE /v1/connections/{name}/orphaned-slots/{slot}, or by hand) */
+            orphaned_slots: {
+                /** @description The statement that drops it by hand on the source */
+                drop_statement: string;
+                /** @description The deleted pipeline that owned it */
+                pipeline: string;
+                /** @description Why it could not be dropped */
+                reason: string;
+                /** @description ISO 8601 UTC timestamp */
+                since: string;
+                /** @description The replication slot left on this source */
+                slot: string;
+            }[];
             project_id: string;
             /** @description Which TLS material is set, each shown as **** */
             tls: {
@@ -955,7 +985,12 @@ export interface components {
             last_checkpoint_at: string | (never | null);
             name: string;
             project_id: string;
+            /** @description Source WAL written after the position the sink holds durably (the source's WAL end minus the pipeline's acknowledged position), in bytes; null when not measured (stopped, source not read yet) */
+            replication_lag_bytes: number | null;
+            /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See the README, Lag */
             replication_lag_ms: number;
+            /** @description WAL the source keeps for the pipeline's slot (its WAL end minus the slot's restart position), in bytes; null when not measured */
+            retained_wal_bytes: number | null;
             /** @description review, auto or ignore */
             schema_policy: string;
             sink: {
@@ -970,6 +1005,8 @@ export interface components {
             };
             source: {
                 connection: string;
+                /** @description The publication the user made, when named */
+                publication?: string;
                 tables: string[];
             };
             /** @description stopped, starting, running, stopping, paused, pending_schema_approval */
@@ -984,6 +1021,7 @@ export interface components {
             /** @description Time of the last durable checkpoint; null before the first */
             last_checkpoint_at: string | (never | null);
             name: string;
+            /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See the README, Lag */
             replication_lag_ms: number;
             state: string;
         };
@@ -1414,9 +1452,9 @@ export interface operations {
                 action?: string;
                 /** @description a user id */
                 actor_id?: string;
-                /** @description next_cursor of the previous page */
+                /** @description the next_cursor of a previous page */
                 cursor?: string;
-                /** @description events per page, 1 to 500 (default 100) */
+                /** @description a whole number of events per page, 1 to 500 (default 100) */
                 limit?: string;
                 outcome?: "success" | "denied" | "failure";
                 project_id?: string;
@@ -2306,6 +2344,47 @@ export interface operations {
             };
         };
     };
+    dropOrphanedSlot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+                /** @description The orphaned replication slot, as orphaned_slots lists it */
+                slot: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     listConnectionTables: {
         parameters: {
             query?: never;
@@ -2636,6 +2715,8 @@ export interface operations {
                     source: {
                         /** @description the name of an existing connection, without control characters */
                         connection: string;
+                        /** @description A publication made at the source by its tables' owner, publishing every table of the pipeline (insert, update, delete, truncate, no row filter or column list): the service streams through it and never alters or drops it, so the source role needs no CREATE on the database nor ownership of the tables. Left out: the pipeline creates, alters and at deletion drops its own publication, replicator_<pipeline id> */
+                        publication?: string;
                         /** @description Tables to replicate, each "<schema>.<table>" */
                         tables: string[];
                     };
@@ -2757,6 +2838,8 @@ export interface operations {
                     source: {
                         /** @description the name of an existing connection, without control characters */
                         connection: string;
+                        /** @description A publication made at the source by its tables' owner, publishing every table of the pipeline (insert, update, delete, truncate, no row filter or column list): the service streams through it and never alters or drops it, so the source role needs no CREATE on the database nor ownership of the tables. Left out: the pipeline creates, alters and at deletion drops its own publication, replicator_<pipeline id> */
+                        publication?: string;
                         /** @description Tables to replicate, each "<schema>.<table>" */
                         tables: string[];
                     };
@@ -2814,7 +2897,7 @@ export interface operations {
     deletePipeline: {
         parameters: {
             query?: {
-                /** @description true deletes even when pipelines use the connection */
+                /** @description true deletes even when the replication slot cannot be dropped on the source; the answer names it */
                 force?: "true" | "false";
             };
             header?: never;
@@ -2826,12 +2909,23 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Only on a forced delete that could not drop the slot: the replication slot left on the source (listed in the source connection's orphaned_slots until it is dropped) */
+                    "x-orphaned-slot"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
             };
             /** @description Error */
             404: {
@@ -2843,7 +2937,7 @@ export interface operations {
                 };
             };
             /** @description Error */
-            502: {
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2880,7 +2974,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         name: string;
-                        /** @description The pipeline state; a stopped or paused pipeline copies them when it starts */
+                        /** @description The pipeline state: a failed pipeline is started to copy them (`starting`; the way back from `SINK_TABLE_CHANGED`); a stopped or paused pipeline copies them when it starts */
                         state: string;
                         tables: string[];
                     };
@@ -2959,8 +3053,12 @@ export interface operations {
                         /** @description ISO 8601 UTC timestamp */
                         last_checkpoint_at: string | null;
                         name: string;
-                        /** @description Now minus the commit time of the oldest received change not yet durable in the sink; 0 when caught up */
+                        /** @description Source WAL written after the position the sink holds durably (the source's WAL end minus the pipeline's acknowledged position), in bytes; null when not measured (stopped, source not read yet) */
+                        replication_lag_bytes: number | null;
+                        /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See the README, Lag */
                         replication_lag_seconds: number;
+                        /** @description WAL the source keeps for the pipeline's slot (its WAL end minus the slot's restart position), in bytes; null when not measured */
+                        retained_wal_bytes: number | null;
                         /** @description Failed sink writes, over the life of the pipeline */
                         sink_errors_total: number;
                         state: string;
@@ -3019,13 +3117,13 @@ export interface operations {
                             partitions_total: number;
                             /** @description 0 to 100 */
                             percent: number;
-                            /** @description Why a `dropped` table is: e.g. it does not exist at the source any more; null otherwise */
+                            /** @description Why a `dropped` table is (e.g. it does not exist at the source any more), or what is wrong with a `sink_changed` table's sink table; null otherwise */
                             reason: string | null;
                             rows_done: number;
                             /** @description Estimate from the source's statistics until the copy is done */
                             rows_total: number;
-                            /** @description `pending`, `snapshot` (being copied), `backfill` (being copied again), `streaming` (copied) or `dropped` (gone from the source: dropped or renamed there; no longer replicated, the sink keeps its copy) */
-                            status: "pending" | "snapshot" | "backfill" | "streaming" | "dropped";
+                            /** @description `pending`, `snapshot` (being copied), `backfill` (being copied again), `streaming` (copied), `dropped` (gone from the source: dropped or renamed there; no longer replicated, the sink keeps its copy) or `sink_changed` (its sink table was dropped, lost columns or was emptied outside the pipeline, which failed with SINK_TABLE_CHANGED; `reason` says what, and a backfill of the table copies it again) */
+                            status: "pending" | "snapshot" | "backfill" | "streaming" | "dropped" | "sink_changed";
                             table: string;
                         }[];
                     };
@@ -3094,7 +3192,7 @@ export interface operations {
             query?: {
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                /** @description Runs per page, 1 to 100 (default 20) */
+                /** @description a whole number of runs per page, 1 to 100 (default 20) */
                 limit?: string;
             };
             header?: never;
@@ -3498,15 +3596,6 @@ export interface operations {
             };
             /** @description Error */
             400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Error */
-            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,4 +1,5 @@
 import type { ConnectionRow } from '../store/connections-store.js';
+import type { OrphanedSlotRow } from '../store/orphaned-slots-store.js';
 import { maskDsn, PASSWORD_MASK } from './dsn.js';
 import type { TlsField } from './tls-material.js';
 
@@ -13,9 +14,30 @@ export interface ConnectionView {
   tls: Partial<Record<TlsField, typeof PASSWORD_MASK>>;
   created_at: string;
   updated_at: string;
+  /** Replication slots forced pipeline deletes left on this source, until they are dropped. */
+  orphaned_slots: OrphanedSlotView[];
 }
 
-export const toConnectionView = (row: ConnectionRow): ConnectionView => ({
+export interface OrphanedSlotView {
+  slot: string;
+  pipeline: string;
+  reason: string;
+  drop_statement: string;
+  since: string;
+}
+
+const toOrphanedSlotView = (row: OrphanedSlotRow): OrphanedSlotView => ({
+  slot: row.slot_name,
+  pipeline: row.pipeline_name,
+  reason: row.reason,
+  drop_statement: row.drop_statement,
+  since: row.created_at,
+});
+
+export const toConnectionView = (
+  row: ConnectionRow,
+  orphans: readonly OrphanedSlotRow[],
+): ConnectionView => ({
   id: row.id,
   project_id: row.project_id,
   name: row.name,
@@ -29,4 +51,5 @@ export const toConnectionView = (row: ConnectionRow): ConnectionView => ({
   ),
   created_at: row.created_at,
   updated_at: row.updated_at,
+  orphaned_slots: orphans.filter((o) => o.connection_name === row.name).map(toOrphanedSlotView),
 });

@@ -1,9 +1,10 @@
-import { type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
+import { type CommonQueryMethods, type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
 import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
 import { sameValue } from '../same-value.js';
 import type { SecretBox } from '../secrets/secret-box.js';
-import { connectionsStore } from '../store/connections-store.js';
+import { type ConnectionRow, connectionsStore } from '../store/connections-store.js';
+import { orphanedSlotsStore } from '../store/orphaned-slots-store.js';
 import { pipelinesStore } from '../store/pipelines-store.js';
 import {
   type ConnectionSecrets,
@@ -18,7 +19,7 @@ import {
   connectionTypeNames,
   findConnectionType,
 } from './connection-types.js';
-import { toConnectionView } from './connection-view.js';
+import { type ConnectionView, toConnectionView } from './connection-view.js';
 import { PASSWORD_MASK } from './dsn.js';
 import type { LocalAccessPolicy } from './local-access.js';
 import { checkTlsMaterial, type TlsMaterial } from './tls-material.js';
@@ -56,13 +57,23 @@ export class ConnectionsService {
   ) {}
 
   async list(ctx: RequestContext) {
-    return (await connectionsStore.list(this.pool, ctx.projectId)).map(toConnectionView);
+    return this.views(this.pool, ctx, await connectionsStore.list(this.pool, ctx.projectId));
   }
 
   async get(ctx: RequestContext, name: string) {
     const row = await connectionsStore.find(this.pool, ctx.projectId, name);
     if (!row) throw notFound('connection', name);
-    return toConnectionView(row);
+    return (await this.views(this.pool, ctx, [row]))[0] as ConnectionView;
+  }
+
+  /** Connections as the API shows them, each with the orphaned slots recorded under its name. */
+  private async views(db: CommonQueryMethods, ctx: RequestContext, rows: readonly ConnectionRow[]) {
+    const orphans = await orphanedSlotsStore.listFor(
+      db,
+      ctx.projectId,
+      rows.map((r) => r.name),
+    );
+    return rows.map((row) => toConnectionView(row, orphans));
   }
 
   async create(ctx: RequestContext, name: string, input: ConnectionInput) {
@@ -75,7 +86,7 @@ export class ConnectionsService {
         dsn: dsn.publicDsn,
         ...sealSecrets(secrets, this.secrets),
       });
-      return toConnectionView(row);
+      return (await this.views(this.pool, ctx, [row]))[0] as ConnectionView;
     } catch (error) {
       if (error instanceof UniqueIntegrityConstraintViolationError) {
         throw new AppError('ALREADY_EXISTS', `connection '${name}' already exists`);
@@ -111,7 +122,7 @@ export class ConnectionsService {
         ...sealSecrets(secrets, this.secrets),
       });
       if (!row) throw notFound('connection', name);
-      return toConnectionView(row);
+      return (await this.views(tx, ctx, [row]))[0] as ConnectionView;
     });
     const users = await pipelinesStore.usingConnection(this.pool, ctx.projectId, name);
     if (users.length > 0)

@@ -123,11 +123,31 @@ export interface SnapshotPartition {
   partitionId: string;
 }
 
+/** What a SQL sink finds of the target of a table it copied, to tell whether it changed behind its back. */
+export interface TargetState {
+  /** The source table. */
+  table: TableRef;
+  /** Its target in the sink. */
+  target: TableRef;
+  /** Whether the target table exists. */
+  exists: boolean;
+  /** The columns of the table's shape the target no longer has (none when it does not exist). */
+  missingColumns: string[];
+  /** Whether it holds no row at all (false when it does not exist). */
+  empty: boolean;
+}
+
 /**
  * The contract every sink implements. Positional and small: open, write, checkpoint, close. A
  * transactional sink makes each call atomic; a broker may be at-least-once and say so.
  */
 export interface Sink {
+  /**
+   * What the sink's tables of `tables` (with the shapes they were written with) look like now,
+   * read without creating or changing anything, before `open`. Only sinks that write tables
+   * implement it: a message sink cannot look at what its consumers did with the messages.
+   */
+  inspectTargets?(tables: readonly TableSchema[]): Promise<TargetState[]>;
   /** Connects and prepares: its bookkeeping (checkpoint, partition markers) and the target tables of `tables`. */
   open(tables: TableSchema[]): Promise<void>;
   /** The last durable checkpoint of this pipeline, or null when nothing was ever applied. */

@@ -1,3 +1,5 @@
+import type { OwnedObjects } from './source.js';
+
 /**
  * Errors of a source that the runtime tells apart: they decide whether a failed pipeline is
  * retried and which field of a definition a refusal names. Each message says what is wrong and
@@ -5,15 +7,44 @@
  * configured the pipeline.
  */
 
-/** The source server is not configured for logical replication, or our role may not use it. */
+/**
+ * The source server is not configured for logical replication, or our role may not use it or
+ * lacks a privilege the pipeline needs (or the publication it was given does not serve it).
+ */
 export class SourceNotReadyError extends Error {
   /** One sentence per problem found, each with its remedy. */
   readonly problems: string[];
 
-  constructor(problems: string[]) {
-    super(`the source PostgreSQL is not ready for logical replication:\n- ${problems.join('\n- ')}`);
+  constructor(
+    problems: string[],
+    /** What is wrong, after the subject: e.g. `is not ready for logical replication`. */
+    readonly heading = 'is not ready for logical replication',
+    /** A way out that covers several problems at once; printed after them. */
+    readonly footer?: string,
+    /** The source connection's name, when the caller knows it. */
+    readonly connection?: string,
+  ) {
+    const subject = connection === undefined ? 'the source PostgreSQL' : `source connection '${connection}'`;
+    super(`${subject} ${heading}:\n- ${problems.join('\n- ')}${footer ? `\n${footer}` : ''}`);
     this.name = 'SourceNotReadyError';
     this.problems = problems;
+  }
+
+  /** The same error, its message naming the source connection `name`. */
+  forConnection(name: string): SourceNotReadyError {
+    return new SourceNotReadyError(this.problems, this.heading, this.footer, name);
+  }
+}
+
+/** The changes feed the user made and named (a publication) does not carry everything the pipeline needs. */
+export class PublicationUnfitError extends SourceNotReadyError {
+  constructor(problems: string[], heading: string, footer?: string, connection?: string) {
+    super(problems, heading, footer, connection);
+    this.name = 'PublicationUnfitError';
+  }
+
+  override forConnection(name: string): PublicationUnfitError {
+    return new PublicationUnfitError(this.problems, this.heading, this.footer, name);
   }
 }
 
@@ -80,7 +111,7 @@ export class SourceConnectionError extends Error {
 /** What a pipeline owns at its source could not be dropped; `owned` says how to drop it by hand. */
 export class SourceCleanupError extends Error {
   constructor(
-    readonly owned: { what: string; dropByHand: string },
+    readonly owned: OwnedObjects,
     detail: string,
     options?: ErrorOptions,
   ) {

@@ -25,7 +25,17 @@ export interface SourceKind<Connection = unknown> {
   /** The connection type it reads from. */
   type: string;
   /** A new, unconnected source reading the database `connection` points at. */
-  create(connection: Connection): Source;
+  create(connection: Connection, options?: SourceOptions): Source;
+}
+
+/** How a pipeline's definition shapes its source. */
+export interface SourceOptions {
+  /**
+   * The changes feed the user made at the source (for PostgreSQL, a publication) and names in the
+   * definition: the source reads it and checks it carries the tables, and never alters or drops it.
+   * Unset: the source creates and owns one named from the pipeline's id.
+   */
+  publication?: string;
 }
 
 /**
@@ -34,6 +44,8 @@ export interface SourceKind<Connection = unknown> {
  */
 /** What a pipeline leaves at its source until it is deleted, named for a person. */
 export interface OwnedObjects {
+  /** The replication slot's name, which holds the source's WAL until it is dropped. */
+  slot: string;
   /** E.g. `replication slot 'replicator_…'`. */
   what: string;
   /** The statement that drops it by hand. */
@@ -59,6 +71,12 @@ export interface Source {
    */
   checkReady(): Promise<void>;
   /**
+   * Checks that the connected role holds every privilege a pipeline over `tables` needs (reading
+   * them, and making or reading its changes feed); `pipelineId` when the pipeline exists.
+   * @throws SourceNotReadyError naming each missing privilege and the statement that grants it.
+   */
+  checkAccess(tables: readonly TableRef[], pipelineId?: string): Promise<void>;
+  /**
    * The schema of each table, in the order given.
    * @throws TableNotReplicableError naming every table that cannot be replicated and why.
    */
@@ -77,7 +95,12 @@ export interface Source {
    * why. A source sends nothing when a table is dropped: this is how the runtime finds out.
    */
   goneTables(pipelineId: string, tables: readonly TableRef[]): Promise<GoneTable[]>;
-  /** Makes the pipeline's changes feed carry exactly `tables`, creating it if needed. */
+  /** The tables of `tables` that hold at least one row now. */
+  tablesWithRows(tables: readonly TableRef[]): Promise<TableRef[]>;
+  /**
+   * Makes the pipeline's changes feed carry exactly `tables`, creating it if needed; a feed the
+   * user made is only checked to carry them (SourceNotReadyError saying what it lacks).
+   */
   publish(pipelineId: string, tables: readonly TableRef[]): Promise<void>;
   /**
    * Readies the pipeline's slot for streaming: ends another reader still streaming from it, or
@@ -97,6 +120,11 @@ export interface Source {
    */
   walPosition(): Promise<bigint>;
   /**
+   * Where the source's WAL ends now (as `walPosition`) and where the slots of `pipelineIds` stand,
+   * read together in one statement: how far each pipeline is behind, whatever its state.
+   */
+  positions(pipelineIds: readonly string[]): Promise<SourcePositions>;
+  /**
    * Streams the pipeline's changes committed after `from` (0n: from where the slot stands).
    * Nothing is acknowledged unless `ack()` is called. `spoolDir`: where a transaction too large
    * for memory is kept while it arrives (the OS temp directory when unset).
@@ -105,7 +133,10 @@ export interface Source {
     pipelineId: string,
     options: { from: bigint; logger?: SourceLogger; spoolDir?: string },
   ): ChangeStream;
-  /** Drops what the pipeline owns at the source, if it exists, ending a reader still streaming. */
+  /**
+   * Drops what the pipeline owns at the source, if it exists, ending a reader still streaming; a
+   * feed the user made is theirs, and kept.
+   */
   dropOwned(pipelineId: string): Promise<void>;
   /** What the pipeline owns at the source, and how a person drops it by hand; needs no connection. */
   ownedObjects(pipelineId: string): OwnedObjects;
@@ -145,6 +176,19 @@ export interface SlotClaim {
   position: bigint;
   /** Set when the slot was just created: a snapshot whose content is everything before `position`. */
   snapshot?: SourceSnapshot;
+}
+
+/** The source's WAL end and its pipelines' slots at one moment (see Source.positions). */
+export interface SourcePositions {
+  walEnd: bigint;
+  /** By pipeline id; a pipeline without a slot is absent. */
+  slots: Map<string, SlotPosition>;
+}
+
+/** Where a slot stands. */
+export interface SlotPosition extends SlotStatus {
+  /** What the pipeline acknowledged: the source keeps every change after it for the pipeline. */
+  confirmedLsn: bigint | null;
 }
 
 /** How much a slot makes the source keep. */

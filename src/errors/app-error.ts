@@ -23,3 +23,7 @@ export const notFound = (kind: string, name: string) =>
 
 export const validationFailed = (field: string, problem: string) =>
   new AppError('VALIDATION_FAILED', `${field}: ${problem}`, { field });
+
+/** A query parameter or an action's value outside what it allows: the request is invalid (400). */
+export const badRequest = (field: string, problem: string) =>
+  new AppError('BAD_REQUEST', `${field}: ${problem}`, { field });

@@ -45,6 +45,12 @@ export const ERROR_CODES = {
    * their own (authentication off, a session with nowhere else to go) act in them. They may be renamed.
    */
   DEFAULT_NOT_DELETABLE: 409,
+  /**
+   * Deleting a pipeline whose replication slot could not be dropped on its source (unreachable, or
+   * it refused): the pipeline is kept, stopped, as a forgotten slot makes the source keep its WAL.
+   * Retry when the source is reachable, or delete with `?force=true` and drop the slot by hand.
+   */
+  SLOT_NOT_DROPPED: 409,
   /** The pipeline's current state does not allow the requested action. */
   INVALID_TRANSITION: 409,
   /** The schema proposal named in the request is no longer the pending one; read it again. */
@@ -60,6 +66,12 @@ export const ERROR_CODES = {
    * and in `details.pipelines`): stop them first, or name them in the document. Nothing changed.
    */
   PRUNE_REFUSED: 409,
+  /**
+   * A pipeline's state, never an answer to a request: a sink table whose copy was done was dropped,
+   * lost columns, or was emptied outside the pipeline. The pipeline fails rather than recreate it
+   * empty; the message names each table and the backfill that copies it again.
+   */
+  SINK_TABLE_CHANGED: 409,
   /** The request body exceeds the size limit. */
   PAYLOAD_TOO_LARGE: 413,
   /** The request body is not `application/json`. */
@@ -80,7 +92,7 @@ export const ERROR_CODES = {
   INVALID_DSN: 422,
   /** An unexpected failure inside the service; details are in the service log under the request id. */
   INTERNAL: 500,
-  /** The source database could not be reached to clean up what a pipeline owns there (its slot). */
+  /** The source database could not be reached to list its tables or check a backfill's tables. */
   SOURCE_UNAVAILABLE: 502,
   /** A dependency the service needs (its metadata store) is unreachable; retry later. */
   UNAVAILABLE: 503,

@@ -20,6 +20,7 @@ import { installHttpMetrics } from '../metrics/http-metrics.js';
 import type { ServiceMetrics } from '../metrics/metrics-registry.js';
 import type { PipelineStatusService } from '../pipelines/pipeline-status-service.js';
 import type { PipelinesService } from '../pipelines/pipelines-service.js';
+import type { OrphanedSlots } from '../runtime/orphaned-slots.js';
 import type { SchemaDecisions } from '../runtime/schema-decisions.js';
 import type { SourceTables } from '../runtime/source-tables.js';
 import type { TenancyServices } from '../tenancy/tenancy-services.js';
@@ -57,6 +58,7 @@ import { installWebSocket } from './websocket.js';
 export interface AppServices {
   connections: ConnectionsService;
   sourceTables: SourceTables;
+  orphanedSlots: OrphanedSlots;
   apply: ApplyService;
   pipelines: PipelinesService;
   status: PipelineStatusService;
@@ -175,6 +177,7 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
       await v1.register(connectionRoutes, {
         connections: services.connections,
         sourceTables: services.sourceTables,
+        orphanedSlots: services.orphanedSlots,
       });
       await v1.register(pipelineRoutes, { pipelines: services.pipelines });
       await v1.register(pipelineStatusRoutes, { status: services.status });

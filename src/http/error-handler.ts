@@ -1,10 +1,12 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { ConnectionError } from 'slonik';
 import { AppError } from '../errors/app-error.js';
 import { ERROR_CODES, type ErrorCode } from '../errors/codes.js';
 
-// Keywords that mean "right shape, unacceptable value": 422. Everything else in a schema is shape: 400
-// (not JSON, a wrong JSON type, a missing or unknown field or query parameter).
+// Keywords that mean "right shape, unacceptable value": 422 in a definition's body (a connection, a
+// pipeline, an apply document). Everything else in a schema is shape, 400 (not JSON, a wrong JSON
+// type, a missing or unknown field), and so is any problem with a query parameter, a path or an
+// action's body: the request itself is invalid, there is no definition that failed validation.
 const VALUE_KEYWORDS = new Set([
   'enum',
   'const',
@@ -73,13 +75,15 @@ function closedSetIssue(issues: AjvIssue[]): AjvIssue | undefined {
   };
 }
 
-function fromFastifyError(error: FastifyError): { code: ErrorCode; message: string } {
+function fromFastifyError(
+  error: FastifyError,
+  request: FastifyRequest,
+): { code: ErrorCode; message: string } {
   if (error.validation && error.validation.length > 0) {
     const issues = error.validation as unknown as AjvIssue[];
     const issue = closedSetIssue(issues) ?? (issues[0] as AjvIssue);
-    // A path that cannot name anything is malformed; a name that could is looked up (404).
-    const isValue = VALUE_KEYWORDS.has(issue.keyword) && error.validationContext !== 'params';
-    const code = isValue ? 'VALIDATION_FAILED' : 'BAD_REQUEST';
+    const isDefinition = error.validationContext === 'body' && !request.routeOptions.config.actionBody;
+    const code = isDefinition && VALUE_KEYWORDS.has(issue.keyword) ? 'VALIDATION_FAILED' : 'BAD_REQUEST';
     return { code, message: describeIssue(error.validationContext, issue) };
   }
   switch (error.code) {
@@ -124,7 +128,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       message = 'the metadata store is unreachable; retry later';
       request.log.error({ err: error }, 'metadata store unreachable');
     } else if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
-      ({ code, message } = fromFastifyError(error));
+      ({ code, message } = fromFastifyError(error, request));
     } else {
       code = 'INTERNAL';
       message = `internal error (request id ${request.id})`;

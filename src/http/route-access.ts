@@ -9,6 +9,11 @@ declare module 'fastify' {
      * declares it. `false` for a route that records its own events (login, SSO callbacks).
      */
     action?: string | false;
+    /**
+     * The body asks for an action (`{"state": "start"}`) rather than defining a resource: a value
+     * outside what it allows is an invalid request, 400, not a definition that failed validation, 422.
+     */
+    actionBody?: boolean;
   }
 }
 

@@ -32,6 +32,10 @@ export type LiveMessage =
       phase: 'idle' | 'snapshot' | 'streaming';
       events_per_second: number;
       replication_lag_ms: number;
+      /** Source WAL after what the sink holds durably; null when not measured. */
+      replication_lag_bytes: number | null;
+      /** WAL the source keeps for the slot; null when not measured. */
+      retained_wal_bytes: number | null;
       last_checkpoint_at: string | null;
       /** Tables being copied right now. */
       copying: LiveTableProgress[];

@@ -119,9 +119,15 @@ export function createServiceMetrics(pipelines: PipelineSource): ServiceMetrics 
   );
   gauge(
     'replicator_pipeline_replication_lag_seconds',
-    'Age of the oldest change received but not yet durable in the sink; 0 when caught up.',
+    'Age of the oldest source change not yet durable in the sink, received or not (paused, held, sink down); 0 when caught up.',
     p,
     s.lagSeconds,
+  );
+  gauge(
+    'replicator_pipeline_replication_lag_bytes',
+    "Source WAL written after the position the sink holds durably (the source's WAL end minus the pipeline's acknowledged position).",
+    p,
+    s.lagBytes,
   );
   gauge(
     'replicator_pipeline_last_checkpoint_timestamp_seconds',

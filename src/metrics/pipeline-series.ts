@@ -84,6 +84,7 @@ export const pipelineSeries = {
   eventsTotal,
   eventsPerSecond: perPipeline((p, now) => p.stats.eventsPerSecond(now)),
   lagSeconds: perPipeline((p, now) => p.stats.lagMs(now) / 1000),
+  lagBytes: perPipeline((p) => p.stats.lagBytes()),
   lastCheckpointSeconds: perPipeline((p) =>
     p.stats.lastCheckpointAt === null ? null : Date.parse(p.stats.lastCheckpointAt) / 1000,
   ),

@@ -1,7 +1,7 @@
 import type { DatabasePool } from 'slonik';
 import type { Phase, PipelineAction, PipelineState } from '../../machines/pipeline.js';
 import type { RequestContext } from '../context.js';
-import { validationFailed } from '../errors/app-error.js';
+import { badRequest } from '../errors/app-error.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { runsStore } from '../store/runs-store.js';
 import { snapshotPartitionsStore } from '../store/snapshot-partitions-store.js';
@@ -69,6 +69,8 @@ export class PipelineStatusService {
       state: current.state,
       events_per_second: live.eventsPerSecond,
       replication_lag_seconds: live.replicationLagMs / 1000,
+      replication_lag_bytes: live.replicationLagBytes,
+      retained_wal_bytes: live.retainedWalBytes,
       last_checkpoint_at: current.lastCheckpointAt,
       events_total: row.events_total + unsaved.events,
       sink_errors_total: row.sink_errors_total + unsaved.sinkErrors,
@@ -82,6 +84,9 @@ export class PipelineStatusService {
     const plans = await snapshotPartitionsStore.list(this.pool, row.id);
     const tables = row.source_tables.map((table) => {
       const saved = stored.find((t) => t.table_name === table);
+      // A sink table that no longer holds the copy is shown so, never with its old copy's 100 %.
+      const sinkChanged = saved?.sink_changed ?? null;
+      if (sinkChanged !== null) return sinkChangedProgress(table, sinkChanged);
       const status = saved?.status ?? 'pending';
       const copying = status === 'snapshot' || status === 'backfill';
       const live = copying ? stats?.tables.get(table) : undefined;
@@ -144,7 +149,22 @@ const encodeCursor = (startedAt: string, id: string) =>
 function decodeCursor(cursor: string): { startedAt: string; id: string } {
   const [startedAt, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   if (!startedAt || !id || Number.isNaN(Date.parse(startedAt)) || !/^[0-9a-f-]{36}$/.test(id)) {
-    throw validationFailed('cursor', 'is not a cursor returned by this endpoint');
+    throw badRequest('cursor', 'is not a cursor returned by this endpoint');
   }
   return { startedAt, id };
 }
+
+/** A table whose sink table changed behind the pipeline: nothing of its copy counts until it is copied again. */
+const sinkChangedProgress = (table: string, problem: string) => ({
+  table,
+  status: 'sink_changed' as const,
+  partitions_total: 0,
+  partitions_done: 0,
+  rows_total: 0,
+  rows_done: 0,
+  percent: 0,
+  eta_seconds: null,
+  reason: problem,
+  dropped_at: null,
+  partitions: [],
+});

@@ -11,6 +11,10 @@ const snapshotJson = (o: SnapshotOptions) => ({
 export interface PipelineLiveStats {
   eventsPerSecond: number;
   replicationLagMs: number;
+  /** Source WAL after what the sink holds durably; null when not measured (stopped, source unread). */
+  replicationLagBytes: number | null;
+  /** WAL the source keeps for the pipeline's slot; null when not measured. */
+  retainedWalBytes: number | null;
   /** Something a person should look at, e.g. the slot keeping too much WAL. */
   warning: string | null;
   /**
@@ -20,7 +24,13 @@ export interface PipelineLiveStats {
   current?: { state: PipelineState; error: string | null; lastCheckpointAt: string | null };
 }
 
-export const IDLE_STATS: PipelineLiveStats = { eventsPerSecond: 0, replicationLagMs: 0, warning: null };
+export const IDLE_STATS: PipelineLiveStats = {
+  eventsPerSecond: 0,
+  replicationLagMs: 0,
+  replicationLagBytes: null,
+  retainedWalBytes: null,
+  warning: null,
+};
 
 /** State, error and last checkpoint: the running actor's when there is one here, else the stored ones. */
 export const currentOf = (row: PipelineRow, stats: PipelineLiveStats) =>
@@ -49,7 +59,11 @@ export const toPipelineView = (row: PipelineRow, stats: PipelineLiveStats) => {
     id: row.id,
     project_id: row.project_id,
     name: row.name,
-    source: { connection: row.source_connection, tables: row.source_tables },
+    source: {
+      connection: row.source_connection,
+      tables: row.source_tables,
+      ...(row.source_publication === null ? {} : { publication: row.source_publication }),
+    },
     sink: { connection: row.sink_connection, properties: row.sink_properties },
     snapshot: snapshotJson(resolveSnapshotOptions(row.snapshot_options)),
     schema_policy: row.schema_policy,
@@ -59,6 +73,8 @@ export const toPipelineView = (row: PipelineRow, stats: PipelineLiveStats) => {
     warning: stats.warning,
     events_per_second: stats.eventsPerSecond,
     replication_lag_ms: stats.replicationLagMs,
+    replication_lag_bytes: stats.replicationLagBytes,
+    retained_wal_bytes: stats.retainedWalBytes,
     last_checkpoint_at: current.lastCheckpointAt,
     generation: row.generation,
     created_at: row.created_at,

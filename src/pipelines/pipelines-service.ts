@@ -15,10 +15,16 @@ import { parseTableName } from './table-name.js';
 /** A pipeline definition as the API receives it (shape already checked by the route schema). */
 export interface PipelineDefinitionInput {
   name?: string;
-  source: { connection: string; tables: string[] };
+  source: { connection: string; tables: string[]; publication?: string };
   sink: { connection: string; properties?: Record<string, string> };
   snapshot?: SnapshotOptionsJson;
   schema_policy?: 'review' | 'auto' | 'ignore';
+}
+
+/** A replication slot a forced delete left on its source (named in the answer and the connection's view). */
+export interface OrphanedSlot {
+  slot: string;
+  connection: string;
 }
 
 /** What the runtime does when definitions change; without a runtime, nothing runs. */
@@ -27,8 +33,11 @@ export interface PipelineLifecycle {
   stats(pipelineId: string): PipelineLiveStats;
   /** The stored definition changed: a running pipeline reloads it. */
   definitionChanged(pipelineId: string, generation: number): void;
-  /** Stops the pipeline and drops what it owns on its source; throws to refuse the deletion. */
-  beforeDelete(pipelineId: string, force: boolean): Promise<void>;
+  /**
+   * Stops the pipeline and drops what it owns on its source; throws to refuse the deletion. Forced,
+   * returns the replication slot it had to leave on the source, if any.
+   */
+  beforeDelete(pipelineId: string, force: boolean): Promise<OrphanedSlot | undefined>;
   /**
    * Refuses (422) a source that is reachable but cannot serve these tables, or a sink that is the
    * source's own tables. For an existing pipeline (`pipelineId`), a table it shows dropped is not refused.
@@ -39,7 +48,7 @@ export interface PipelineLifecycle {
 const idle: PipelineLifecycle = {
   stats: () => IDLE_STATS,
   definitionChanged: () => {},
-  beforeDelete: async () => {},
+  beforeDelete: async () => undefined,
   checkDefinition: async () => {},
 };
 
@@ -122,12 +131,16 @@ export class PipelinesService {
     return row ? changedFields(row, toWrite(input)) : null;
   }
 
-  /** Deletes a pipeline after stopping it and dropping its slot and publication on the source. */
-  async delete(ctx: RequestContext, name: string, force = false): Promise<void> {
+  /**
+   * Deletes a pipeline after stopping it and dropping its slot and publication on the source;
+   * forced, returns the slot it had to leave there, if any.
+   */
+  async delete(ctx: RequestContext, name: string, force = false): Promise<OrphanedSlot | undefined> {
     const row = await requirePipeline(this.pool, ctx, name);
-    await this.lifecycle.beforeDelete(row.id, force);
+    const orphan = await this.lifecycle.beforeDelete(row.id, force);
     const result = await pipelinesStore.delete(this.pool, ctx.projectId, name);
     if (result.rowCount === 0) throw notFound('pipeline', name);
+    return orphan;
   }
 }
 
@@ -140,6 +153,7 @@ function toWrite(input: PipelineDefinitionInput): PipelineDefinitionWrite {
   return {
     sourceConnection: input.source.connection,
     sourceTables: input.source.tables,
+    sourcePublication: input.source.publication ?? null,
     sinkConnection: input.sink.connection,
     sinkProperties: input.sink.properties ?? {},
     snapshotOptions: input.snapshot ?? {},
@@ -189,6 +203,7 @@ function changedFields(row: PipelineRow, d: PipelineDefinitionWrite): string[] {
   const fields: [string, unknown, unknown][] = [
     ['source.connection', row.source_connection, d.sourceConnection],
     ['source.tables', row.source_tables, d.sourceTables],
+    ['source.publication', row.source_publication, d.sourcePublication],
     ['sink.connection', row.sink_connection, d.sinkConnection],
     ['sink.properties', row.sink_properties, d.sinkProperties],
     // Compared as they take effect: an option left out is its default, as the API shows it.

@@ -6,6 +6,9 @@ export const TABLE_NAME_PATTERN = `^${PART}\\.${PART}$`;
 export const TABLE_NAME_RULE =
   '"<schema>.<table>", each part starting with a letter or "_" followed by letters, digits, "_" or "$" (case kept)';
 
+/** Pattern of `source.publication`: one identifier part. */
+export const PUBLICATION_NAME_PATTERN = `^${PART}$`;
+
 export interface TableName {
   schema: string;
   table: string;

@@ -1,5 +1,10 @@
 import type { TableRef } from '../core/change.js';
-import { SourceNotReadyError, TableNotReplicableError } from '../core/source-errors.js';
+import { isRefusal, SideRefusalError } from '../core/side-refusal.js';
+import {
+  PublicationUnfitError,
+  SourceNotReadyError,
+  TableNotReplicableError,
+} from '../core/source-errors.js';
 import { validationFailed } from '../errors/app-error.js';
 import { parseTableName } from '../pipelines/table-name.js';
 import type { PipelineTableRow } from '../store/pipeline-tables-store.js';
@@ -12,24 +17,27 @@ import type { PipelineEndpoints } from './pipeline-endpoints.js';
 /** The parts of a definition that are checked against the servers before it is stored or started. */
 export type DefinitionToCheck = Pick<
   PipelineDefinitionWrite,
-  'sourceConnection' | 'sourceTables' | 'sinkConnection' | 'sinkProperties'
+  'sourceConnection' | 'sourceTables' | 'sourcePublication' | 'sinkConnection' | 'sinkProperties'
 >;
 
 /** How long a check waits for a server before it counts as unreachable. */
 export const PREFLIGHT_CONNECT_TIMEOUT_MS = 3_000;
 
 /**
- * Checks a definition before it is stored or started: the source's wal_level, replication rights
- * and every table's key, and that the sink is not the source's own tables. A source that cannot
- * be reached at all is not judged (it is checked again at start); any other problem is a 422
- * naming what to do. `rows` are the pipeline's tables as stored (none for a new pipeline): a
- * table shown dropped, or copied before and missing now, is left out rather than refused.
+ * Checks a definition before it is stored or started: the source's wal_level, replication rights,
+ * every table's key, the source role's privileges (or the publication the definition names), and
+ * that the sink is not the source's own tables. A source that cannot be reached at all is not
+ * judged (it is checked again at start); any other problem is a 422 naming the connection and
+ * what to do. `rows` are the pipeline's tables as stored (none for a new pipeline): a table shown
+ * dropped, or copied before and missing now, is left out rather than refused. `pipelineId` for a
+ * pipeline that exists, whose own publication may exist already.
  */
 export async function checkDefinition(
   endpoints: PipelineEndpoints,
   projectId: string,
   d: DefinitionToCheck,
   rows: readonly PipelineTableRow[] = [],
+  pipelineId?: string,
 ): Promise<void> {
   const connection = d.sourceConnection;
   const resolved = await endpoints.connection(projectId, connection, 'source.connection');
@@ -38,26 +46,49 @@ export async function checkDefinition(
   // may have changed since.
   const kind = endpoints.sinkKind(sink.type);
   const tables = d.sourceTables.map((t) => parseTableName(t) as TableRef);
-  const source = endpoints.createSource(resolved);
+  const source = endpoints.createSource(
+    resolved,
+    d.sourcePublication === null ? {} : { publication: d.sourcePublication },
+  );
   try {
     await source.connect({ timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS });
   } catch (error) {
     await source.close();
     if (isUnreachable(error)) return;
-    throw validationFailed('source.connection', `cannot connect to '${connection}': ${messageOf(error)}`);
+    if (isRefusal(error)) {
+      throw validationFailed('source.connection', new SideRefusalError('source', connection, error).message);
+    }
+    throw validationFailed(
+      'source.connection',
+      `cannot connect to source connection '${connection}': ${messageOf(error)}`,
+    );
   }
   try {
     await source.checkReady();
     const { schemas } = await describeKeptTables(source, tables, rows);
+    await source.checkAccess(schemas, pipelineId);
     await refuseOwnSourceAsSink(
       source,
       tables,
       { type: sink.type, connection: sink.settings, properties: d.sinkProperties },
       PREFLIGHT_CONNECT_TIMEOUT_MS,
     );
-    await kind.preflight?.(sink.settings, d.sinkProperties, schemas, PREFLIGHT_CONNECT_TIMEOUT_MS);
+    await kind
+      .preflight?.(sink.settings, d.sinkProperties, schemas, PREFLIGHT_CONNECT_TIMEOUT_MS)
+      .catch((error: unknown) => {
+        if (!isRefusal(error)) throw error;
+        throw validationFailed(
+          'sink.connection',
+          new SideRefusalError('sink', d.sinkConnection, error).message,
+        );
+      });
   } catch (error) {
-    if (error instanceof SourceNotReadyError) throw validationFailed('source.connection', error.message);
+    if (error instanceof PublicationUnfitError) {
+      throw validationFailed('source.publication', error.forConnection(connection).message);
+    }
+    if (error instanceof SourceNotReadyError) {
+      throw validationFailed('source.connection', error.forConnection(connection).message);
+    }
     if (error instanceof TableNotReplicableError) throw validationFailed('source.tables', error.message);
     throw error;
   } finally {

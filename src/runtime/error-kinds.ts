@@ -1,14 +1,17 @@
+import { SideRefusalError } from '../core/side-refusal.js';
 import { FencedError } from '../core/sink.js';
 import { SlotMissingError, SourceNotReadyError, TableNotReplicableError } from '../core/source-errors.js';
 import { healsByRetrying, sqlstateOf } from '../core/sqlstate.js';
 import { AppError } from '../errors/app-error.js';
 import { RefusedChangeError } from '../sinks/refused-change.js';
 import { isStoreUnreachable } from '../store/store-unreachable.js';
+import { SinkTableChangedError } from './sink-table-changed.js';
 
 /**
  * Whether a failure of the data plane may heal by itself (a dropped connection, a restarting
  * server, a deadlock) and is worth retrying, or needs a person (a lost slot, a bad definition, a
- * wrong role, a change the sink refuses). Errors of unknown kind are retried, a bounded number of
+ * wrong role, a change the sink refuses, a sink table changed behind the pipeline's back: retried,
+ * it would be created again empty, or fail the same way). Errors of unknown kind are retried, a bounded number of
  * times (see MAX_RETRIES): they fail the pipeline if they keep coming back.
  */
 export function isRetryable(error: unknown): boolean {
@@ -18,6 +21,8 @@ export function isRetryable(error: unknown): boolean {
     error instanceof TableNotReplicableError ||
     error instanceof FencedError ||
     error instanceof RefusedChangeError ||
+    error instanceof SinkTableChangedError ||
+    error instanceof SideRefusalError ||
     error instanceof AppError
   ) {
     return false;

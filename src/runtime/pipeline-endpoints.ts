@@ -1,8 +1,9 @@
 import type { DatabasePool } from 'slonik';
 import type { ResolvedConnection } from '../connections/connections-service.js';
 import type { TableRef } from '../core/change.js';
+import { nameRefusals } from '../core/side-refusal.js';
 import type { BatchLimits, Sink, SinkKind } from '../core/sink.js';
-import type { Source } from '../core/source.js';
+import type { Source, SourceOptions } from '../core/source.js';
 import { AppError, validationFailed } from '../errors/app-error.js';
 import { parseTableName } from '../pipelines/table-name.js';
 import { findSinkKind } from '../sinks/registry.js';
@@ -50,17 +51,38 @@ export class PipelineEndpoints {
     }
   }
 
+  /** The source options a stored definition gives. */
+  sourceOptions(row: PipelineRow): SourceOptions {
+    return row.source_publication === null ? {} : { publication: row.source_publication };
+  }
+
+  /** The pipeline's source as its definition shapes it, connected; a refusal names its connection. */
+  async openPipelineSource(resolved: Resolved): Promise<Source> {
+    const source = nameRefusals(
+      this.createSource(resolved.source, this.sourceOptions(resolved.row)),
+      'source',
+      resolved.row.source_connection,
+    );
+    try {
+      await source.connect();
+    } catch (error) {
+      await source.close();
+      throw error;
+    }
+    return source;
+  }
+
   /** A source on the connection, not yet connected. */
-  createSource(connection: ResolvedConnection): Source {
+  createSource(connection: ResolvedConnection, options: SourceOptions = {}): Source {
     const kind = findSourceKind(connection.type);
     if (!kind)
       throw validationFailed('source.connection', `a ${connection.type} connection cannot be a source`);
-    return kind.create(connection.settings);
+    return kind.create(connection.settings, options);
   }
 
   /** A source on the connection, connected. */
-  async openSource(connection: ResolvedConnection): Promise<Source> {
-    const source = this.createSource(connection);
+  async openSource(connection: ResolvedConnection, options: SourceOptions = {}): Promise<Source> {
+    const source = this.createSource(connection, options);
     try {
       await source.connect();
     } catch (error) {
@@ -76,16 +98,17 @@ export class PipelineEndpoints {
     return kind;
   }
 
-  /** The pipeline's sink, not yet opened. */
+  /** The pipeline's sink, not yet opened; a refusal of its server names its connection. */
   createSink(resolved: Resolved): Sink {
     const kind = this.sinkKind(resolved.sink.type);
     kind.parseProperties(resolved.row.sink_properties);
-    return kind.create({
+    const sink = kind.create({
       pipelineId: resolved.row.id,
       connection: resolved.sink.settings,
       properties: resolved.row.sink_properties,
       state: sinkStateStore(this.deps.pool, resolved.row.id),
     });
+    return nameRefusals(sink, 'sink', resolved.row.sink_connection);
   }
 
   batchLimits(resolved: Resolved): BatchLimits {

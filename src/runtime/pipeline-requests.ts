@@ -2,11 +2,14 @@ import type { DatabasePool } from 'slonik';
 import { PIPELINE_ACTIONS, type PipelineAction, type PipelineState } from '../../machines/pipeline.js';
 import { ACTION_EVENTS, isActionAllowed } from '../../machines/pipeline-transitions.js';
 import type { RequestContext } from '../context.js';
+import type { OwnedObjects } from '../core/source.js';
 import { SourceCleanupError } from '../core/source-errors.js';
-import { AppError, validationFailed } from '../errors/app-error.js';
+import { AppError, badRequest } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
+import type { OrphanedSlot } from '../pipelines/pipelines-service.js';
 import { requirePipeline } from '../pipelines/require-pipeline.js';
 import { leasesStore } from '../store/leases-store.js';
+import { orphanedSlotsStore } from '../store/orphaned-slots-store.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { pipelinesStore } from '../store/pipelines-store.js';
 import type { ActionRelay } from './action-relay.js';
@@ -78,6 +81,7 @@ export class PipelineRequests {
         {
           sourceConnection: row.source_connection,
           sourceTables: row.source_tables,
+          sourcePublication: row.source_publication,
           sinkConnection: row.sink_connection,
           sinkProperties: row.sink_properties,
         },
@@ -115,13 +119,14 @@ export class PipelineRequests {
 
   /**
    * Copies tables of a pipeline again. A streaming pipeline does it at once while its other tables
-   * keep streaming; any other copies them at its next start, before streaming.
+   * keep streaming; a failed one is started to do it; a stopped or paused one copies them at its
+   * next start, before streaming.
    */
   async requestBackfill(ctx: RequestContext, name: string, tables: readonly string[]) {
     const row = await requirePipeline(this.pool, ctx, name);
     tables.forEach((table, i) => {
       if (!row.source_tables.includes(table)) {
-        throw validationFailed(`tables[${i}]`, `'${table}' is not a table of pipeline '${name}'`);
+        throw badRequest(`tables[${i}]`, `'${table}' is not a table of pipeline '${name}'`);
       }
     });
     const statuses = await pipelineTablesStore.list(this.pool, row.id);
@@ -140,11 +145,22 @@ export class PipelineRequests {
     if (dropped.length > 0) await this.runner.checkTablesBack(row.id, dropped);
     await pipelineTablesStore.markBackfill(this.pool, row.id, tables);
     await this.handles.get(row.id)?.control.backfill?.(tables);
+    // A failed pipeline (a sink table changed behind its back, most of all) starts to copy them:
+    // the backfill is the whole way back, not a first step before a start.
+    if ((this.handles.get(row.id)?.state ?? row.state) === 'failed') {
+      const state = await this.requestAction(ctx, name, 'start');
+      return { name: row.name, tables: [...tables], state };
+    }
     return { name: row.name, tables: [...tables], state: this.handles.get(row.id)?.state ?? row.state };
   }
 
-  /** Before a deletion: stops the pipeline and drops its slot and publication on the source. */
-  async beforeDelete(pipelineId: string, force: boolean): Promise<void> {
+  /**
+   * Before a deletion: stops the pipeline and drops its slot and publication on the source. When
+   * they cannot be dropped the pipeline is kept, stopped (409 SLOT_NOT_DROPPED), unless `force`:
+   * then the slot left behind is logged and recorded for the source connection's view, and
+   * returned for the answer to name.
+   */
+  async beforeDelete(pipelineId: string, force: boolean): Promise<OrphanedSlot | undefined> {
     await this.actors.forget(pipelineId);
     if (await leasesStore.heldElsewhere(this.pool, pipelineId, this.fleet.workerId)) {
       await this.recorder.keepStopped(pipelineId);
@@ -159,24 +175,54 @@ export class PipelineRequests {
     }
     try {
       await this.runner.dropSourceObjects(pipelineId);
+      return undefined;
     } catch (error) {
+      const row = await pipelinesStore.findById(this.pool, pipelineId);
       const owned = error instanceof SourceCleanupError ? error.owned : undefined;
-      if (force) {
-        this.logger.warn(
-          { err: error, owned: owned?.what },
-          'deleted a pipeline whose slot could not be dropped',
-        );
-        return;
-      }
+      const reason = messageOf(error);
+      if (force) return this.leaveBehind(pipelineId, row, owned, reason);
       await this.recorder.keepStopped(pipelineId);
-      await this.recorder.stoppedBecause(pipelineId, messageOf(error));
-      const byHand = owned ? ` and drop it yourself: ${owned.dropByHand}` : '';
+      await this.recorder.stoppedBecause(pipelineId, reason);
+      const source = row ? ` of connection '${row.source_connection}'` : '';
+      const byHand = owned ? ` (then drop the slot yourself: ${owned.dropByHand})` : '';
       throw new AppError(
-        'SOURCE_UNAVAILABLE',
-        `${messageOf(error)}; the pipeline is kept, stopped, so that the slot does not hold the source's WAL ` +
-          `unnoticed. Retry, or delete with ?force=true${byHand}`,
+        'SLOT_NOT_DROPPED',
+        `${reason}${source}; the pipeline is kept, stopped, so that the slot does not hold the source's WAL ` +
+          `unnoticed. Retry when the source is reachable, or delete with ?force=true${byHand}`,
       );
     }
+  }
+
+  /** A forced delete's slot that could not be dropped: logged and recorded, never silently forgotten. */
+  private async leaveBehind(
+    pipelineId: string,
+    row: { project_id: string; name: string; source_connection: string } | null,
+    owned: OwnedObjects | undefined,
+    reason: string,
+  ): Promise<OrphanedSlot | undefined> {
+    // The message names hosts at most: connection errors never carry the DSN's password.
+    this.logger.warn(
+      {
+        pipeline: row?.name,
+        connection: row?.source_connection,
+        slot: owned?.slot,
+        drop_statement: owned?.dropByHand,
+        reason,
+      },
+      owned
+        ? `deleted a pipeline whose ${owned.what} could not be dropped: drop it by hand on the source with ${owned.dropByHand}`
+        : 'deleted a pipeline whose source objects could not be dropped or named',
+    );
+    if (!row || !owned) return undefined;
+    await orphanedSlotsStore.record(this.pool, row.project_id, {
+      connection: row.source_connection,
+      slot: owned.slot,
+      pipelineId,
+      pipelineName: row.name,
+      reason,
+      dropStatement: owned.dropByHand,
+    });
+    return { slot: owned.slot, connection: row.source_connection };
   }
 }
 

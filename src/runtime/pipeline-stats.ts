@@ -1,8 +1,11 @@
 import type { Phase } from '../../machines/pipeline.js';
 import type { ChangeEvent, ChangeOp } from '../core/change.js';
+import { parseLsn } from '../core/lsn.js';
+import type { SlotPosition } from '../core/source.js';
 import { CHANGE_OPS } from '../metrics/pipeline-series.js';
 import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import type { TableProgress } from '../pipelines/table-progress.js';
+import { WalClock } from './wal-clock.js';
 
 export type { TableProgress };
 
@@ -29,8 +32,14 @@ export class PipelineStats {
   readonly tables = new Map<string, TableProgress>();
   /** Events applied in this process, by operation. */
   readonly eventsByOp: Record<ChangeOp, number> = { insert: 0, update: 0, delete: 0, truncate: 0 };
-  /** The source slot as last checked while streaming; null before the first check. */
+  /** The source slot as last read (see observeSource); null before the first read, or when it has none. */
   slot: { retainedWalBytes: number | null; walStatus: string | null } | null = null;
+  /** When the source wrote its WAL, for the lag of what is not durable yet, received or not. */
+  private readonly wal = new WalClock();
+  /** Acknowledged to the source in this run of the data plane (durable in the sink). */
+  private acknowledgedLsn: bigint | null = null;
+  /** What the slot said the pipeline acknowledged, at the last read of the source. */
+  private confirmedLsn: bigint | null = null;
   /** Failures in a row being retried (the machine's count); 0 once the data plane is healthy. */
   retries = 0;
   // Each watcher of the pipeline (the slot, the source's tables) keeps its own warning.
@@ -104,6 +113,7 @@ export class PipelineStats {
 
   /** The sink holds everything up to `lsn` durably: after a batch, or when a snapshot completed. */
   recordCheckpoint(lsn: string, now = Date.now()): void {
+    this.acknowledged(parseLsn(lsn));
     this.lastCheckpointLsn = lsn;
     this.lastCheckpointAt = new Date(now).toISOString();
     this.pendingSave.checkpoint = true;
@@ -135,21 +145,72 @@ export class PipelineStats {
     return Math.round((events / (RATE_WINDOW_MS / 1000)) * 100) / 100;
   }
 
+  /** Everything up to `lsn` is durable in the sink, and acknowledged to the source. */
+  acknowledged(lsn: bigint): void {
+    if (this.acknowledgedLsn === null || lsn > this.acknowledgedLsn) this.acknowledgedLsn = lsn;
+  }
+
+  /** The data plane ended: what it acknowledged is the slot's to tell from now on. */
+  endRun(): void {
+    this.acknowledgedLsn = null;
+  }
+
   /**
-   * Now minus the commit time of the oldest change not yet durable (or, for a transaction still
-   * arriving, the time it began to); 0 when caught up.
+   * The source's WAL ended at `walEnd` at `atMs` (this process's clock), and the pipeline's slot
+   * stood at `slot` (null: it has none).
+   */
+  observeSource(walEnd: bigint, atMs: number, slot: SlotPosition | null): void {
+    this.wal.observe(walEnd, atMs);
+    this.confirmedLsn = slot?.confirmedLsn ?? null;
+    this.slot = slot && { retainedWalBytes: slot.retainedWalBytes, walStatus: slot.walStatus };
+  }
+
+  /** The source is not watched any more (the pipeline stopped): its figures are unknown. */
+  forgetSource(): void {
+    this.wal.clear();
+    this.confirmedLsn = null;
+    this.slot = null;
+  }
+
+  /** Where the sink is durable, as far as this process knows; null when it cannot tell. */
+  private durableLsn(): bigint | null {
+    const acknowledged = this.acknowledgedLsn;
+    const confirmed = this.confirmedLsn;
+    if (acknowledged === null) return confirmed;
+    return confirmed === null || acknowledged > confirmed ? acknowledged : confirmed;
+  }
+
+  /**
+   * How long the oldest source change not yet durable in the sink has existed; 0 when the sink
+   * holds everything. Two measures, the larger taken: the commit time of the oldest transaction
+   * received and not durable (or the time a transaction still arriving began to), exact; and the
+   * age of the WAL the source wrote after the durable position (WalClock), which counts what the
+   * pipeline has not received: paused, held, its sink down, its stream behind.
    */
   lagMs(now = Date.now()): number {
     const applying = this.oldestPendingCommitMs;
     const arriving = this.sourcePendingSinceMs?.() ?? null;
     const oldest = applying === null ? arriving : arriving === null ? applying : Math.min(applying, arriving);
-    return oldest === null ? 0 : Math.max(0, now - oldest);
+    const received = oldest === null ? 0 : Math.max(0, now - oldest);
+    const durable = this.durableLsn();
+    const written = durable === null ? 0 : this.wal.ageAfter(durable, now);
+    return Math.max(received, written);
+  }
+
+  /** Source WAL written after what the sink holds durably, in bytes; null when not measured. */
+  lagBytes(): number | null {
+    const end = this.wal.end();
+    const durable = this.durableLsn();
+    if (end === null || durable === null) return null;
+    return end > durable ? Number(end - durable) : 0;
   }
 
   live(now = Date.now()): PipelineLiveStats {
     return {
       eventsPerSecond: this.eventsPerSecond(now),
       replicationLagMs: this.lagMs(now),
+      replicationLagBytes: this.lagBytes(),
+      retainedWalBytes: this.slot?.retainedWalBytes ?? null,
       warning: this.warning,
     };
   }

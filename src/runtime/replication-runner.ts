@@ -2,9 +2,14 @@ import type { DatabasePool } from 'slonik';
 import type { Phase } from '../../machines/pipeline.js';
 import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
 import { formatLsn, parseLsn } from '../core/lsn.js';
-import type { Sink } from '../core/sink.js';
+import { FencedError, type Sink } from '../core/sink.js';
 import type { Source, SourceSnapshot } from '../core/source.js';
-import { SlotMissingError, SourceCleanupError, TableNotReplicableError } from '../core/source-errors.js';
+import {
+  SlotMissingError,
+  SourceCleanupError,
+  SourceNotReadyError,
+  TableNotReplicableError,
+} from '../core/source-errors.js';
 import { AppError, validationFailed } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
 import { resolveSnapshotOptions } from '../pipelines/snapshot-options.js';
@@ -20,11 +25,14 @@ import {
   PREFLIGHT_CONNECT_TIMEOUT_MS,
 } from './definition-checks.js';
 import { DroppedTables, describeKeptTables, MISSING_REASON } from './dropped-tables.js';
-import { messageOf } from './error-kinds.js';
+import { isUnreachable, messageOf } from './error-kinds.js';
 import { refuseOwnSourceAsSink } from './own-source-guard.js';
 import { type ConnectionResolver, PipelineEndpoints, type Resolved } from './pipeline-endpoints.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import { SchemaGuard } from './schema-guard.js';
+import { restoreColumnsForCopy } from './sink-column-restore.js';
+import { SinkTableChangedError } from './sink-table-changed.js';
+import { checkCopiedTables } from './sink-table-check.js';
 import { watchSlot } from './slot-monitor.js';
 import { CopyGate } from './snapshot/copy-gate.js';
 import { snapshotTables } from './snapshot/snapshot-tables.js';
@@ -69,11 +77,12 @@ export class ReplicationRunner {
   /** Checks the source and sink and creates what the pipeline owns; throws what a person must fix. */
   async prepare(pipelineId: string): Promise<void> {
     const resolved = await this.endpoints.resolve(pipelineId);
-    const source = await this.endpoints.openSource(resolved.source);
+    const source = await this.endpoints.openPipelineSource(resolved);
     try {
       await this.prepareWith(source, resolved);
     } catch (error) {
-      throw namedSlotError(error, resolved.row.name);
+      if (error instanceof SinkTableChangedError) await this.noteSinkChanged(resolved, error);
+      throw named(error, resolved);
     } finally {
       await source.close();
     }
@@ -83,6 +92,7 @@ export class ReplicationRunner {
     const pipelineId = resolved.row.id;
     await source.checkReady();
     const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
+    await source.checkAccess(schemas, pipelineId);
     await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
     await source.publish(pipelineId, schemas);
     // A start of a pipeline whose slot is gone fails at once, saying so, whatever its sink's state.
@@ -93,6 +103,7 @@ export class ReplicationRunner {
     const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
     const sink = this.endpoints.createSink(resolved);
     try {
+      await this.checkSinkTables(resolved, sink, source, shapes.known, tableRows);
       await sink.open([...shapes.known.values()]);
     } finally {
       await sink.close();
@@ -114,7 +125,8 @@ export class ReplicationRunner {
     try {
       return await this.replicate(resolved, stats, signal, onPhase, control);
     } catch (error) {
-      throw namedSlotError(error, resolved.row.name);
+      if (error instanceof SinkTableChangedError) await this.noteSinkChanged(resolved, error);
+      throw named(error, resolved);
     }
   }
 
@@ -127,7 +139,7 @@ export class ReplicationRunner {
   ): Promise<ApplyOutcome> {
     const pipelineId = resolved.row.id;
     const log = this.deps.logger.child({ pipeline: resolved.row.name });
-    const source = await this.endpoints.openSource(resolved.source);
+    const source = await this.endpoints.openPipelineSource(resolved);
     let sink: Sink | undefined;
     // The snapshot of a slot just created, held until the tables are copied in it.
     let slotSnapshot: SourceSnapshot | undefined;
@@ -137,6 +149,7 @@ export class ReplicationRunner {
       // through `prepare` in this process, and the source may have changed since.
       await source.checkReady();
       const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
+      await source.checkAccess(schemas, pipelineId);
       // The sink's connection may have been repointed since.
       await this.refuseOwnSource(source, resolved);
       // Before the publication: a deletion drops what the source holds only when this is set.
@@ -154,6 +167,7 @@ export class ReplicationRunner {
       if (!resync) await this.requireKeptSlot(source, resolved.row, tableRows);
       const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
       sink = this.endpoints.createSink(resolved);
+      await this.checkSinkTables(resolved, sink, source, shapes.known, tableRows);
       await sink.open([...shapes.known.values()]);
       const checkpoint = await sink.readCheckpoint();
       // This worker holds the pipeline's lease, so the slot is its own to claim. A slot is created
@@ -287,7 +301,10 @@ export class ReplicationRunner {
       try {
         const outcome = await applyStream({
           next: () => stream.next(),
-          ack: (lsn) => stream.ack(lsn),
+          ack: (lsn) => {
+            stats.acknowledged(lsn);
+            stream.ack(lsn);
+          },
           sink,
           limits: this.endpoints.batchLimits(resolved),
           epoch: control.epoch ?? 1,
@@ -315,11 +332,13 @@ export class ReplicationRunner {
         });
         if (slotLost) throw slotLost;
         return outcome;
+      } catch (error) {
+        // A batch the sink refused or failed may be a table changed behind the pipeline's back.
+        throw await this.sinkTableChangedOr(error, resolved, sink, source, shapes.known);
       } finally {
         stopWatching();
         stopWatchingTables();
         signal.removeEventListener('abort', onAbort);
-        stats.slot = null;
         stats.clearWarnings();
         stats.sourcePendingSinceMs = undefined;
         control.backfill = undefined;
@@ -327,10 +346,90 @@ export class ReplicationRunner {
         await stream.close();
       }
     } finally {
+      stats.endRun();
       await slotSnapshot?.release();
       await sink?.close();
       await source.close();
     }
+  }
+
+  /**
+   * Before the sink is opened, which would create a table found gone again, empty: fails the
+   * pipeline for a copied table changed behind its back, and gives a table about to be copied
+   * again the columns dropped from it by hand.
+   */
+  private async checkSinkTables(
+    resolved: Resolved,
+    sink: Sink,
+    source: Source,
+    shapes: ReadonlyMap<string, TableSchema>,
+    rows: readonly PipelineTableRow[],
+  ): Promise<void> {
+    await checkCopiedTables({ pipeline: resolved.row.name, sink, source, shapes, rows });
+    await restoreColumnsForCopy(sink, shapes, rows);
+  }
+
+  /**
+   * The SinkTableChangedError a failure of the stream comes from, when a sink table whose copy is
+   * done changed; else the failure itself (also when the sink cannot be looked at now).
+   */
+  private async sinkTableChangedOr(
+    error: unknown,
+    resolved: Resolved,
+    sink: Sink,
+    source: Source,
+    shapes: ReadonlyMap<string, TableSchema>,
+  ): Promise<unknown> {
+    // A server out of reach is retried, and the retry's start looks at the tables anyway.
+    if (error instanceof FencedError || error instanceof SlotMissingError || isUnreachable(error))
+      return error;
+    try {
+      const rows = await pipelineTablesStore.list(this.deps.pool, resolved.row.id);
+      await checkCopiedTables({ pipeline: resolved.row.name, sink, source, shapes, rows });
+    } catch (found) {
+      if (found instanceof SinkTableChangedError) return found;
+    }
+    return error;
+  }
+
+  /** The tables' progress shows what is wrong with their sink tables until a backfill copies them again. */
+  private async noteSinkChanged(resolved: Resolved, error: SinkTableChangedError): Promise<void> {
+    const changes = error.changes.map((c) => ({ table: tableKey(c.table), problem: c.problem }));
+    await pipelineTablesStore
+      .markSinkChanged(this.deps.pool, resolved.row.id, changes)
+      .catch((e: unknown) =>
+        this.deps.logger.warn(
+          { err: e, pipeline: resolved.row.name },
+          'could not note the changed sink tables',
+        ),
+      );
+  }
+
+  /**
+   * The source connection of a pipeline as stored now: `key` is equal for pipelines that read the
+   * same source with the same settings (one session serves them all), `open` connects to it.
+   */
+  async sourceOf(pipelineId: string): Promise<{ key: string; open: () => Promise<Source> }> {
+    const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
+    if (!row) throw new AppError('NOT_FOUND', `pipeline ${pipelineId} does not exist`);
+    const connection = await this.endpoints.connection(
+      row.project_id,
+      row.source_connection,
+      'source.connection',
+    );
+    return {
+      key: JSON.stringify([connection.type, connection.settings]),
+      open: async () => {
+        const source = this.endpoints.createSource(connection);
+        try {
+          await source.connect({ timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS });
+        } catch (error) {
+          await source.close();
+          throw error;
+        }
+        return source;
+      },
+    };
   }
 
   /**
@@ -343,7 +442,7 @@ export class ReplicationRunner {
     pipelineId?: string,
   ): Promise<void> {
     const rows = pipelineId ? await pipelineTablesStore.list(this.deps.pool, pipelineId) : [];
-    return checkDefinition(this.endpoints, projectId, definition, rows);
+    return checkDefinition(this.endpoints, projectId, definition, rows, pipelineId);
   }
 
   /**
@@ -354,7 +453,7 @@ export class ReplicationRunner {
     const resolved = await this.endpoints.resolve(pipelineId);
     let source: Source;
     try {
-      source = await this.endpoints.openSource(resolved.source);
+      source = await this.endpoints.openPipelineSource(resolved);
     } catch (error) {
       throw new AppError(
         'SOURCE_UNAVAILABLE',
@@ -397,7 +496,7 @@ export class ReplicationRunner {
     const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
     if (!row) return;
     const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
-    const source = this.endpoints.createSource(resolved);
+    const source = this.endpoints.createSource(resolved, this.endpoints.sourceOptions(row));
     try {
       await source.connect();
       await source.dropOwned(pipelineId);
@@ -506,6 +605,15 @@ export class ReplicationRunner {
   }
 }
 
-/** A lost slot's error names the pipeline in the command that resyncs it; any other error is as it was. */
-const namedSlotError = (error: unknown, pipeline: string) =>
-  error instanceof SlotMissingError && error.pipeline === undefined ? error.forPipeline(pipeline) : error;
+/**
+ * A lost slot's error names the pipeline in the command that resyncs it, a source not ready its
+ * connection; any other error is as it was.
+ */
+function named(error: unknown, resolved: Resolved): unknown {
+  if (error instanceof SlotMissingError && error.pipeline === undefined)
+    return error.forPipeline(resolved.row.name);
+  if (error instanceof SourceNotReadyError && error.connection === undefined) {
+    return error.forConnection(resolved.row.source_connection);
+  }
+  return error;
+}

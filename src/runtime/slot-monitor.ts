@@ -1,3 +1,4 @@
+import { formatBytes } from '../core/byte-size.js';
 import type { SlotStatus, Source } from '../core/source.js';
 import { SlotMissingError } from '../core/source-errors.js';
 import type { Logger } from '../log/logger.js';
@@ -17,9 +18,6 @@ export interface SlotMonitorOptions {
   logger: Logger;
   intervalMs?: number;
 }
-
-const formatBytes = (bytes: number) =>
-  bytes >= 1024 ** 3 ? `${(bytes / 1024 ** 3).toFixed(1)} GiB` : `${Math.round(bytes / 1024 ** 2)} MiB`;
 
 /**
  * Watches the slot while the pipeline streams: how much WAL it makes the source keep (shown in

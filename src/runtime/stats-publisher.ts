@@ -16,6 +16,8 @@ export class StatsPublisher {
   constructor(
     private readonly hub: LiveHub,
     private readonly handles: PipelineHandles,
+    /** The figures of pipelines other instances run. */
+    private readonly fleet?: { of(pipelineId: string): PipelineLiveStats | undefined },
   ) {}
 
   /** A pipeline was taken on: its figures are handed to whoever observes them. */
@@ -59,6 +61,8 @@ export class StatsPublisher {
         phase: handle.stats.phase,
         events_per_second: live.eventsPerSecond,
         replication_lag_ms: live.replicationLagMs,
+        replication_lag_bytes: live.replicationLagBytes,
+        retained_wal_bytes: live.retainedWalBytes,
         last_checkpoint_at: handle.stats.lastCheckpointAt,
         copying,
       });
@@ -76,10 +80,13 @@ export class StatsPublisher {
     }));
   }
 
-  /** Live figures, state and last checkpoint of a pipeline this process runs; idle for others. */
+  /**
+   * Live figures, state and last checkpoint of a pipeline this process runs; for another, the
+   * figures its owner shares (idle when none).
+   */
   stats(pipelineId: string): PipelineLiveStats {
     const handle = this.handles.get(pipelineId);
-    if (!handle) return IDLE_STATS;
+    if (!handle) return this.fleet?.of(pipelineId) ?? IDLE_STATS;
     return {
       ...handle.stats.live(),
       current: { state: handle.state, error: handle.error, lastCheckpointAt: handle.stats.lastCheckpointAt },

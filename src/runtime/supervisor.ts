@@ -6,14 +6,16 @@ import { LiveHub } from '../live/live-hub.js';
 import type { Logger } from '../log/logger.js';
 import type { PipelineControl } from '../pipelines/pipeline-status-service.js';
 import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
-import type { PipelineLifecycle } from '../pipelines/pipelines-service.js';
+import type { OrphanedSlot, PipelineLifecycle } from '../pipelines/pipelines-service.js';
 import type { PipelineRow } from '../store/pipelines-store.js';
 import { ActionRelay } from './action-relay.js';
+import { FleetFigures } from './fleet-figures.js';
 import { PipelineActors, type ResumeAs } from './pipeline-actors.js';
 import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
 import { PipelineRequests } from './pipeline-requests.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import type { DefinitionToCheck, ReplicationRunner } from './replication-runner.js';
+import { SOURCE_PROBE_INTERVAL_MS, SourceProbe } from './source-probe.js';
 import { StateRecorder } from './state-recorder.js';
 import { StatsPublisher } from './stats-publisher.js';
 
@@ -35,7 +37,10 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
   private readonly actors: PipelineActors;
   private readonly relay: ActionRelay;
   private readonly requests: PipelineRequests;
+  private readonly probe: SourceProbe;
+  private readonly figures: FleetFigures;
   private timer: NodeJS.Timeout | undefined;
+  private probeTimer: NodeJS.Timeout | undefined;
 
   constructor(
     pool: DatabasePool,
@@ -48,7 +53,8 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
     retryMaxDelayMs?: number,
   ) {
     this.recorder = new StateRecorder(pool, logger, fleet.workerId, this.handles);
-    this.publisher = new StatsPublisher(hub, this.handles);
+    this.figures = new FleetFigures(pool, this.handles, logger);
+    this.publisher = new StatsPublisher(hub, this.handles, this.figures);
     this.actors = new PipelineActors(
       pool,
       runner,
@@ -59,6 +65,11 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
       this.publisher,
       retryMaxDelayMs,
     );
+    this.probe = new SourceProbe({
+      handles: this.handles,
+      lookup: (pipelineId) => runner.sourceOf(pipelineId),
+      logger,
+    });
     this.relay = new ActionRelay(pool, this.handles, this.actors);
     this.requests = new PipelineRequests(
       pool,
@@ -85,15 +96,20 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
   async start(): Promise<void> {
     this.timer = setInterval(() => {
       void this.recorder.recordProgress();
+      void this.figures.sync();
       this.publisher.publish();
     }, PERSIST_INTERVAL_MS);
     this.timer.unref();
+    this.probeTimer = setInterval(() => void this.probe.tick(), SOURCE_PROBE_INTERVAL_MS);
+    this.probeTimer.unref();
   }
 
   /** Stops every loop (leaving desired states as they are, so the next start restores them). */
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    clearInterval(this.probeTimer);
     await this.actors.stopAll();
+    await this.probe.close();
   }
 
   /** The pipelines this process runs, with their state and figures, for metrics. */
@@ -131,7 +147,7 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
   }
 
   /** Before a deletion: stops the pipeline and drops its slot and publication on the source. */
-  beforeDelete(pipelineId: string, force: boolean): Promise<void> {
+  beforeDelete(pipelineId: string, force: boolean): Promise<OrphanedSlot | undefined> {
     return this.requests.beforeDelete(pipelineId, force);
   }
 

@@ -3,9 +3,10 @@ import type { Sink } from '../core/sink.js';
 /**
  * A sink whose implementation, and the client library it brings in (a database driver, a broker
  * client, DuckDB's engine), is loaded when the sink is first used rather than when the service
- * starts: a process keeps in memory only the libraries of the sinks it runs.
+ * starts: a process keeps in memory only the libraries of the sinks it runs. A sink that
+ * `writesTables` can look at them (`inspectTargets`), which the runtime must know before loading it.
  */
-export function lazySink(load: () => Promise<Sink>): Sink {
+export function lazySink(load: () => Promise<Sink>, options: { writesTables?: boolean } = {}): Sink {
   let sink: Sink | undefined;
   let loading: Promise<Sink> | undefined;
   const loaded = () => {
@@ -15,7 +16,17 @@ export function lazySink(load: () => Promise<Sink>): Sink {
     });
     return loading;
   };
+  const inspect: Pick<Sink, 'inspectTargets'> = options.writesTables
+    ? {
+        inspectTargets: async (tables) => {
+          const loadedSink = await loaded();
+          if (!loadedSink.inspectTargets) throw new Error('the sink cannot look at its tables');
+          return loadedSink.inspectTargets(tables);
+        },
+      }
+    : {};
   return {
+    ...inspect,
     open: async (tables) => (await loaded()).open(tables),
     readCheckpoint: async () => (await loaded()).readCheckpoint(),
     snapshotPartitionsDone: async () => (await loaded()).snapshotPartitionsDone(),

@@ -14,11 +14,13 @@ const PipelineTableRow = z.object({
   /** Set while the table is `dropped`: why, and when it was seen. */
   dropped_reason: z.string().nullable(),
   dropped_at: z.string().nullable(),
+  /** Set while the sink table no longer holds the table's copy (SINK_TABLE_CHANGED): what is wrong. */
+  sink_changed: z.string().nullable(),
 });
 export type PipelineTableRow = z.infer<typeof PipelineTableRow>;
 
 const COLUMNS = sql.fragment`table_name, status, partitions_total, partitions_done, rows_total, rows_done,
-  snapshot_started_at, snapshot_done_at, dropped_reason, dropped_at`;
+  snapshot_started_at, snapshot_done_at, dropped_reason, dropped_at, sink_changed`;
 
 export const pipelineTablesStore = {
   list: (db: CommonQueryMethods, pipelineId: string) =>
@@ -64,8 +66,25 @@ export const pipelineTablesStore = {
   /** Marks tables to be copied again (backfill); their progress starts over (a dropped one's mark goes). */
   markBackfill: (db: CommonQueryMethods, pipelineId: string, tables: readonly string[]) =>
     db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'backfill', partitions_total = 0, partitions_done = 0,
-      rows_done = 0, snapshot_started_at = NULL, snapshot_done_at = NULL, dropped_reason = NULL, dropped_at = NULL
+      rows_done = 0, snapshot_started_at = NULL, snapshot_done_at = NULL, dropped_reason = NULL, dropped_at = NULL,
+      sink_changed = NULL
       WHERE pipeline_id = ${pipelineId} AND table_name = ANY(${sql.array(tables, 'text')})`),
+
+  /** Notes, per table (`schema.table`), what is wrong with its sink table, until a backfill copies it again. */
+  markSinkChanged: (
+    db: CommonQueryMethods,
+    pipelineId: string,
+    changes: readonly { table: string; problem: string }[],
+  ) =>
+    db.query(sql.unsafe`UPDATE pipeline_tables t SET sink_changed = c.problem
+      FROM unnest(${sql.array(
+        changes.map((c) => c.table),
+        'text',
+      )}, ${sql.array(
+        changes.map((c) => c.problem),
+        'text',
+      )}) AS c (table_name, problem)
+      WHERE t.pipeline_id = ${pipelineId} AND t.table_name = c.table_name`),
 
   /**
    * Marks a table gone from the source (dropped or renamed there): it is no longer replicated, and

@@ -7,6 +7,7 @@ const PipelineRow = z.object({
   name: z.string(),
   source_connection: z.string(),
   source_tables: z.array(z.string()),
+  source_publication: z.string().nullable(),
   sink_connection: z.string(),
   sink_properties: z.record(z.string()),
   schema_policy: z.enum(['review', 'auto', 'ignore']),
@@ -26,7 +27,7 @@ const PipelineRow = z.object({
 });
 export type PipelineRow = z.infer<typeof PipelineRow>;
 
-const COLUMNS = sql.fragment`id, project_id, name, source_connection, source_tables, sink_connection,
+const COLUMNS = sql.fragment`id, project_id, name, source_connection, source_tables, source_publication, sink_connection,
   sink_properties, schema_policy, snapshot_options, generation, owner_worker_id, desired_state, state, state_reason, error, last_checkpoint_at,
   last_checkpoint_lsn, events_total, sink_errors_total, created_at, updated_at`;
 
@@ -34,6 +35,8 @@ const COLUMNS = sql.fragment`id, project_id, name, source_connection, source_tab
 export interface PipelineDefinitionWrite {
   sourceConnection: string;
   sourceTables: readonly string[];
+  /** A publication the user made at the source; null: the pipeline's own. */
+  sourcePublication: string | null;
   sinkConnection: string;
   sinkProperties: Record<string, string>;
   snapshotOptions: { parallelism?: number; partition_rows?: number };
@@ -55,9 +58,9 @@ export const pipelinesStore = {
 
   insert: (db: CommonQueryMethods, projectId: string, name: string, d: PipelineDefinitionWrite) =>
     db.one(sql.type(PipelineRow)`INSERT INTO pipelines
-        (project_id, name, source_connection, source_tables, sink_connection, sink_properties, snapshot_options,
-         schema_policy)
-      VALUES (${projectId}, ${name}, ${d.sourceConnection}, ${sql.array(d.sourceTables, 'text')},
+        (project_id, name, source_connection, source_tables, source_publication, sink_connection, sink_properties,
+         snapshot_options, schema_policy)
+      VALUES (${projectId}, ${name}, ${d.sourceConnection}, ${sql.array(d.sourceTables, 'text')}, ${d.sourcePublication},
         ${d.sinkConnection}, ${sql.jsonb(d.sinkProperties)}, ${sql.jsonb(d.snapshotOptions)}, ${d.schemaPolicy})
       RETURNING ${COLUMNS}`),
 
@@ -65,6 +68,7 @@ export const pipelinesStore = {
   updateDefinition: (db: CommonQueryMethods, projectId: string, name: string, d: PipelineDefinitionWrite) =>
     db.maybeOne(sql.type(PipelineRow)`UPDATE pipelines SET
         source_connection = ${d.sourceConnection}, source_tables = ${sql.array(d.sourceTables, 'text')},
+        source_publication = ${d.sourcePublication},
         sink_connection = ${d.sinkConnection}, sink_properties = ${sql.jsonb(d.sinkProperties)},
         snapshot_options = ${sql.jsonb(d.snapshotOptions)}, schema_policy = ${d.schemaPolicy},
         generation = generation + 1, updated_at = now()

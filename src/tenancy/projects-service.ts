@@ -5,7 +5,7 @@ import {
   UniqueIntegrityConstraintViolationError,
 } from 'slonik';
 import type { RequestContext } from '../context.js';
-import { AppError, notFound, validationFailed } from '../errors/app-error.js';
+import { AppError, badRequest, notFound, validationFailed } from '../errors/app-error.js';
 import { DEFAULT_PROJECT_ID, DEFAULT_WORKSPACE_ID } from '../store/pool.js';
 import { isRecordId } from '../store/record-id.js';
 import { type ProjectRow, projectsStore } from './projects-store.js';
@@ -30,8 +30,14 @@ export class ProjectsService {
   constructor(private readonly pool: DatabasePool) {}
 
   /** The projects; with a workspace name, only that workspace's (an unknown one: 422). */
+  /** An unknown `workspace` filter is an invalid query parameter: 400 BAD_REQUEST. */
   async list(_ctx: RequestContext, workspace?: string): Promise<ProjectRow[]> {
-    const workspaceId = workspace === undefined ? undefined : await this.workspaceId(this.pool, workspace);
+    let workspaceId: string | undefined;
+    if (workspace !== undefined) {
+      const row = await workspacesStore.findByName(this.pool, workspace);
+      if (!row) throw badRequest('workspace', `no workspace is named '${workspace}'`);
+      workspaceId = row.id;
+    }
     return [...(await projectsStore.list(this.pool, workspaceId))];
   }
 

@@ -153,7 +153,7 @@ describe.each(inject('pgClusters'))('connections API on $label', (cluster) => {
 
   it('refuses an unknown value of force with 400', async () => {
     const res = await service.request('DELETE', '/v1/connections/q?force=yes');
-    expect(res).toMatchObject({ status: 422, body: { code: 'VALIDATION_FAILED' } });
+    expect(res).toMatchObject({ status: 400, body: { code: 'BAD_REQUEST' } });
     expect(res.body.error).toBe('force: must be one of true, false');
     expect((await service.request('GET', '/v1/connections/q')).status).toBe(200);
   });

@@ -227,13 +227,48 @@ describe.each(inject('pgClusters'))('pipelines API on $label', (cluster) => {
     expect(res.body.paths['/v1/pipelines'].post.responses['422']).toBeDefined();
   });
 
-  it('says what is allowed when a value is outside its set, with 422 like every value problem', async () => {
+  it('answers 400 naming the allowed values for an action or a parameter outside its set', async () => {
     await service.request('POST', '/v1/pipelines', { ...definition, name: 'values' });
     const state = await service.request('PUT', '/v1/pipelines/values/state', { state: 'go' });
     expect(state).toMatchObject({
-      status: 422,
-      body: { code: 'VALIDATION_FAILED', error: 'state: must be one of start, stop, pause, resume' },
+      status: 400,
+      body: { code: 'BAD_REQUEST', error: 'state: must be one of start, stop, pause, resume' },
     });
+    // A wrong JSON type is a shape problem: 400 too.
+    const typed = await service.request('PUT', '/v1/pipelines/values/state', { state: 1 });
+    expect(typed).toMatchObject({ status: 400, body: { code: 'BAD_REQUEST' } });
+    const force = await service.request('DELETE', '/v1/pipelines/values?force=yes');
+    expect(force).toMatchObject({
+      status: 400,
+      body: { code: 'BAD_REQUEST', error: 'force: must be one of true, false' },
+    });
+    expect((await service.request('GET', '/v1/pipelines/values')).status).toBe(200);
+    for (const [query, error] of [
+      ['limit=0', 'limit: must be from 1 to 100'],
+      ['limit=101', 'limit: must be from 1 to 100'],
+      ['cursor=garbage', 'cursor: is not a cursor returned by this endpoint'],
+    ]) {
+      const runs = await service.request('GET', `/v1/pipelines/values/runs?${query}`);
+      expect(runs, query).toMatchObject({ status: 400, body: { code: 'BAD_REQUEST', error } });
+    }
+    const words = await service.request('GET', '/v1/pipelines/values/runs?limit=ten');
+    expect(words).toMatchObject({ status: 400, body: { code: 'BAD_REQUEST' } });
+    expect(words.body.error).toMatch(/^limit: /);
+    const backfill = await service.request('POST', '/v1/pipelines/values/backfill', {
+      tables: ['public.nope'],
+    });
+    expect(backfill).toMatchObject({ status: 400, body: { code: 'BAD_REQUEST' } });
+    expect(backfill.body.error).toContain("'public.nope' is not a table of pipeline 'values'");
+    const none = await service.request('POST', '/v1/pipelines/values/backfill', { tables: [] });
+    expect(none).toMatchObject({ status: 400, body: { code: 'BAD_REQUEST' } });
+    const dryRun = await service.request('POST', '/v1/apply?dry_run=maybe', {});
+    expect(dryRun).toMatchObject({
+      status: 400,
+      body: { code: 'BAD_REQUEST', error: 'dry_run: must be one of true, false' },
+    });
+  });
+
+  it('keeps 422 for a definition that fails validation', async () => {
     const policy = await service.request('POST', '/v1/pipelines', {
       ...definition,
       name: 'values2',
@@ -243,8 +278,9 @@ describe.each(inject('pgClusters'))('pipelines API on $label', (cluster) => {
       status: 422,
       body: { code: 'VALIDATION_FAILED', error: 'schema_policy: must be one of review, auto, ignore' },
     });
-    // A wrong JSON type is a shape problem: 400.
-    const typed = await service.request('PUT', '/v1/pipelines/values/state', { state: 1 });
-    expect(typed.status).toBe(400);
+    const applied = await service.request('POST', '/v1/apply', {
+      pipelines: [{ ...definition, name: 'values3', schema_policy: 'sometimes' }],
+    });
+    expect(applied).toMatchObject({ status: 422, body: { code: 'VALIDATION_FAILED' } });
   });
 });

@@ -134,6 +134,9 @@ describe('the CLI against a running service', () => {
     ]);
     const one = await cli('get', 'pipeline', 'orders', '-o', 'json');
     expect(JSON.parse(one.stdout)).toMatchObject({ name: 'orders', source: { tables: ['public.orders'] } });
+    const connectionTable = await cli('get', 'connections');
+    expect(connectionTable.stdout.split('\n')[0]).toMatch(/^NAME\s+TYPE\s+DSN\s+UPDATED\s+ORPHANED SLOTS$/);
+    expect(connectionTable.stdout).not.toContain('Orphaned replication slots');
     const connections = await cli('get', 'connections', '-o', 'yaml');
     expect(
       parse(connections.stdout)

@@ -90,6 +90,51 @@ describe('the dashboard in a real browser', () => {
     expect(await badge().getAttribute('data-state')).toBe('stopped');
   });
 
+  it('shows what a source role lacks, with the statements to run, and creates through a publication it names', async () => {
+    const role = 'dashtest_limited';
+    // The source database is new for every run, so the role holds nothing elsewhere.
+    await sqlOn(
+      dbs.source,
+      `DROP ROLE IF EXISTS ${role}; CREATE ROLE ${role} LOGIN REPLICATION; GRANT SELECT ON orders TO ${role};
+       CREATE PUBLICATION orders_pub FOR TABLE orders`,
+    );
+    const dsn = new URL(dbs.source);
+    dsn.username = role;
+    dsn.password = '';
+    const made = await service.request('POST', '/v1/connections', {
+      name: 'limited',
+      type: 'postgres',
+      dsn: dsn.toString(),
+    });
+    expect(made.status).toBe(201);
+
+    await open('pipelines/new', 'Create pipeline');
+    await page.getByLabel('Name', { exact: true }).fill('limited');
+    await page.getByLabel('Source connection').selectOption('limited');
+    const orders = page.getByRole('checkbox', { name: 'public.orders' });
+    await orders.waitFor();
+    await orders.check();
+    await page.getByLabel('Sink connection').selectOption('dst');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    const refusal = page.locator('#pipeline-source-error');
+    await refusal.waitFor();
+    const text = await refusal.innerText();
+    expect(text).toContain(`source connection 'limited' (role ${role}) lacks what the pipeline needs`);
+    expect(text).toContain(`GRANT CREATE ON DATABASE dashboard_src TO ${role};`);
+    expect(text).toContain(`ALTER TABLE public.orders OWNER TO ${role};`);
+    // One privilege a line: the statements are not run together.
+    expect(text.split('\n').length).toBeGreaterThan(2);
+    await screenshot(page, '03b-create-pipeline-privileges');
+
+    await page.getByLabel('Publication').fill('orders_pub');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'limited' }).waitFor();
+    const created = await service.request('GET', '/v1/pipelines/limited');
+    expect(created.body.source).toMatchObject({ connection: 'limited', publication: 'orders_pub' });
+    expect((await service.request('DELETE', '/v1/pipelines/limited')).status).toBe(204);
+    expect((await service.request('DELETE', '/v1/connections/limited')).status).toBe(204);
+  });
+
   it('starts it: the badge turns running and the copy reaches 100 % live, without a reload', async () => {
     await open('', 'Pipelines');
     expect(await page.getByTestId('pause-orders').isDisabled()).toBe(true);
@@ -115,6 +160,11 @@ describe('the dashboard in a real browser', () => {
     await review.getByTestId('schema-ddl').waitFor();
     expect(await review.getByTestId('schema-ddl').textContent()).toContain('ADD COLUMN');
     await screenshot(page, '05-schema-review');
+    // Held: the page shows the source WAL the sink does not hold yet, live.
+    await expect
+      .poll(() => page.getByTestId('lag-bytes-orders').textContent(), { timeout: 30_000 })
+      .toMatch(/^\s*[1-9][\d.]* (B|KiB|MiB)\s*$/);
+    expect(await page.getByTestId('retained-orders').textContent()).toMatch(/\d/);
     await review.getByRole('button', { name: 'Approve' }).click();
     await expect.poll(() => badge().getAttribute('data-state'), { timeout: 30_000 }).toBe('running');
     await waitFor(

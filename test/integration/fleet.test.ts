@@ -77,6 +77,16 @@ describe('a fleet of three instances on one metadata database', () => {
     expect((await api(0, 'PUT', '/v1/pipelines/f2/state', { state: 'pause' })).status).toBe(200);
     await waitFor(async () => (await pipelineOn(0, 'f2')).state === 'paused', 'f2 paused by its owner');
     await sqlOn(dbs.source, 'INSERT INTO f2 (v) VALUES (-1)');
+    // Every instance shows the paused pipeline's lag growing, not only the one running it.
+    for (const i of [0, 1, 2]) {
+      const behind = await waitFor(async () => {
+        const p = await pipelineOn(i, 'f2');
+        return p.replication_lag_ms > 1_500 && p.replication_lag_bytes > 0 ? p : undefined;
+      }, `f2's lag growing, read from instance ${i}`);
+      expect(behind.state).toBe('paused');
+      const metrics = (await api(i, 'GET', '/v1/pipelines/f2/metrics')).body;
+      expect(metrics.replication_lag_seconds).toBeGreaterThan(1.5);
+    }
     expect((await api(2, 'PUT', '/v1/pipelines/f2/state', { state: 'resume' })).status).toBe(200);
     await waitFor(async () => (await pipelineOn(1, 'f2')).state === 'running', 'f2 resumed');
     await waitConverged(dbs.source, dbs.sink, 'f2');

@@ -124,6 +124,26 @@ describe.each(inject('pgClusters'))('replication into MariaDB on $label', (clust
     expect(JSON.stringify(refused.body)).not.toContain('hunter2');
   });
 
+  it('says it was the sink that refused the login, without its password', async () => {
+    const made = await service.request('POST', '/v1/connections', {
+      name: 'wrong-password',
+      type: 'mysql',
+      dsn: `mysql://root:hunter2-secret@127.0.0.1:3306/${database}`,
+    });
+    expect(made.status).toBe(201);
+    const refused = await service.request('POST', '/v1/pipelines', {
+      name: 'refused',
+      source: { connection: 'src', tables: ['public.orders'] },
+      sink: { connection: 'wrong-password' },
+    });
+    expect(refused).toMatchObject({ status: 422, body: { code: 'VALIDATION_FAILED' } });
+    expect(refused.body.error).toMatch(
+      /^sink\.connection: the sink refused: sink connection 'wrong-password': Access denied for user 'root'/,
+    );
+    expect(JSON.stringify(refused.body)).not.toContain('hunter2');
+    expect((await service.request('DELETE', '/v1/connections/wrong-password')).status).toBe(204);
+  });
+
   it('snapshots, then streams inserts, updates, deletes and truncates into MariaDB', async () => {
     const dst = await service.request('POST', '/v1/connections', {
       name: 'dst',

@@ -204,18 +204,59 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
     ).toHaveLength(0);
   });
 
-  it('keeps a pipeline whose slot cannot be dropped, unless forced', async () => {
+  it('keeps a pipeline whose slot cannot be dropped (409), unless forced; names and lists the slot left behind', async () => {
+    const created = await service.request('POST', '/v1/pipelines', {
+      name: 'orphan',
+      source: { connection: 'src', tables: ['public.b'] },
+      sink: { connection: 'dst', properties: { target_schema: 'orphan' } },
+    });
+    expect(created.status).toBe(201);
+    const slot = `replicator_${created.body.id.replaceAll('-', '')}`;
+    await service.request('PUT', '/v1/pipelines/orphan/state', { state: 'start' });
+    await waitFor(
+      async () => (await service.request('GET', '/v1/pipelines/orphan/progress')).body.phase === 'streaming',
+      'streaming',
+    );
     await sqlOn(cluster?.adminUrl as string, 'ALTER DATABASE changes_src ALLOW_CONNECTIONS false');
     try {
-      const refused = await service.request('DELETE', '/v1/pipelines/reload');
-      expect(refused).toMatchObject({ status: 502, body: { code: 'SOURCE_UNAVAILABLE' } });
-      expect(refused.body.error).toContain('pg_drop_replication_slot');
-      expect((await pipeline('reload')).state).toBe('stopped');
-      const forced = await fetch(`${service.url}/v1/pipelines/reload?force=true`, { method: 'DELETE' });
+      const refused = await service.request('DELETE', '/v1/pipelines/orphan');
+      expect(refused).toMatchObject({ status: 409, body: { code: 'SLOT_NOT_DROPPED' } });
+      expect(refused.body.error).toContain(`pg_drop_replication_slot('${slot}')`);
+      expect(refused.body.error).toContain("connection 'src'");
+      expect(refused.body.error).toContain('?force=true');
+      expect((await pipeline('orphan')).state).toBe('stopped');
+      const forced = await fetch(`${service.url}/v1/pipelines/orphan?force=true`, { method: 'DELETE' });
       expect(forced.status).toBe(204);
+      expect(forced.headers.get('x-orphaned-slot')).toBe(slot);
+      expect(await forced.text()).toBe('');
     } finally {
       await sqlOn(cluster?.adminUrl as string, 'ALTER DATABASE changes_src ALLOW_CONNECTIONS true');
     }
+    expect((await service.request('GET', '/v1/pipelines/orphan')).status).toBe(404);
+    expect(
+      await sqlOn(dbs.source, `SELECT 1 FROM pg_replication_slots WHERE slot_name = '${slot}'`),
+    ).toHaveLength(1);
+    const orphan = {
+      slot,
+      pipeline: 'orphan',
+      drop_statement: `SELECT pg_drop_replication_slot('${slot}')`,
+    };
+    const view = await service.request('GET', '/v1/connections/src');
+    expect(view.body.orphaned_slots).toEqual([expect.objectContaining(orphan)]);
+    const listed = (await service.request('GET', '/v1/connections')).body;
+    expect(listed.find((c: any) => c.name === 'src').orphaned_slots).toEqual([
+      expect.objectContaining(orphan),
+    ]);
+    expect(listed.find((c: any) => c.name === 'dst').orphaned_slots).toEqual([]);
+
+    const dropped = await service.request('DELETE', `/v1/connections/src/orphaned-slots/${slot}`);
+    expect(dropped.status).toBe(204);
+    expect(
+      await sqlOn(dbs.source, `SELECT 1 FROM pg_replication_slots WHERE slot_name = '${slot}'`),
+    ).toHaveLength(0);
+    expect((await service.request('GET', '/v1/connections/src')).body.orphaned_slots).toEqual([]);
+    const again = await service.request('DELETE', `/v1/connections/src/orphaned-slots/${slot}`);
+    expect(again).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
   });
 
   it('restarts running pipelines on a replaced connection, and fails them when it is deleted by force', async () => {

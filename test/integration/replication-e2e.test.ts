@@ -131,14 +131,14 @@ describe.each(inject('pgClusters'))('replication end to end on $label', (cluster
     }
   });
 
-  it('answers 409 for a transition the state does not allow, and 422 for an unknown action', async () => {
+  it('answers 409 for a transition the state does not allow, and 400 for an unknown action', async () => {
     const resume = await service.request('PUT', '/v1/pipelines/e2e/state', { state: 'resume' });
     expect(resume).toMatchObject({ status: 409, body: { code: 'INVALID_TRANSITION' } });
     expect(resume.body.error).toContain("pipeline 'e2e' is running: cannot resume");
     const start = await service.request('PUT', '/v1/pipelines/e2e/state', { state: 'start' });
     expect(start).toMatchObject({ status: 409, body: { code: 'INVALID_TRANSITION' } });
     const bogus = await service.request('PUT', '/v1/pipelines/e2e/state', { state: 'explode' });
-    expect(bogus).toMatchObject({ status: 422, body: { code: 'VALIDATION_FAILED' } });
+    expect(bogus).toMatchObject({ status: 400, body: { code: 'BAD_REQUEST' } });
     const missing = await service.request('PUT', '/v1/pipelines/nope/state', { state: 'start' });
     expect(missing).toMatchObject({ status: 404, body: { code: 'NOT_FOUND' } });
   });

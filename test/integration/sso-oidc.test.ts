@@ -419,8 +419,8 @@ describe('single sign-on with OpenID Connect', () => {
       const res = await new Browser(service.url).get(
         `/v1/auth/sso/corp/login?return_to=${encodeURIComponent(target)}`,
       );
-      expect(res.status, target).toBe(422);
-      expect(JSON.parse(res.text)).toMatchObject({ code: 'VALIDATION_FAILED' });
+      expect(res.status, target).toBe(400);
+      expect(JSON.parse(res.text)).toMatchObject({ code: 'BAD_REQUEST' });
     }
   });
 

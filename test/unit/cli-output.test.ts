@@ -77,6 +77,8 @@ describe('CLI output', () => {
           state: 'running',
           events_per_second: 12.34,
           replication_lag_seconds: 0.25,
+          replication_lag_bytes: 3 * 1024 * 1024,
+          retained_wal_bytes: 5 * 1024 ** 3,
           last_checkpoint_at: null,
           events_total: 12345,
           sink_errors_total: 0,
@@ -116,7 +118,8 @@ describe('CLI output', () => {
       false,
     );
     expect(text).toContain('pipeline orders: running\n');
-    expect(text).toContain('  lag              250 ms');
+    expect(text).toContain('  lag              250 ms (3.0 MiB of source WAL behind)\n');
+    expect(text).toContain('  retained WAL     5.0 GiB\n');
     expect(text).toContain('  events           12,345');
     expect(text).toContain('  warning          the slot keeps 3 GB of WAL');
     expect(text).toMatch(

@@ -1,4 +1,4 @@
-import { validationFailed } from '../../errors/app-error.js';
+import { badRequest } from '../../errors/app-error.js';
 
 const RETURN_TO_MAX_LENGTH = 2048;
 const PROBE_ORIGIN = 'http://return-to.invalid';
@@ -15,8 +15,7 @@ const isControlCharacter = (character: string) => {
  * sign-in cannot be used as an open redirect.
  */
 export function checkReturnTo(value: string): string {
-  const refuse = () =>
-    validationFailed('return_to', 'must be a path on this service, such as /app/pipelines');
+  const refuse = () => badRequest('return_to', 'must be a path on this service, such as /app/pipelines');
   if (value.length === 0 || value.length > RETURN_TO_MAX_LENGTH) throw refuse();
   if (!value.startsWith('/') || value.startsWith('//')) throw refuse();
   // Backslashes, whitespace and control characters are normalised away by browsers in ways that

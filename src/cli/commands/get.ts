@@ -39,9 +39,31 @@ const pipelineTable = (rows: readonly PipelineRow[]) =>
 
 const connectionTable = (rows: readonly Schemas['Connection'][]) =>
   formatTable(
-    [{ heading: 'name' }, { heading: 'type' }, { heading: 'dsn' }, { heading: 'updated' }],
-    rows.map((c) => [c.name, c.type, c.dsn, formatAgo(c.updated_at)]),
+    [
+      { heading: 'name' },
+      { heading: 'type' },
+      { heading: 'dsn' },
+      { heading: 'updated' },
+      { heading: 'orphaned slots', numeric: true },
+    ],
+    rows.map((c) => [c.name, c.type, c.dsn, formatAgo(c.updated_at), String(c.orphaned_slots.length)]),
   );
+
+/** The slots forced deletes left on the connections' sources, each with how to drop it: they hold WAL. */
+function orphanedSlotLines(rows: readonly Schemas['Connection'][]): string {
+  const lines = rows.flatMap((c) =>
+    c.orphaned_slots.map(
+      (o) =>
+        `  ${c.name}: ${o.slot} (pipeline ${o.pipeline}, deleted ${formatAgo(o.since)}): ${o.drop_statement}\n`,
+    ),
+  );
+  if (lines.length === 0) return '';
+  return (
+    "\nOrphaned replication slots, holding their source's WAL until dropped " +
+    '(or DELETE /v1/connections/<name>/orphaned-slots/<slot>):\n' +
+    lines.join('')
+  );
+}
 
 async function fetchRows(api: ApiClient, kind: 'pipelines' | 'connections', name: string | undefined) {
   if (kind === 'pipelines') {
@@ -79,7 +101,10 @@ export function registerGet(program: Command, io: CliIo): void {
         else if (flags.output === 'yaml') io.out(stringify(value));
         else if (rows.length === 0) io.err(`no ${kind} in this project\n`);
         else if (kind === 'pipelines') io.out(pipelineTable(rows as PipelineRow[]));
-        else io.out(connectionTable(rows as Schemas['Connection'][]));
+        else {
+          const connections = rows as Schemas['Connection'][];
+          io.out(connectionTable(connections) + orphanedSlotLines(connections));
+        }
       },
     );
 }

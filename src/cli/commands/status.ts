@@ -6,6 +6,7 @@ import {
   type PipelineProgress,
   type Schemas,
 } from '../../client/api-client.js';
+import { formatBytes } from '../../core/byte-size.js';
 import { clientCommand, clientFor } from '../client-command.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
@@ -39,7 +40,8 @@ export function formatStatus(
 ) {
   const lines = [
     `pipeline ${pipeline.name}: ${pipeline.state}${pipeline.desired_state !== pipeline.state ? ` (asked to be ${pipeline.desired_state})` : ''}`,
-    `  lag              ${formatDuration(metrics.replication_lag_seconds * 1000)}`,
+    `  lag              ${formatDuration(metrics.replication_lag_seconds * 1000)}${metrics.replication_lag_bytes === null ? '' : ` (${formatBytes(metrics.replication_lag_bytes)} of source WAL behind)`}`,
+    `  retained WAL     ${metrics.retained_wal_bytes === null ? 'not measured' : formatBytes(metrics.retained_wal_bytes)}`,
     `  events/s         ${metrics.events_per_second.toFixed(1)}`,
     `  events           ${count(metrics.events_total)}`,
     `  sink errors      ${count(metrics.sink_errors_total)}`,

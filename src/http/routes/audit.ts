@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { DatabasePool } from 'slonik';
 import { listAuditEvents } from '../../audit/audit-store.js';
-import { validationFailed } from '../../errors/app-error.js';
+import { badRequest } from '../../errors/app-error.js';
 import { AuditPage, AuditQuery } from '../schemas/audit.js';
 import { errorResponses } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
@@ -25,7 +25,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ pool: DatabasePool }> = as
     async (request) => {
       const { limit, cursor, action, actor_id, project_id, outcome } = request.query;
       const size = limit === undefined ? 100 : Number(limit);
-      if (size < 1 || size > 500) throw validationFailed('limit', 'must be from 1 to 500');
+      if (size < 1 || size > 500) throw badRequest('limit', 'must be from 1 to 500');
       return listAuditEvents(pool, {
         limit: size,
         beforeId: cursor === undefined ? undefined : Number(cursor),

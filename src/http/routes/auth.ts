@@ -35,7 +35,12 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
   app.post(
     '/auth/login',
     {
-      config: { permission: 'public', action: false, rateLimit: loginRateLimit(loginAttemptsPerMinute) },
+      config: {
+        permission: 'public',
+        action: false,
+        actionBody: true,
+        rateLimit: loginRateLimit(loginAttemptsPerMinute),
+      },
       schema: {
         operationId: 'login',
         tags,
@@ -122,7 +127,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
   app.put(
     '/auth/session',
     {
-      config: { permission: 'authenticated', action: 'session.switch_project' },
+      config: { permission: 'authenticated', action: 'session.switch_project', actionBody: true },
       schema: {
         operationId: 'switchProject',
         tags,

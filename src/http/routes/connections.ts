@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ConnectionsService } from '../../connections/connections-service.js';
+import type { OrphanedSlots } from '../../runtime/orphaned-slots.js';
 import type { SourceTables } from '../../runtime/source-tables.js';
 import { errorResponses, NameParams, ref, Unauthenticated } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
@@ -9,6 +10,7 @@ import {
   ConnectionCreateBody,
   ConnectionReplaceBody,
   ForceQuery,
+  OrphanedSlotParams,
   SourceTableView,
 } from '../schemas/connections.js';
 
@@ -17,7 +19,8 @@ const tags = ['connections'];
 export const connectionRoutes: FastifyPluginAsyncTypebox<{
   connections: ConnectionsService;
   sourceTables: SourceTables;
-}> = async (app, { connections, sourceTables }) => {
+  orphanedSlots: OrphanedSlots;
+}> = async (app, { connections, sourceTables, orphanedSlots }) => {
   addComponentSchemas(app);
   app.get(
     '/connections',
@@ -80,6 +83,26 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     (request) => sourceTables.list(request.ctx, request.params.name),
+  );
+
+  app.delete(
+    '/connections/:name/orphaned-slots/:slot',
+    {
+      config: { permission: 'edit', action: 'connection.drop_orphaned_slot' },
+      schema: {
+        operationId: 'dropOrphanedSlot',
+        tags,
+        summary:
+          "Drop a replication slot a forced pipeline delete left on the connection's source, and forget it " +
+          '(also when it is gone already); 409 SLOT_NOT_DROPPED when the source cannot be reached',
+        params: OrphanedSlotParams,
+        response: { 204: Type.Null(), ...errorResponses(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      await orphanedSlots.drop(request.ctx, request.params.name, request.params.slot);
+      return reply.status(204).send(null);
+    },
   );
 
   app.put(

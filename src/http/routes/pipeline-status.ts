@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { validationFailed } from '../../errors/app-error.js';
+import { badRequest } from '../../errors/app-error.js';
 import type { PipelineStatusService } from '../../pipelines/pipeline-status-service.js';
 import { errorResponses, NameParams, ref } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
@@ -25,7 +25,7 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
   app.put(
     '/pipelines/:name/state',
     {
-      config: { permission: 'operate', action: 'pipeline.state' },
+      config: { permission: 'operate', action: 'pipeline.state', actionBody: true },
       schema: {
         operationId: 'changePipelineState',
         tags,
@@ -42,13 +42,14 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
   app.post(
     '/pipelines/:name/backfill',
     {
-      config: { permission: 'operate', action: 'pipeline.backfill' },
+      config: { permission: 'operate', action: 'pipeline.backfill', actionBody: true },
       schema: {
         operationId: 'backfillPipeline',
         tags,
         summary:
           'Copy tables of a pipeline again (202). A streaming pipeline does it while its other tables keep ' +
-          'streaming; the table is emptied and refilled, its changes meanwhile held and applied after',
+          'streaming; the table is emptied and refilled, its changes meanwhile held and applied after. A failed ' +
+          'pipeline is started to copy them: the way back from `SINK_TABLE_CHANGED`',
         params: NameParams,
         body: BackfillBody,
         response: { 202: BackfillAccepted, ...errorResponses(400, 404, 409, 415, 422) },
@@ -122,7 +123,7 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
     },
     (request) => {
       const limit = request.query.limit === undefined ? 20 : Number(request.query.limit);
-      if (limit < 1 || limit > 100) throw validationFailed('limit', 'must be from 1 to 100');
+      if (limit < 1 || limit > 100) throw badRequest('limit', 'must be from 1 to 100');
       return status.runs(request.ctx, request.params.name, limit, request.query.cursor);
     },
   );

@@ -3,8 +3,14 @@ import { Type } from 'typebox';
 import type { PipelinesService } from '../../pipelines/pipelines-service.js';
 import { errorResponses, NameParams, ref, Unauthenticated } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
-import { ForceQuery } from '../schemas/connections.js';
-import { Pipeline, PipelineCreateBody, PipelineReplaceBody, PipelineSummary } from '../schemas/pipelines.js';
+import {
+  ORPHANED_SLOT_HEADER,
+  Pipeline,
+  PipelineCreateBody,
+  PipelineForceQuery,
+  PipelineReplaceBody,
+  PipelineSummary,
+} from '../schemas/pipelines.js';
 
 const tags = ['pipelines'];
 
@@ -84,15 +90,28 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
         operationId: 'deletePipeline',
         tags,
         summary:
-          'Stop and delete a pipeline, dropping its replication slot and publication on the source; 502 ' +
-          'SOURCE_UNAVAILABLE keeps it when the slot cannot be dropped, unless force=true',
+          'Stop and delete a pipeline, dropping its replication slot and publication on the source; 409 ' +
+          'SLOT_NOT_DROPPED keeps it when the slot cannot be dropped, unless force=true',
         params: NameParams,
-        querystring: ForceQuery,
-        response: { 204: Type.Null(), ...errorResponses(404, 502) },
+        querystring: PipelineForceQuery,
+        response: {
+          204: Type.Null({
+            description: 'Deleted',
+            headers: {
+              [ORPHANED_SLOT_HEADER]: Type.String({
+                description:
+                  'Only on a forced delete that could not drop the slot: the replication slot left on the ' +
+                  "source (listed in the source connection's orphaned_slots until it is dropped)",
+              }),
+            },
+          }),
+          ...errorResponses(400, 404, 409),
+        },
       },
     },
     async (request, reply) => {
-      await pipelines.delete(request.ctx, request.params.name, request.query.force === 'true');
+      const orphan = await pipelines.delete(request.ctx, request.params.name, request.query.force === 'true');
+      if (orphan) reply.header(ORPHANED_SLOT_HEADER, orphan.slot);
       return reply.status(204).send(null);
     },
   );

@@ -29,9 +29,9 @@ export const projectRoutes: FastifyPluginAsyncTypebox<{ projects: ProjectsServic
         summary: 'List projects',
         description:
           'Every project of the organization, by name, with its workspace’s id and name; ?workspace=<name> ' +
-          'lists only that workspace’s (an unknown workspace: 422).',
+          'lists only that workspace’s (an unknown workspace: 400).',
         querystring: ProjectsQuery,
-        response: { 200: Type.Array(ref(Project)), ...errorResponses(400, 422) },
+        response: { 200: Type.Array(ref(Project)), ...errorResponses(400) },
       },
     },
     (request) => projects.list(request.ctx, request.query.workspace),

@@ -4,10 +4,13 @@ import { Timestamp, UUID_PATTERN } from './common.js';
 export const AuditQuery = Type.Object(
   {
     limit: Type.Optional(
-      Type.String({ pattern: '^[0-9]{1,3}$', description: 'events per page, 1 to 500 (default 100)' }),
+      Type.String({
+        pattern: '^[0-9]{1,3}$',
+        description: 'a whole number of events per page, 1 to 500 (default 100)',
+      }),
     ),
     cursor: Type.Optional(
-      Type.String({ pattern: '^[0-9]{1,18}$', description: 'next_cursor of the previous page' }),
+      Type.String({ pattern: '^[0-9]{1,18}$', description: 'the next_cursor of a previous page' }),
     ),
     action: Type.Optional(Type.String({ maxLength: 100, description: 'e.g. pipeline.create, auth.login' })),
     actor_id: Type.Optional(Type.String({ pattern: UUID_PATTERN, description: 'a user id' })),

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { connectionTypeNames } from '../../connections/connection-types.js';
-import { Name, Timestamp } from './common.js';
+import { Name, NameParams, Timestamp } from './common.js';
 
 const ConnectionTypeName = Type.String({
   description: `Connection type: ${connectionTypeNames().join(', ')} (see the README for each one's DSN)`,
@@ -76,9 +76,28 @@ export const Connection = Type.Object(
     ),
     created_at: Timestamp,
     updated_at: Timestamp,
+    orphaned_slots: Type.Array(
+      Type.Object({
+        slot: Type.String({ description: 'The replication slot left on this source' }),
+        pipeline: Type.String({ description: 'The deleted pipeline that owned it' }),
+        reason: Type.String({ description: 'Why it could not be dropped' }),
+        drop_statement: Type.String({ description: 'The statement that drops it by hand on the source' }),
+        since: Timestamp,
+      }),
+      {
+        description:
+          'Replication slots that forced pipeline deletes could not drop on this source: each holds its WAL ' +
+          'until dropped (DELETE /v1/connections/{name}/orphaned-slots/{slot}, or by hand)',
+      },
+    ),
   },
   { $id: 'Connection' },
 );
+
+export const OrphanedSlotParams = Type.Object({
+  name: NameParams.properties.name,
+  slot: Type.String({ description: 'The orphaned replication slot, as orphaned_slots lists it' }),
+});
 
 export const ForceQuery = Type.Object(
   {

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { PIPELINE_ACTIONS } from '../../../machines/pipeline.js';
 import { Timestamp } from './common.js';
+import { LAG_DESCRIPTION, LagBytes, RetainedWalBytes } from './pipelines.js';
 
 export const StateChangeBody = Type.Object(
   {
@@ -27,7 +28,9 @@ export const BackfillAccepted = Type.Object({
   name: Type.String(),
   tables: Type.Array(Type.String()),
   state: Type.String({
-    description: 'The pipeline state; a stopped or paused pipeline copies them when it starts',
+    description:
+      'The pipeline state: a failed pipeline is started to copy them (`starting`; the way back from ' +
+      '`SINK_TABLE_CHANGED`); a stopped or paused pipeline copies them when it starts',
   }),
 });
 
@@ -46,10 +49,9 @@ export const PipelineMetrics = Type.Object({
   name: Type.String(),
   state: Type.String(),
   events_per_second: Type.Number({ description: 'Events applied per second, over the last 5 s' }),
-  replication_lag_seconds: Type.Number({
-    description:
-      'Now minus the commit time of the oldest received change not yet durable in the sink; 0 when caught up',
-  }),
+  replication_lag_seconds: Type.Number({ description: LAG_DESCRIPTION }),
+  replication_lag_bytes: LagBytes,
+  retained_wal_bytes: RetainedWalBytes,
   last_checkpoint_at: Type.Union([Timestamp, Type.Null()]),
   events_total: Type.Integer({ description: 'Change events applied, over the life of the pipeline' }),
   sink_errors_total: Type.Integer({ description: 'Failed sink writes, over the life of the pipeline' }),
@@ -67,11 +69,14 @@ export const SnapshotProgress = Type.Object({
           Type.Literal('backfill'),
           Type.Literal('streaming'),
           Type.Literal('dropped'),
+          Type.Literal('sink_changed'),
         ],
         {
           description:
-            '`pending`, `snapshot` (being copied), `backfill` (being copied again), `streaming` (copied) or ' +
-            '`dropped` (gone from the source: dropped or renamed there; no longer replicated, the sink keeps its copy)',
+            '`pending`, `snapshot` (being copied), `backfill` (being copied again), `streaming` (copied), ' +
+            '`dropped` (gone from the source: dropped or renamed there; no longer replicated, the sink keeps its copy) or ' +
+            '`sink_changed` (its sink table was dropped, lost columns or was emptied outside the pipeline, which ' +
+            'failed with SINK_TABLE_CHANGED; `reason` says what, and a backfill of the table copies it again)',
         },
       ),
       partitions_total: Type.Integer(),
@@ -86,7 +91,8 @@ export const SnapshotProgress = Type.Object({
       }),
       reason: Type.Union([Type.String(), Type.Null()], {
         description:
-          'Why a `dropped` table is: e.g. it does not exist at the source any more; null otherwise',
+          'Why a `dropped` table is (e.g. it does not exist at the source any more), or what is wrong with a ' +
+          "`sink_changed` table's sink table; null otherwise",
       }),
       dropped_at: Type.Union([Timestamp, Type.Null()], {
         description: 'When the table was found gone from the source; null unless `dropped`',
@@ -110,7 +116,10 @@ export const SnapshotProgress = Type.Object({
 export const RunsQuery = Type.Object(
   {
     limit: Type.Optional(
-      Type.String({ pattern: '^[0-9]{1,3}$', description: 'Runs per page, 1 to 100 (default 20)' }),
+      Type.String({
+        pattern: '^[0-9]{1,3}$',
+        description: 'a whole number of runs per page, 1 to 100 (default 20)',
+      }),
     ),
     cursor: Type.Optional(Type.String({ description: 'next_cursor of the previous page' })),
   },

@@ -1,9 +1,15 @@
 import { Type } from 'typebox';
 import { DEFAULT_SNAPSHOT_OPTIONS, SNAPSHOT_LIMITS } from '../../pipelines/snapshot-options.js';
-import { TABLE_NAME_PATTERN, TABLE_NAME_RULE } from '../../pipelines/table-name.js';
+import { PUBLICATION_NAME_PATTERN, TABLE_NAME_PATTERN, TABLE_NAME_RULE } from '../../pipelines/table-name.js';
 import { sinkTypes } from '../../sinks/registry.js';
 import { ConnectionReference, Name, Timestamp } from './common.js';
 import { sinkPropertiesSchemaName } from './sink-properties.js';
+
+const PUBLICATION_DESCRIPTION =
+  "A publication made at the source by its tables' owner, publishing every table of the pipeline (insert, update, " +
+  'delete, truncate, no row filter or column list): the service streams through it and never alters or drops ' +
+  'it, so the source role needs no CREATE on the database nor ownership of the tables. Left out: the pipeline ' +
+  'creates, alters and at deletion drops its own publication, replicator_<pipeline id>';
 
 const Source = Type.Object(
   {
@@ -13,6 +19,12 @@ const Source = Type.Object(
       maxItems: 1000,
       description: 'Tables to replicate, each "<schema>.<table>"',
     }),
+    publication: Type.Optional(
+      Type.String({
+        pattern: PUBLICATION_NAME_PATTERN,
+        description: PUBLICATION_DESCRIPTION,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -79,6 +91,25 @@ export const PipelineReplaceBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** Lag as the list, the pipeline and the live feed give it, in milliseconds. */
+export const LAG_DESCRIPTION =
+  'Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not ' +
+  '(paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything ' +
+  'the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. ' +
+  'See the README, Lag';
+
+export const LagBytes = Type.Union([Type.Integer(), Type.Null()], {
+  description:
+    "Source WAL written after the position the sink holds durably (the source's WAL end minus the " +
+    "pipeline's acknowledged position), in bytes; null when not measured (stopped, source not read yet)",
+});
+
+export const RetainedWalBytes = Type.Union([Type.Integer(), Type.Null()], {
+  description:
+    "WAL the source keeps for the pipeline's slot (its WAL end minus the slot's restart position), in bytes; " +
+    'null when not measured',
+});
+
 const LastCheckpointAt = Type.Union([Timestamp, Type.Null()], {
   description: 'Time of the last durable checkpoint; null before the first',
 });
@@ -88,7 +119,7 @@ export const PipelineSummary = Type.Object(
     name: Type.String(),
     state: Type.String(),
     events_per_second: Type.Number(),
-    replication_lag_ms: Type.Integer(),
+    replication_lag_ms: Type.Integer({ description: LAG_DESCRIPTION }),
     last_checkpoint_at: LastCheckpointAt,
   },
   { $id: 'PipelineSummary' },
@@ -99,7 +130,11 @@ export const Pipeline = Type.Object(
     id: Type.String(),
     project_id: Type.String(),
     name: Type.String(),
-    source: Type.Object({ connection: Type.String(), tables: Type.Array(Type.String()) }),
+    source: Type.Object({
+      connection: Type.String(),
+      tables: Type.Array(Type.String()),
+      publication: Type.Optional(Type.String({ description: 'The publication the user made, when named' })),
+    }),
     sink: Type.Object({ connection: Type.String(), properties: Type.Record(Type.String(), Type.String()) }),
     snapshot: Type.Object({ parallelism: Type.Integer(), partition_rows: Type.Integer() }),
     schema_policy: Type.String({ description: 'review, auto or ignore' }),
@@ -119,7 +154,9 @@ export const Pipeline = Type.Object(
         'or a table of the pipeline dropped at the source (see the table states of GET /v1/pipelines/{name}/progress)',
     }),
     events_per_second: Type.Number(),
-    replication_lag_ms: Type.Integer(),
+    replication_lag_ms: Type.Integer({ description: LAG_DESCRIPTION }),
+    replication_lag_bytes: LagBytes,
+    retained_wal_bytes: RetainedWalBytes,
     last_checkpoint_at: LastCheckpointAt,
     generation: Type.Integer({ description: 'Incremented on every definition change' }),
     created_at: Timestamp,
@@ -127,3 +164,18 @@ export const Pipeline = Type.Object(
   },
   { $id: 'Pipeline' },
 );
+
+export const PipelineForceQuery = Type.Object(
+  {
+    force: Type.Optional(
+      Type.Union([Type.Literal('true'), Type.Literal('false')], {
+        description:
+          'true deletes even when the replication slot cannot be dropped on the source; the answer names it',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** The header of a forced delete's answer that names the replication slot left on the source. */
+export const ORPHANED_SLOT_HEADER = 'x-orphaned-slot';

@@ -65,13 +65,16 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
           lower: p.lower_bound,
           upper: p.upper_bound,
         }));
-        let rowsTotal =
-          (await pipelineTablesStore.list(pool, pipelineId)).find((t) => t.table_name === name)?.rows_total ??
-          0;
+        const row = (await pipelineTablesStore.list(pool, pipelineId)).find((t) => t.table_name === name);
+        let rowsTotal = row?.rows_total ?? 0;
+        // A backfill asked for and not yet begun copies afresh: the plan and markers of the table's
+        // last copy are all done, and resuming them would copy nothing into a table that may be empty.
+        const freshBackfill = row?.status === 'backfill' && row.snapshot_started_at === null;
         // A fresh slot invalidates any earlier partial copy (its stream starts later); otherwise resume
         // the stored plan when the sink holds some of it, and when the stream can tell the partitions
         // apart (their copies were made in different snapshots: see CopyGate).
         if (
+          freshBackfill ||
           options.slotSnapshot !== undefined ||
           partitions.length === 0 ||
           done.size === 0 ||

@@ -10,6 +10,7 @@ import {
   type Sink,
   type SinkContext,
   type SnapshotPartition,
+  type TargetState,
 } from '../../core/sink.js';
 import { ValueError } from '../../core/values.js';
 import { RefusedChangeError } from '../refused-change.js';
@@ -82,6 +83,46 @@ class DuckdbSink implements Sink {
     return this.conn;
   }
 
+  private async connect(): Promise<void> {
+    if (this.instance) return;
+    this.closed = false;
+    this.instance = await acquireInstance(this.ctx.connection.path);
+    try {
+      this.conn = await this.instance.connect();
+    } catch (error) {
+      this.instance = undefined;
+      await releaseInstance(this.ctx.connection.path);
+      throw error;
+    }
+  }
+
+  async inspectTargets(tables: readonly TableSchema[]): Promise<TargetState[]> {
+    if (tables.length === 0) return [];
+    await this.connect();
+    return this.exclusive(async () => {
+      const conn = this.connection();
+      const states: TargetState[] = [];
+      for (const source of tables) {
+        const target = this.targetOf(source);
+        const present = await this.columnsOf(conn, target);
+        // A table has at least one column: none found is no table.
+        if (present.size === 0) {
+          states.push({ table: source, target, exists: false, missingColumns: [], empty: false });
+          continue;
+        }
+        const reader = await conn.runAndReadAll(`SELECT NOT EXISTS (SELECT 1 FROM ${qualifiedName(target)})`);
+        states.push({
+          table: source,
+          target,
+          exists: true,
+          missingColumns: source.columns.map((c) => c.name).filter((n) => !present.has(n.toLowerCase())),
+          empty: reader.getRowsJS()[0]?.[0] === true,
+        });
+      }
+      return states;
+    });
+  }
+
   async open(tables: TableSchema[]): Promise<void> {
     const targets = new Map<string, TableSchema>();
     for (const source of tables) {
@@ -94,17 +135,7 @@ class DuckdbSink implements Sink {
       }
       targets.set(targetKey(target), source);
     }
-    if (!this.instance) {
-      this.closed = false;
-      this.instance = await acquireInstance(this.ctx.connection.path);
-      try {
-        this.conn = await this.instance.connect();
-      } catch (error) {
-        this.instance = undefined;
-        await releaseInstance(this.ctx.connection.path);
-        throw error;
-      }
-    }
+    await this.connect();
     await this.exclusive(async () => {
       await this.transaction(async (conn) => {
         for (const sql of BOOKKEEPING_SQL) await conn.run(sql);

@@ -14,7 +14,8 @@ export const mysqlSinkKind: SinkKind<MysqlSinkConfig, ConnectionOptions> = {
   properties: MYSQL_SINK_PROPERTIES,
   parseProperties: parseMysqlSinkProperties,
   // Its client library is loaded with the first sink of the kind.
-  create: (ctx) => lazySink(async () => (await import('./mysql-sink.js')).createMysqlSink(ctx)),
+  create: (ctx) =>
+    lazySink(async () => (await import('./mysql-sink.js')).createMysqlSink(ctx), { writesTables: true }),
   checkTables: (props, tables) => checkMysqlSinkTables(parseMysqlSinkProperties(props), tables),
   preflight: async (...args) => (await import('./preflight.js')).preflightMysqlSink(...args),
 };

@@ -11,6 +11,7 @@ import {
   type Sink,
   type SinkContext,
   type SnapshotPartition,
+  type TargetState,
 } from '../../core/sink.js';
 import { RefusedChangeError } from '../refused-change.js';
 import { partitionsOfMarkers, writingPartition } from '../snapshot-partitions.js';
@@ -19,7 +20,7 @@ import { type MysqlSinkConfig, mysqlTargetOf, parseMysqlSinkProperties } from '.
 import { CHECKPOINTS_TABLE, PARTITIONS_TABLE, qualifiedName, truncateSql } from './ddl.js';
 import { alreadyDone, refusesData } from './mysql-errors.js';
 import { schemaChangeSql } from './schema-change.js';
-import { binaryCollation, ensureBookkeeping, prepareTarget } from './target-tables.js';
+import { binaryCollation, ensureBookkeeping, inspectTarget, prepareTarget } from './target-tables.js';
 
 /**
  * Every session: strict, so that a value MySQL would otherwise truncate or zero is an error, and
@@ -122,6 +123,15 @@ class MysqlSink implements Sink {
 
   private targetOf(source: TableRef): TableRef {
     return mysqlTargetOf(this.config, source, this.database);
+  }
+
+  async inspectTargets(tables: readonly TableSchema[]): Promise<TargetState[]> {
+    if (tables.length === 0) return [];
+    return this.withConnection(async (conn) => {
+      const states: TargetState[] = [];
+      for (const source of tables) states.push(await inspectTarget(conn, source, this.targetOf(source)));
+      return states;
+    });
   }
 
   async open(tables: TableSchema[]): Promise<void> {

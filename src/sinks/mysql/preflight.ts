@@ -1,5 +1,6 @@
 import mysql, { type ConnectionOptions } from 'mysql2/promise';
 import { type TableSchema, tableKey } from '../../core/change.js';
+import { isRefusal } from '../../core/side-refusal.js';
 import { validationFailed } from '../../errors/app-error.js';
 import { uncreatableReason } from './column-types.js';
 import { mysqlTargetOf, parseMysqlSinkProperties } from './config.js';
@@ -9,7 +10,7 @@ import { binaryCollation, prepareTarget, tableExists } from './target-tables.js'
  * Checks, before a definition is stored or started, that the sink can take every table: a target
  * that exists must have the source's columns and key, a missing one must be allowed and possible
  * to create (names MySQL can hold, a key short enough to index). A sink that cannot be reached is
- * not judged here; it is checked again at start.
+ * not judged here; it is checked again at start. A refused login is thrown as the driver's error.
  */
 export async function preflightMysqlSink(
   connection: ConnectionOptions,
@@ -22,7 +23,9 @@ export async function preflightMysqlSink(
   let conn: mysql.Connection;
   try {
     conn = await mysql.createConnection({ ...connection, connectTimeout: connectTimeoutMs });
-  } catch {
+  } catch (error) {
+    // Out of reach is judged at start; a refused login is the definition's to fix now.
+    if (isRefusal(error)) throw error;
     return;
   }
   conn.on('error', () => {});

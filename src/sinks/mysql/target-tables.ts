@@ -1,9 +1,16 @@
 import type { PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { type TableRef, type TableSchema, tableKey } from '../../core/change.js';
+import type { TargetState } from '../../core/sink.js';
 import { validationFailed } from '../../errors/app-error.js';
 import type { TargetTable } from './apply-plan.js';
 import { sourceKindOf, uncreatableReason } from './column-types.js';
-import { bookkeepingTablesSql, COLLATION_CHOICES, createDatabaseSql, createTableSql } from './ddl.js';
+import {
+  bookkeepingTablesSql,
+  COLLATION_CHOICES,
+  createDatabaseSql,
+  createTableSql,
+  qualifiedName,
+} from './ddl.js';
 import { valueConverter } from './values.js';
 
 type Queryable = Pick<PoolConnection, 'query'>;
@@ -143,4 +150,35 @@ export async function prepareTarget(
     ]),
   );
   return { source, target, converters };
+}
+
+/**
+ * What the target of `source` is now, read only: whether it exists, which of the columns of
+ * `source` it lacks (compared case-insensitively, as MySQL does), and whether it holds no row.
+ */
+export async function inspectTarget(
+  conn: Queryable,
+  source: TableSchema,
+  target: TableRef,
+): Promise<TargetState> {
+  if ((await tableExists(conn, target)) === undefined) {
+    return { table: source, target, exists: false, missingColumns: [], empty: false };
+  }
+  const columns = await rows<{ name: string }>(
+    conn,
+    'SELECT COLUMN_NAME AS name FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?',
+    [target.schema, target.table],
+  );
+  const present = new Set(columns.map((c) => c.name.toLowerCase()));
+  const probe = await rows<{ empty: number }>(
+    conn,
+    `SELECT NOT EXISTS (SELECT 1 FROM ${qualifiedName(target)}) AS empty`,
+  );
+  return {
+    table: source,
+    target,
+    exists: true,
+    missingColumns: source.columns.map((c) => c.name).filter((c) => !present.has(c.toLowerCase())),
+    empty: Number(probe[0]?.empty) === 1,
+  };
 }

@@ -13,6 +13,7 @@ import {
   type Sink,
   type SinkContext,
   type SnapshotPartition,
+  type TargetState,
 } from '../../core/sink.js';
 import { healsByRetrying, sqlstateOf } from '../../core/sqlstate.js';
 import { partitionsOfMarkers, writingPartition } from '../snapshot-partitions.js';
@@ -29,7 +30,7 @@ import {
 import { RecentCopyText, refusedCopyLine } from './refused-copy-line.js';
 import { refusedChange } from './refused-row.js';
 import { schemaChangeSql } from './schema-change.js';
-import { deferredKeys, ensureBookkeeping, prepareTarget } from './target-tables.js';
+import { deferredKeys, ensureBookkeeping, inspectTarget, prepareTarget } from './target-tables.js';
 
 const BOOK = quoteIdent(BOOKKEEPING_SCHEMA);
 const UNDEFINED_TABLE = '42P01';
@@ -88,6 +89,20 @@ class PostgresSink implements Sink {
     });
     // A connection the server ends mid-batch fails the batch, never the process.
     surviveConnectionLossInPool(this.pool);
+  }
+
+  async inspectTargets(tables: readonly TableSchema[]): Promise<TargetState[]> {
+    if (tables.length === 0) return [];
+    const client = await this.pool.connect();
+    try {
+      const states: TargetState[] = [];
+      for (const source of tables) {
+        states.push(await inspectTarget(client, source, targetTableOf(this.config, source)));
+      }
+      return states;
+    } finally {
+      client.release();
+    }
   }
 
   async open(tables: TableSchema[]): Promise<void> {

@@ -9,7 +9,8 @@ import { qualifiedName } from './ddl.js';
  * Checks, before a definition is stored or started, that the sink can create the target tables
  * it will have to create: every column type (an enum, a domain, an extension's type) must exist
  * in the sink database. Tables whose target exists already are the user's own and not judged. A
- * sink that cannot be reached is not judged here; it is checked again at start.
+ * sink that cannot be reached is not judged here; it is checked again at start. A refused login is
+ * thrown as the driver's error.
  */
 export async function preflightPostgresSink(
   connection: pg.ClientConfig,

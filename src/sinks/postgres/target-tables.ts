@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { TableRef, TableSchema } from '../../core/change.js';
+import type { TargetState } from '../../core/sink.js';
 import { validationFailed } from '../../errors/app-error.js';
 import { tableKey } from './config.js';
 import {
@@ -148,5 +149,36 @@ export async function prepareTarget(
   return {
     ...source,
     columns: source.columns.map((c) => ({ ...c, typeName: types.get(c.name) ?? c.typeName })),
+  };
+}
+
+const TARGET_COLUMNS = `
+SELECT (SELECT coalesce(array_agg(a.attname::text), '{}') FROM pg_attribute a
+         WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns
+  FROM pg_class c
+ WHERE c.oid = to_regclass($1)`;
+
+/**
+ * What the target of `source` is now, read only: whether it exists, which of the columns of
+ * `source` it lacks, and whether it holds no row (read up to its first visible row).
+ */
+export async function inspectTarget(
+  client: pg.ClientBase,
+  source: TableSchema,
+  target: TableRef,
+): Promise<TargetState> {
+  const name = qualifiedName(target);
+  const found = (await client.query<{ columns: string[] }>(TARGET_COLUMNS, [name])).rows[0];
+  if (!found) return { table: source, target, exists: false, missingColumns: [], empty: false };
+  const present = new Set(found.columns);
+  const { rows } = await client.query<{ empty: boolean }>(
+    `SELECT NOT EXISTS (SELECT 1 FROM ${name}) AS empty`,
+  );
+  return {
+    table: source,
+    target,
+    exists: true,
+    missingColumns: source.columns.map((c) => c.name).filter((c) => !present.has(c)),
+    empty: rows[0]?.empty === true,
   };
 }

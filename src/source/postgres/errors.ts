@@ -5,6 +5,7 @@
  */
 
 export {
+  PublicationUnfitError,
   SlotMissingError,
   SourceConnectionError,
   SourceNotReadyError,

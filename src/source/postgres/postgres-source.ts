@@ -5,10 +5,13 @@ import { formatLsn, parseLsn } from '../../core/lsn.js';
 import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import type {
   SlotClaim,
+  SlotPosition,
   SlotStatus,
   Source,
   SourceKind,
   SourceLogger,
+  SourceOptions,
+  SourcePositions,
   SourceSnapshot,
 } from '../../core/source.js';
 import { SlotMissingError } from '../../core/source-errors.js';
@@ -16,6 +19,7 @@ import { checkSourceReady, databaseIdentity, listTables, readTableSchemas } from
 import { startChangeStream } from './change-stream.js';
 import { goneTables } from './gone-tables.js';
 import type { RelationInfo } from './pgoutput-decoder.js';
+import { checkPrivileges } from './privileges.js';
 import { existingValues, schemaFromRelation } from './relation-schema.js';
 import { SOURCE_SESSION_OPTIONS } from './replication-connection.js';
 import {
@@ -25,17 +29,21 @@ import {
   ensurePublication,
   publicationName,
   slotName,
+  slotPositions,
   slotStatus,
 } from './slot.js';
 import { exportSnapshot, slotSnapshot } from './snapshot.js';
+import { tablesWithRows } from './table-rows.js';
+import { verifyPublication } from './user-publication.js';
 
 /**
  * A PostgreSQL database as a source: pgoutput logical replication from a slot and a publication
- * the pipeline owns, snapshots exported with the slot (or from a REPEATABLE READ transaction) and
- * copied with COPY. `connection` is an ordinary connection's settings.
+ * the pipeline owns (or one the user made and names in `options`), snapshots exported with the
+ * slot (or from a REPEATABLE READ transaction) and copied with COPY. `connection` is an ordinary
+ * connection's settings.
  */
-export function createPostgresSource(connection: pg.ClientConfig): Source {
-  return new PostgresSource(connection);
+export function createPostgresSource(connection: pg.ClientConfig, options: SourceOptions = {}): Source {
+  return new PostgresSource(connection, options);
 }
 
 export const postgresSourceKind: SourceKind<pg.ClientConfig> = {
@@ -46,7 +54,10 @@ export const postgresSourceKind: SourceKind<pg.ClientConfig> = {
 class PostgresSource implements Source {
   private client: pg.Client | undefined;
 
-  constructor(private readonly connection: pg.ClientConfig) {}
+  constructor(
+    private readonly connection: pg.ClientConfig,
+    private readonly options: SourceOptions,
+  ) {}
 
   async connect(options: { timeoutMs?: number } = {}): Promise<void> {
     const client = new pg.Client({
@@ -65,6 +76,14 @@ class PostgresSource implements Source {
     return checkSourceReady(this.session());
   }
 
+  async checkAccess(tables: readonly TableRef[], pipelineId?: string): Promise<void> {
+    const own = pipelineId === undefined ? undefined : publicationName(pipelineId);
+    return checkPrivileges(this.session(), tables, {
+      name: this.options.publication ?? own,
+      userNamed: this.options.publication !== undefined,
+    });
+  }
+
   async describeTables(tables: readonly TableRef[]) {
     return readTableSchemas(this.session(), tables);
   }
@@ -78,10 +97,16 @@ class PostgresSource implements Source {
   }
 
   async goneTables(pipelineId: string, tables: readonly TableRef[]) {
-    return goneTables(this.session(), publicationName(pipelineId), tables);
+    return goneTables(this.session(), this.publication(pipelineId), tables);
+  }
+
+  async tablesWithRows(tables: readonly TableRef[]): Promise<TableRef[]> {
+    return tablesWithRows(this.session(), tables);
   }
 
   async publish(pipelineId: string, tables: readonly TableRef[]): Promise<void> {
+    const own = this.options.publication === undefined;
+    if (!own) return verifyPublication(this.session(), this.publication(pipelineId), tables);
     return ensurePublication(this.session(), publicationName(pipelineId), tables);
   }
 
@@ -121,6 +146,21 @@ class PostgresSource implements Source {
     return parseLsn(rows[0]?.lsn ?? '0/0');
   }
 
+  async positions(pipelineIds: readonly string[]): Promise<SourcePositions> {
+    const read = await slotPositions(this.session(), pipelineIds.map(slotName));
+    const slots = new Map<string, SlotPosition>();
+    for (const id of pipelineIds) {
+      const slot = read.slots.get(slotName(id));
+      if (!slot) continue;
+      slots.set(id, {
+        confirmedLsn: slot.confirmedFlushLsn === null ? null : parseLsn(slot.confirmedFlushLsn),
+        retainedWalBytes: slot.retainedWalBytes,
+        walStatus: slot.walStatus,
+      });
+    }
+    return { walEnd: parseLsn(read.walEnd), slots };
+  }
+
   async slotStatus(pipelineId: string): Promise<SlotStatus> {
     const slot = slotName(pipelineId);
     const status = await slotStatus(this.session(), slot);
@@ -136,20 +176,25 @@ class PostgresSource implements Source {
     return startChangeStream({
       connection: this.connection,
       slotName: slotName(pipelineId),
-      publicationName: publicationName(pipelineId),
+      publicationName: this.publication(pipelineId),
       startLsn: formatLsn(options.from),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.spoolDir ? { spoolDir: options.spoolDir } : {}),
     });
   }
 
+  // Drops the publication named from the pipeline's id only: one the user named is never the service's.
   async dropOwned(pipelineId: string): Promise<void> {
     return dropSlotAndPublication(this.session(), pipelineId);
   }
 
   ownedObjects(pipelineId: string) {
     const slot = slotName(pipelineId);
-    return { what: `replication slot '${slot}'`, dropByHand: `SELECT pg_drop_replication_slot('${slot}')` };
+    return {
+      slot,
+      what: `replication slot '${slot}'`,
+      dropByHand: `SELECT pg_drop_replication_slot('${slot}')`,
+    };
   }
 
   exportSnapshot(): Promise<SourceSnapshot> {
@@ -168,6 +213,11 @@ class PostgresSource implements Source {
     const client = this.client;
     this.client = undefined;
     await client?.end().catch(() => undefined);
+  }
+
+  /** The publication the pipeline streams through. */
+  private publication(pipelineId: string): string {
+    return this.options.publication ?? publicationName(pipelineId);
   }
 
   private session(): pg.Client {

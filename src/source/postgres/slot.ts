@@ -150,6 +150,43 @@ export async function slotStatus(client: pg.ClientBase, slotName: string): Promi
   };
 }
 
+/**
+ * Where the server's WAL ends (a standby: what it replayed) and where each of `slotNames` stands,
+ * in one statement; a slot that does not exist is absent. `wal_status` (PostgreSQL 13+) is read
+ * through the row's JSON so that one statement serves every version.
+ */
+export async function slotPositions(
+  client: pg.ClientBase,
+  slotNames: readonly string[],
+): Promise<{
+  walEnd: string;
+  slots: Map<string, Omit<SlotStatus, 'exists' | 'active' | 'activePid' | 'restartLsn'>>;
+}> {
+  const { rows } = await client.query<{
+    wal_end: string;
+    slot_name: string | null;
+    confirmed_flush_lsn: string | null;
+    wal_status: string | null;
+    retained: string | null;
+  }>(
+    `WITH e AS (SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_flush_lsn() END AS lsn)
+     SELECT e.lsn::text AS wal_end, s.slot_name::text, s.confirmed_flush_lsn::text,
+            to_jsonb(s)->>'wal_status' AS wal_status, pg_wal_lsn_diff(e.lsn, s.restart_lsn)::text AS retained
+       FROM e LEFT JOIN pg_replication_slots s ON s.slot_name = ANY($1::text[])`,
+    [slotNames],
+  );
+  const slots = new Map<string, Omit<SlotStatus, 'exists' | 'active' | 'activePid' | 'restartLsn'>>();
+  for (const row of rows) {
+    if (row.slot_name === null) continue;
+    slots.set(row.slot_name, {
+      confirmedFlushLsn: row.confirmed_flush_lsn,
+      walStatus: row.wal_status,
+      retainedWalBytes: row.retained === null ? null : Math.max(0, Number(row.retained)),
+    });
+  }
+  return { walEnd: rows[0]?.wal_end ?? '0/0', slots };
+}
+
 /** Ends the walsender streaming from the slot, and waits (5 s at most) for the slot to be free. */
 export async function endSlotReader(client: pg.ClientBase, slotName: string, pid: number): Promise<void> {
   await client.query('SELECT pg_terminate_backend($1)', [pid]);

@@ -59,7 +59,7 @@ export interface SessionInfo {
 /** POST /v1/pipelines. */
 export interface PipelineCreateBody {
   name: string;
-  source: { connection: string; tables: string[] };
+  source: { connection: string; tables: string[]; publication?: string };
   sink: { connection: string; properties?: Record<string, string> };
   snapshot?: { parallelism?: number; partition_rows?: number };
   schema_policy?: 'review' | 'auto' | 'ignore';

@@ -16,6 +16,8 @@ export interface LivePipeline {
   phase?: Phase;
   events_per_second?: number;
   replication_lag_ms?: number;
+  replication_lag_bytes?: number | null;
+  retained_wal_bytes?: number | null;
   last_checkpoint_at?: string | null;
   copying?: LiveTableProgress[];
   /** The last schema review message: a proposal waiting, or decided. */
@@ -71,6 +73,8 @@ export function applyFeedMessage(message: FeedMessage): void {
       entry.phase = message.phase;
       entry.events_per_second = message.events_per_second;
       entry.replication_lag_ms = message.replication_lag_ms;
+      entry.replication_lag_bytes = message.replication_lag_bytes;
+      entry.retained_wal_bytes = message.retained_wal_bytes;
       entry.last_checkpoint_at = message.last_checkpoint_at;
       entry.copying = message.copying;
       record(message.name, message.events_per_second, message.replication_lag_ms);
