@@ -31,9 +31,11 @@
  * Values are typed (`core/values.ts`): numbers, booleans, JSON values as JSON (the source's text,
  * verbatim: every digit of a number, a `json` value's duplicate keys and spacing), text, ISO 8601
  * dates and times; 64-bit integers and numerics as strings, so no digit is lost to a JSON double;
- * float NaN and ±Infinity as the strings `NaN`, `Infinity`, `-Infinity`; bytes as base64;
- * arrays as JSON arrays of the same. A column the sink does not know the type of (added at the
- * source since) comes as the source's text.
+ * float NaN and ±Infinity as the strings `NaN`, `Infinity`, `-Infinity`, a float's `-0` as `-0`;
+ * bytes as base64; arrays as JSON arrays of the same, but an array with lower bounds other than 1
+ * as the source's text (`[0:1]={1,2}`); dates and times that ISO 8601 cannot write (`infinity`,
+ * BC, years past 9999) as the source's text. A column the sink does not know the type of (added
+ * at the source since) comes as the source's text.
  */
 import type { ChangeEvent, ChangeOp, Row, TableRef, TableSchema } from '../core/change.js';
 import {
@@ -117,10 +119,16 @@ export interface TableCount {
  */
 export type Numbering = ReadonlyMap<string, Readonly<TableCount>>;
 
+// JSON.stringify writes -0 as 0: the float's sign is kept by writing its text as it is.
+const NEGATIVE_ZERO = new RawJson('-0');
+
 /** The JSON form of a typed value (see the module comment). */
-export function jsonOf(value: Value): JsonValue {
+export function jsonOf(value: Value): EnvelopeValue {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
-  if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);
+  if (typeof value === 'number') {
+    if (Object.is(value, -0)) return NEGATIVE_ZERO;
+    return Number.isFinite(value) ? value : String(value);
+  }
   if (typeof value === 'bigint') return value.toString();
   if (Buffer.isBuffer(value)) return value.toString('base64');
   if (Array.isArray(value)) return value.map((v) => jsonOf(v as Value));
@@ -144,6 +152,9 @@ const JSON_ARRAY = arrayOf('json');
 function envelopeValue(type: ValueType, text: string | null): EnvelopeValue {
   if (text === null) return null;
   if (type === 'json') return new RawJson(text);
+  // Lower bounds other than 1 (`[0:1]={1,2}`, the only arrays that print them): a JSON array
+  // cannot keep them, so the source's text is sent, which PostgreSQL reads back as it was.
+  if (isArrayType(type) && text.startsWith('[')) return text;
   if (isArrayType(type) && type === JSON_ARRAY) {
     // Split as an array of text: each element is the JSON text of one value.
     const raw = (items: Value): EnvelopeValue =>

@@ -301,6 +301,10 @@ describe('duckdb sink, through the sink contract', () => {
     await expect(nan).rejects.toThrow(/public\.money with key \(id\)=\(2\).*amount/);
     const grid = sink.applyBatch(batch([ins('3', '1.00', '{{1,2},{3,4}}')], 1));
     await expect(grid).rejects.toThrow(/public\.money with key \(id\)=\(3\).*multi-dimensional/);
+    const bounded = sink.applyBatch(batch([ins('5', '1.00', '[0:1]={1,2}')], 1));
+    await expect(bounded).rejects.toThrow(
+      /public\.money with key \(id\)=\(5\): grid: .*lower bound is not 1/,
+    );
     expect(await p.read('public.money')).toEqual([]);
     expect(await sink.readCheckpoint()).toBeNull();
     // The sink goes on after a refusal.

@@ -144,6 +144,47 @@ describe('change envelope', () => {
     expect(jsonOf([[1n, null], [Buffer.from('hi')]])).toEqual([['1', null], ['aGk=']]);
   });
 
+  it("keeps the sign of a float zero, an array's lower bounds, and dates ISO 8601 cannot write", () => {
+    const edges = tableOf(
+      [
+        col('id', 'integer', { isKey: true }),
+        col('r', 'real'),
+        col('d', 'double precision'),
+        col('ds', 'double precision[]'),
+        col('lb', 'integer[]'),
+        col('lbj', 'jsonb[]'),
+        col('day', 'date'),
+        col('at', 'timestamp without time zone'),
+        col('atz', 'timestamp with time zone'),
+      ],
+      ['id'],
+      { schema: 'public', table: 'edges' },
+    );
+    const after = {
+      id: '1',
+      r: '-0',
+      d: '-0',
+      ds: '{-0,0,NULL}',
+      lb: '[0:1]={1,2}',
+      lbj: '[-2:-2]={"{\\"a\\": 1}"}',
+      day: '0044-03-15 BC',
+      at: '294276-12-31 23:59:59',
+      atz: '-infinity',
+    };
+    const { envelopes } = changeEnvelopes([change({ op: 'insert', table: edges, after })], () => edges, NONE);
+    const text = envelopeText(envelopes[0]?.envelope as never);
+    expect(text).toContain('"r":-0,"d":-0,"ds":[-0,0,null],');
+    const parsed = JSON.parse(text).after;
+    expect(Object.is(parsed.r, -0)).toBe(true);
+    expect(parsed).toMatchObject({
+      lb: '[0:1]={1,2}',
+      lbj: after.lbj,
+      day: '0044-03-15 BC',
+      at: '294276-12-31 23:59:59',
+      atz: '-infinity',
+    });
+  });
+
   it('keys an update by the row before it, and a delete by its key; before only with REPLICA IDENTITY FULL', () => {
     const { envelopes } = changeEnvelopes(
       [

@@ -113,6 +113,16 @@ describe('mysql value conversion', () => {
       /-Infinity cannot be stored/,
     );
     expect(valueConverter('n', 'decimal', 'longtext')('NaN')).toBe('NaN');
+    // A real's shortest text may lie above FLT_MAX: the float32's exact decimal is what MySQL takes.
+    expect(valueConverter('f', 'float', 'float')('3.4028235e+38')).toBe('3.4028234663852886e+38');
+    expect(valueConverter('f', 'float', 'float')('-3.4028235e+38')).toBe('-3.4028234663852886e+38');
+    expect(valueConverter('f', 'float', 'float')('1e-45')).toBe('1.401298464324817e-45');
+    expect(valueConverter('f', 'float', 'float')('1.1754944e-38')).toBe(String(Math.fround(1.1754944e-38)));
+    expect(valueConverter('f', 'float', 'float')('-0')).toBe('-0');
+    expect(valueConverter('f', 'float', 'float')('0.1')).toBe(String(Math.fround(0.1)));
+    expect(() => valueConverter('f', 'float', 'float')('1e+39')).toThrow(/beyond the range of a MySQL FLOAT/);
+    expect(() => valueConverter('f', 'float', 'float')('Infinity')).toThrow(/Infinity cannot be stored/);
+    expect(valueConverter('f', 'float', 'double')('3.4028235e+38')).toBe('3.4028235e+38');
     expect(sourceKindOf('timestamp(3) with time zone')).toBe('timestamptz');
   });
 });

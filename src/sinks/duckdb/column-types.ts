@@ -100,10 +100,21 @@ export function duckdbColumnOf(column: Pick<ColumnSchema, 'name' | 'typeName' | 
 
 const bigintAsText = (_key: string, value: unknown) => (typeof value === 'bigint' ? value.toString() : value);
 
-/** A one-dimensional array; a nested one cannot be a LIST of its element type. */
+/**
+ * A one-dimensional array whose lower bound is 1; a nested one cannot be a LIST of its element
+ * type, and a LIST has no lower bound to keep another one in (array_out prints bounds, `[0:1]=`,
+ * only when one is not 1).
+ */
 function flatList(value: Value, text: string): Value {
   if (Array.isArray(value) && value.some((v) => Array.isArray(v))) {
     throw new ValueError('array', text, 'a multi-dimensional array cannot be written to a LIST column');
+  }
+  if (text.startsWith('[')) {
+    throw new ValueError(
+      'array',
+      text,
+      'an array whose lower bound is not 1 cannot be written to a LIST column, which has no bounds',
+    );
   }
   return value;
 }

@@ -67,6 +67,24 @@ export function byteaBytes(text: string, column = ''): Buffer {
 }
 
 /**
+ * A float for a MySQL FLOAT column, as the exact decimal of the float32 it rounds to. A `real`
+ * prints the shortest text that reads back as itself in float4, which may lie just above FLT_MAX
+ * (`3.4028235e+38`): MySQL reads the text as a double, finds it out of FLOAT's range and refuses
+ * it, though the value is FLT_MAX. The float32's own decimal is in range and stores that very
+ * float. `-0` and the other zeros keep their text.
+ */
+function floatText(text: string, column: string): string {
+  if (NOT_FINITE.has(text)) {
+    throw new UnstorableValueError(column, `${text} cannot be stored in a MySQL FLOAT column`);
+  }
+  const single = Math.fround(Number(text));
+  if (!Number.isFinite(single)) {
+    throw new UnstorableValueError(column, `${shown(text)} is beyond the range of a MySQL FLOAT`);
+  }
+  return single === 0 ? text : String(single);
+}
+
+/**
  * How a source column's text is written to a target column of MySQL type `targetType`
  * (`information_schema.COLUMNS.DATA_TYPE`). Only what MySQL would misread is converted: booleans
  * to 1/0 and bytea to bytes for numeric and binary columns, time stamps with offsets to UTC for
@@ -93,6 +111,7 @@ export function valueConverter(column: string, kind: SourceKind, targetType: str
       );
     });
   }
+  if (kind === 'float' && target === 'float') return text((v) => floatText(v, column));
   if ((kind === 'float' || kind === 'decimal') && DECIMAL_TARGETS.has(target)) {
     return text((v) => {
       if (!NOT_FINITE.has(v)) return v;

@@ -20,8 +20,11 @@ export interface TargetTable {
 export interface Statement {
   text: string;
   values: ColumnValue[][];
-  /** The source table its rows are changes of, and where each key column is among `values`. */
-  rows?: { table: TableRef; keys: { name: string; at: number }[] };
+  /**
+   * The source table its rows are changes of, where each key column is among `values`, and the
+   * columns the first `values` are cast to (to name the one whose value the sink cannot read).
+   */
+  rows?: { table: TableRef; keys: { name: string; at: number }[]; columns: readonly ColumnSchema[] };
   /**
    * For rows that are all inserts: the same rows (row-major) for a plain COPY into the target,
    * about twice as fast as the upsert when none of their keys is there yet; the upsert is the
@@ -249,6 +252,7 @@ function statementsOf(group: Group, maxRows: number): Statement[] {
   const keysAt = (at: (i: number, name: string) => number) => ({
     table: { schema: table.source.schema, table: table.source.table },
     keys: table.keys.map((k, i) => ({ name: k.name, at: at(i, k.name) })),
+    columns,
   });
   // Updates carry the key after the columns; deletes carry only the key; upserts carry it among the columns.
   const rowsOf =

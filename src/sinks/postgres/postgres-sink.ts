@@ -27,6 +27,7 @@ import {
   quoteIdent,
   truncateSql,
 } from './ddl.js';
+import { RecentCopyText, refusedCopyLine } from './refused-copy-line.js';
 import { refusedChange } from './refused-row.js';
 import { schemaChangeSql } from './schema-change.js';
 import { deferredKeys, ensureBookkeeping, inspectTarget, prepareTarget } from './target-tables.js';
@@ -209,7 +210,12 @@ class PostgresSink implements Sink {
       const target = targetTableOf(this.config, table);
       return await this.transaction(async (client) => {
         const copy = client.query(copyFrom(copyFromSql(target, table.columns)));
-        await pipeline(copyText, copy);
+        const recent = new RecentCopyText();
+        try {
+          await pipeline(copyText, recent, copy);
+        } catch (error) {
+          throw refusedCopyLine(table, recent, error) ?? error;
+        }
         const rows = copy.rowCount;
         await client.query(SQL.markPartition, [
           this.ctx.pipelineId,

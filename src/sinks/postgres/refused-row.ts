@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { ColumnValue } from '../../core/change.js';
 import { RefusedChangeError } from '../refused-change.js';
 import type { Statement } from './apply-plan.js';
+import { unreadableColumn } from './unreadable-value.js';
 
 const rowsIn = (statement: Statement) => statement.values[0]?.length ?? 0;
 
@@ -40,6 +41,7 @@ export async function refusedChange(
     }
   };
   let row: number | undefined;
+  let column: string | undefined;
   try {
     await client.query('BEGIN');
     for (const statement of statements.slice(0, refusedAt))
@@ -53,6 +55,11 @@ export async function refusedChange(
         else lo = mid + 1;
       }
       row = hi - 1;
+      column = await unreadableColumn(
+        client,
+        about.columns,
+        about.columns.map((_, i) => refused.values[i]?.[row as number] ?? null),
+      );
     }
   } catch {
     row = undefined;
@@ -65,5 +72,6 @@ export async function refusedChange(
       : Object.fromEntries(
           about.keys.map(({ name, at }) => [name, (refused.values[at]?.[row] ?? null) as ColumnValue]),
         );
-  return new RefusedChangeError(about.table, key, sinkError, { cause: error });
+  const named = column === undefined ? sinkError : `column ${JSON.stringify(column)}: ${sinkError}`;
+  return new RefusedChangeError(about.table, key, named, { cause: error });
 }
