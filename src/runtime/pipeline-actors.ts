@@ -11,6 +11,7 @@ import {
 import { apiState } from '../../machines/pipeline-transitions.js';
 import type { Logger } from '../log/logger.js';
 import { leasesStore } from '../store/leases-store.js';
+import { pipelineFiguresStore } from '../store/pipeline-figures-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { isRetryable, isUnreachable, messageOf } from './error-kinds.js';
 import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
@@ -60,7 +61,9 @@ export class PipelineActors {
     await this.retiring.get(row.id);
     // Closed before the actor opens a run of its own, which this must not close too.
     await this.recorder.closeAbandonedRuns(row.id);
-    return this.handles.get(row.id) ?? this.spawn(row, epoch, resumeAs);
+    // The lag its last owner measured (a restart, a take-over) holds until this one measures its own.
+    const carriedLagMs = await pipelineFiguresStore.lagOf(this.pool, row.id).catch(() => null);
+    return this.handles.get(row.id) ?? this.spawn(row, epoch, resumeAs, carriedLagMs ?? 0);
   }
 
   /**
@@ -163,12 +166,14 @@ export class PipelineActors {
     this.handles.clear();
   }
 
-  private spawn(row: PipelineRow, epoch: number, resumeAs: ResumeAs): PipelineHandle {
+  private spawn(row: PipelineRow, epoch: number, resumeAs: ResumeAs, carriedLagMs = 0): PipelineHandle {
+    const stats = Object.assign(new PipelineStats(), { lastCheckpointAt: row.last_checkpoint_at });
+    if (carriedLagMs > 0) stats.carryLag(Date.now() - carriedLagMs);
     const handle = {
       id: row.id,
       name: row.name,
       projectId: row.project_id,
-      stats: Object.assign(new PipelineStats(), { lastCheckpointAt: row.last_checkpoint_at }),
+      stats,
       loop: Promise.resolve(),
       runId: null,
       state: 'stopped',

@@ -40,6 +40,11 @@ export class PipelineStats {
   private acknowledgedLsn: bigint | null = null;
   /** What the slot said the pipeline acknowledged, at the last read of the source. */
   private confirmedLsn: bigint | null = null;
+  /**
+   * When the oldest change not yet durable was written, as the pipeline's previous owner measured
+   * it (a restart, a take-over): it counts until this process dates that WAL itself.
+   */
+  private carriedSinceMs: number | null = null;
   /** Failures in a row being retried (the machine's count); 0 once the data plane is healthy. */
   retries = 0;
   // Each watcher of the pipeline (the slot, the source's tables) keeps its own warning.
@@ -160,13 +165,25 @@ export class PipelineStats {
    * stood at `slot` (null: it has none).
    */
   observeSource(walEnd: bigint, atMs: number, slot: SlotPosition | null): void {
-    this.wal.observe(walEnd, atMs);
     this.confirmedLsn = slot?.confirmedLsn ?? null;
+    const durable = this.durableLsn();
+    if (this.carriedSinceMs !== null && this.wal.end() === null && durable !== null && walEnd > durable) {
+      // The WAL just after the durable position was written when the previous owner said.
+      this.wal.observe(durable + 1n, this.carriedSinceMs);
+    }
+    this.carriedSinceMs = null;
+    this.wal.observe(walEnd, atMs);
     this.slot = slot && { retainedWalBytes: slot.retainedWalBytes, walStatus: slot.walStatus };
+  }
+
+  /** The pipeline's previous owner measured its oldest change not yet durable as written at `sinceMs`. */
+  carryLag(sinceMs: number): void {
+    this.carriedSinceMs = sinceMs;
   }
 
   /** The source is not watched any more (the pipeline stopped): its figures are unknown. */
   forgetSource(): void {
+    this.carriedSinceMs = null;
     this.wal.clear();
     this.confirmedLsn = null;
     this.slot = null;
@@ -194,7 +211,9 @@ export class PipelineStats {
     const received = oldest === null ? 0 : Math.max(0, now - oldest);
     const durable = this.durableLsn();
     const written = durable === null ? 0 : this.wal.ageAfter(durable, now);
-    return Math.max(received, written);
+    // Not read from the source yet: the previous owner's measure holds.
+    const carried = this.carriedSinceMs === null ? 0 : Math.max(0, now - this.carriedSinceMs);
+    return Math.max(received, written, carried);
   }
 
   /** Source WAL written after what the sink holds durably, in bytes; null when not measured. */

@@ -3,6 +3,7 @@ import type { PipelineAction, PipelineState } from '../../machines/pipeline.js';
 import { stateAfter } from '../../machines/pipeline-transitions.js';
 import type { Logger } from '../log/logger.js';
 import { leasesStore } from '../store/leases-store.js';
+import { pipelineFiguresStore } from '../store/pipeline-figures-store.js';
 import { pipelinesStore } from '../store/pipelines-store.js';
 import { resyncStore } from '../store/resync-store.js';
 import { runsStore } from '../store/runs-store.js';
@@ -90,6 +91,7 @@ export class StateRecorder {
           }
           if (state === 'stopped' && previous !== 'stopped') {
             this.handles.delete(handle.id);
+            await pipelineFiguresStore.forget(this.pool, handle.id);
             await leasesStore.release(this.pool, handle.id, this.workerId);
           }
         }),

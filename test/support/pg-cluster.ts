@@ -103,7 +103,8 @@ export async function startPgCluster(
     'listen_addresses=127.0.0.1',
     'unix_socket_directories=',
     'wal_level=logical',
-    'max_replication_slots=64',
+    // Test files share a cluster and leave their pipelines' slots behind.
+    'max_replication_slots=256',
     'max_wal_senders=64',
     'max_connections=300',
     'fsync=off',

@@ -71,4 +71,27 @@ describe('PipelineStats lag', () => {
       retainedWalBytes: null,
     });
   });
+
+  it("carries the previous owner's lag until it reads the source, and dates the WAL after the durable position by it", () => {
+    const stats = new PipelineStats();
+    stats.carryLag(1_000);
+    expect(stats.lagMs(6_000)).toBe(5_000);
+    // The first read: the WAL after the durable position is as old as the previous owner said.
+    stats.observeSource(5_000n, 6_000, {
+      confirmedLsn: 2_000n,
+      retainedWalBytes: 3_000,
+      walStatus: 'reserved',
+    });
+    expect(stats.lagMs(8_000)).toBe(7_000);
+    // Once the sink holds it, it no longer counts.
+    stats.acknowledged(5_000n);
+    expect(stats.lagMs(8_000)).toBe(0);
+  });
+
+  it('drops a carried lag when the first read finds the sink holding everything', () => {
+    const stats = new PipelineStats();
+    stats.carryLag(1_000);
+    stats.observeSource(5_000n, 6_000, { confirmedLsn: 5_000n, retainedWalBytes: 0, walStatus: 'reserved' });
+    expect(stats.lagMs(9_000)).toBe(0);
+  });
 });
