@@ -168,6 +168,8 @@ export class ReplicationRunner {
       const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
       sink = this.endpoints.createSink(resolved);
       await this.checkSinkTables(resolved, sink, source, shapes.known, tableRows);
+      // From here on this run writes the sink: what its tables hold is known again at a clean end.
+      await pipelineTablesStore.forgetSinkRows(this.deps.pool, pipelineId);
       await sink.open([...shapes.known.values()]);
       const checkpoint = await sink.readCheckpoint();
       // This worker holds the pipeline's lease, so the slot is its own to claim. A slot is created
@@ -298,6 +300,7 @@ export class ReplicationRunner {
         onGone: (gone) => dropped.mark(gone),
         logger: log,
       });
+      let endedCleanly = false;
       try {
         const outcome = await applyStream({
           next: () => stream.next(),
@@ -331,6 +334,7 @@ export class ReplicationRunner {
           schema,
         });
         if (slotLost) throw slotLost;
+        endedCleanly = true;
         return outcome;
       } catch (error) {
         // A batch the sink refused or failed may be a table changed behind the pipeline's back.
@@ -344,6 +348,7 @@ export class ReplicationRunner {
         control.backfill = undefined;
         await backfill.close();
         await stream.close();
+        if (endedCleanly) await this.noteSinkRows(resolved, sink, shapes.known, log);
       }
     } finally {
       stats.endRun();
@@ -390,6 +395,34 @@ export class ReplicationRunner {
       if (found instanceof SinkTableChangedError) return found;
     }
     return error;
+  }
+
+  /**
+   * Notes whether each copied table's sink table holds rows, once the data plane stopped writing:
+   * the next start tells a table emptied behind the pipeline's back by it.
+   */
+  private async noteSinkRows(
+    resolved: Resolved,
+    sink: Sink,
+    shapes: ReadonlyMap<string, TableSchema>,
+    log: Logger,
+  ): Promise<void> {
+    if (!sink.inspectTargets) return;
+    try {
+      const rows = await pipelineTablesStore.list(this.deps.pool, resolved.row.id);
+      const copied = rows
+        .filter((r) => r.status === 'streaming')
+        .flatMap((r) => shapes.get(r.table_name) ?? []);
+      const states = await sink.inspectTargets(copied);
+      await pipelineTablesStore.noteSinkRows(
+        this.deps.pool,
+        resolved.row.id,
+        states.filter((s) => s.exists).map((s) => ({ table: tableKey(s.table), hasRows: !s.empty })),
+      );
+    } catch (error) {
+      // Not known then: the next start does not look for a table emptied by hand.
+      log.warn({ err: error }, 'could not note which sink tables hold rows');
+    }
   }
 
   /** The tables' progress shows what is wrong with their sink tables until a backfill copies them again. */

@@ -16,10 +16,11 @@ export interface CopiedTablesCheck {
 /**
  * Fails with SinkTableChangedError when a sink table whose copy is done changed behind the
  * pipeline's back: it is gone (opening the sink would create it again, empty, and the pipeline
- * would report it copied), it lacks columns it was written with, or it is empty although its copy
- * wrote rows and the source table has rows. A sink table emptied while its source table is empty
- * too may have followed the source's own deletes, so it passes. A sink that cannot look at its
- * tables (a message sink) passes.
+ * would report it copied), it lacks columns it was written with, or it is empty although it held
+ * rows when the pipeline last stopped cleanly (nothing of the pipeline's wrote it since) and the
+ * source table has rows. A sink table emptied while its source table is empty too may have
+ * followed the source's own deletes, so it passes. A sink that cannot look at its tables (a
+ * message sink) passes.
  */
 export async function checkCopiedTables(check: CopiedTablesCheck): Promise<void> {
   const { sink, source, shapes, rows } = check;
@@ -41,12 +42,14 @@ export async function checkCopiedTables(check: CopiedTablesCheck): Promise<void>
         problem: `lacks the columns ${JSON.stringify(state.missingColumns)} it was written with`,
       });
     } else if (state.empty) {
-      const copiedRows = copied.find((r) => r.table_name === tableKey(table))?.rows_done ?? 0;
-      if (copiedRows > 0) {
+      // Only a table known to hold rows when the pipeline last stopped cleanly was emptied behind
+      // its back: one the source emptied (and the sink followed) may get rows again meanwhile.
+      if (copied.find((r) => r.table_name === tableKey(table))?.sink_had_rows === true) {
         emptied.push({
           table,
           target,
-          problem: `is empty, while its copy wrote ${copiedRows} rows and the source table has rows`,
+          problem:
+            'is empty, while it held rows when the pipeline last stopped and the source table has rows',
         });
       }
     }

@@ -16,11 +16,14 @@ const PipelineTableRow = z.object({
   dropped_at: z.string().nullable(),
   /** Set while the sink table no longer holds the table's copy (SINK_TABLE_CHANGED): what is wrong. */
   sink_changed: z.string().nullable(),
+  /** Whether its sink table held rows when the data plane last ended cleanly; null when not known. */
+  sink_had_rows: z.boolean().nullable(),
 });
 export type PipelineTableRow = z.infer<typeof PipelineTableRow>;
 
 const COLUMNS = sql.fragment`table_name, status, partitions_total, partitions_done, rows_total, rows_done,
-  snapshot_started_at, snapshot_done_at, dropped_reason, dropped_at, sink_changed`;
+  snapshot_started_at, snapshot_done_at, dropped_reason, dropped_at, sink_changed,
+  sink_had_rows`;
 
 export const pipelineTablesStore = {
   list: (db: CommonQueryMethods, pipelineId: string) =>
@@ -69,6 +72,27 @@ export const pipelineTablesStore = {
       rows_done = 0, snapshot_started_at = NULL, snapshot_done_at = NULL, dropped_reason = NULL, dropped_at = NULL,
       sink_changed = NULL
       WHERE pipeline_id = ${pipelineId} AND table_name = ANY(${sql.array(tables, 'text')})`),
+
+  /** The data plane ended cleanly: whether each table's (`schema.table`) sink table holds rows now. */
+  noteSinkRows: (
+    db: CommonQueryMethods,
+    pipelineId: string,
+    rows: readonly { table: string; hasRows: boolean }[],
+  ) =>
+    db.query(sql.unsafe`UPDATE pipeline_tables t SET sink_had_rows = r.has_rows
+      FROM unnest(${sql.array(
+        rows.map((r) => r.table),
+        'text',
+      )}, ${sql.array(
+        rows.map((r) => r.hasRows),
+        'bool',
+      )}) AS r (table_name, has_rows)
+      WHERE t.pipeline_id = ${pipelineId} AND t.table_name = r.table_name`),
+
+  /** The data plane starts writing: what its sink tables hold is not known until it ends cleanly. */
+  forgetSinkRows: (db: CommonQueryMethods, pipelineId: string) =>
+    db.query(sql.unsafe`UPDATE pipeline_tables SET sink_had_rows = NULL
+      WHERE pipeline_id = ${pipelineId} AND sink_had_rows IS NOT NULL`),
 
   /** Notes, per table (`schema.table`), what is wrong with its sink table, until a backfill copies it again. */
   markSinkChanged: (

@@ -31,7 +31,7 @@ export function testConfig(databaseUrl: string | undefined, dataDir?: string): C
       publicUrl: undefined,
       loginAttemptsPerMinute: 10,
     },
-    log: { level: 'silent' },
+    log: { level: (process.env.TEST_LOG_LEVEL as Config['log']['level'] | undefined) ?? 'silent' },
     slotWalWarningBytes: 10 * 1024 ** 3,
     leaseTtlMs: 3_000,
     connections: { ...NO_LOCAL_ACCESS, dataDir: resolve(dir) },
