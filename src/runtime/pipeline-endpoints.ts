@@ -58,18 +58,13 @@ export class PipelineEndpoints {
 
   /** The pipeline's source as its definition shapes it, connected; a refusal names its connection. */
   async openPipelineSource(resolved: Resolved): Promise<Source> {
-    const source = nameRefusals(
-      this.createSource(resolved.source, this.sourceOptions(resolved.row)),
-      'source',
-      resolved.row.source_connection,
+    return connected(
+      nameRefusals(
+        this.createSource(resolved.source, this.sourceOptions(resolved.row)),
+        'source',
+        resolved.row.source_connection,
+      ),
     );
-    try {
-      await source.connect();
-    } catch (error) {
-      await source.close();
-      throw error;
-    }
-    return source;
   }
 
   /** A source on the connection, not yet connected. */
@@ -81,15 +76,8 @@ export class PipelineEndpoints {
   }
 
   /** A source on the connection, connected. */
-  async openSource(connection: ResolvedConnection, options: SourceOptions = {}): Promise<Source> {
-    const source = this.createSource(connection, options);
-    try {
-      await source.connect();
-    } catch (error) {
-      await source.close();
-      throw error;
-    }
-    return source;
+  openSource(connection: ResolvedConnection, options: SourceOptions = {}): Promise<Source> {
+    return connected(this.createSource(connection, options));
   }
 
   sinkKind(type: string): SinkKind {
@@ -114,4 +102,15 @@ export class PipelineEndpoints {
   batchLimits(resolved: Resolved): BatchLimits {
     return this.sinkKind(resolved.sink.type).parseProperties(resolved.row.sink_properties).batch;
   }
+}
+
+/** Connects `source`, closing it when that fails. */
+export async function connected(source: Source, options?: { timeoutMs?: number }): Promise<Source> {
+  try {
+    await source.connect(options);
+  } catch (error) {
+    await source.close();
+    throw error;
+  }
+  return source;
 }

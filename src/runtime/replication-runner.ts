@@ -27,7 +27,12 @@ import {
 import { DroppedTables, describeKeptTables, MISSING_REASON } from './dropped-tables.js';
 import { isUnreachable, messageOf } from './error-kinds.js';
 import { refuseOwnSourceAsSink } from './own-source-guard.js';
-import { type ConnectionResolver, PipelineEndpoints, type Resolved } from './pipeline-endpoints.js';
+import {
+  type ConnectionResolver,
+  connected,
+  PipelineEndpoints,
+  type Resolved,
+} from './pipeline-endpoints.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import { SchemaGuard } from './schema-guard.js';
 import { restoreColumnsForCopy } from './sink-column-restore.js';
@@ -452,16 +457,8 @@ export class ReplicationRunner {
     );
     return {
       key: JSON.stringify([connection.type, connection.settings]),
-      open: async () => {
-        const source = this.endpoints.createSource(connection);
-        try {
-          await source.connect({ timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS });
-        } catch (error) {
-          await source.close();
-          throw error;
-        }
-        return source;
-      },
+      open: () =>
+        connected(this.endpoints.createSource(connection), { timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS }),
     };
   }
 
