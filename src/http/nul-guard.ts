@@ -28,14 +28,17 @@ function nulAt(value: unknown, path: string): string | undefined {
  */
 export function installNulGuard(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
-    const where =
-      nulAt(request.params, 'path') ?? nulAt(request.query, 'query') ?? nulAt(request.body, 'body');
+    const inRequest = nulAt(request.params, '') ?? nulAt(request.query, '');
+    const inBody = inRequest === undefined ? nulAt(request.body, '') : undefined;
+    const where = inRequest ?? inBody;
     if (where === undefined) return;
-    const definition = where.startsWith('body') && !request.routeOptions.config.actionBody;
+    // Named as the schema errors name fields: `source.connection`, `name`.
+    const field = where.replace(/^\./, '') || 'body';
+    const definition = inBody !== undefined && !request.routeOptions.config.actionBody;
     throw new AppError(
       definition ? 'VALIDATION_FAILED' : 'BAD_REQUEST',
-      `${where}: must not contain a NUL character`,
-      { field: where },
+      `${field}: must not contain a NUL character`,
+      { field },
     );
   });
 }
