@@ -15,7 +15,10 @@ export interface AuditEvent {
   outcome: 'success' | 'denied' | 'failure';
   /** The HTTP status answered. */
   status?: number;
+  /** The service's id of the request. */
   requestId?: string;
+  /** The caller's own `x-request-id`, when short and well-formed. */
+  clientRequestId?: string;
   /** Facts that help a reader (never a secret): e.g. the e-mail a failed login named. */
   details?: Record<string, unknown>;
 }

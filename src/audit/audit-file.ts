@@ -38,6 +38,7 @@ function toLine(event: StoredAuditEvent) {
     outcome: event.outcome,
     status: event.status ?? null,
     request_id: event.requestId ?? null,
+    client_request_id: event.clientRequestId ?? null,
     details: event.details ?? {},
   };
 }

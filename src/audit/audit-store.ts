@@ -14,6 +14,7 @@ const AuditRow = z.object({
   outcome: z.string(),
   status: z.number().nullable(),
   request_id: z.string().nullable(),
+  client_request_id: z.string().nullable(),
   details: z.record(z.string(), z.unknown()),
 });
 
@@ -37,7 +38,7 @@ export async function listAuditEvents(pool: DatabasePool, filter: AuditFilter) {
   if (filter.outcome) conditions.push(sql.fragment`outcome = ${filter.outcome}`);
   const rows = await pool.any(sql.type(AuditRow)`
     SELECT id, at, actor_type, actor_id, actor_name, action, target, project_id, source_address,
-           outcome, status, request_id, details
+           outcome, status, request_id, client_request_id, details
     FROM audit_events WHERE ${sql.join(conditions, sql.fragment` AND `)}
     ORDER BY id DESC LIMIT ${filter.limit + 1}`);
   const page = rows.slice(0, filter.limit);
@@ -54,6 +55,7 @@ export async function listAuditEvents(pool: DatabasePool, filter: AuditFilter) {
       outcome: row.outcome,
       status: row.status,
       request_id: row.request_id,
+      client_request_id: row.client_request_id,
       details: row.details,
     })),
     next_cursor: rows.length > filter.limit && last ? String(last.id) : null,

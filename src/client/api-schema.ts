@@ -1484,6 +1484,8 @@ export interface operations {
                             };
                             /** @description ISO 8601 UTC timestamp */
                             at: string;
+                            /** @description the caller's own x-request-id, kept when at most 64 characters of A-Z a-z 0-9 . _ : - */
+                            client_request_id: string | null;
                             details: {
                                 [key: string]: unknown;
                             };
@@ -1491,6 +1493,7 @@ export interface operations {
                             /** @description success, denied (401/403) or failure */
                             outcome: string;
                             project_id: string | null;
+                            /** @description the service's id of the request, as answered in x-request-id */
                             request_id: string | null;
                             source_address: string | null;
                             /** @description the HTTP status answered */

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -32,6 +31,9 @@ import { installDashboard } from './dashboard.js';
 import { installErrorHandling } from './error-handler.js';
 import { frameworkErrors } from './framework-errors.js';
 import { installNotFoundHandling } from './not-found.js';
+import { installNulGuard } from './nul-guard.js';
+import { installRequestIds, newRequestId } from './request-id.js';
+import { installRequestTargetCheck, originForm } from './request-target.js';
 import { adminRoutes } from './routes/admin.js';
 import { applyRoutes } from './routes/apply.js';
 import { auditRoutes } from './routes/audit.js';
@@ -93,8 +95,10 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
+    // The service names every request; a caller's x-request-id is kept apart (request-id.ts).
+    requestIdHeader: false,
+    genReqId: newRequestId,
+    rewriteUrl: originForm,
     return503OnClosing: true,
     clientErrorHandler,
     frameworkErrors,
@@ -104,14 +108,14 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-  });
+  installRequestIds(app);
+  installRequestTargetCheck(app);
   // The API speaks JSON only; anything else is refused with 415 rather than parsed as text.
   app.removeContentTypeParser('text/plain');
   installErrorHandling(app);
   installNotFoundHandling(app);
   installStrictQuery(app);
+  installNulGuard(app);
   await app.register(cookie);
   await app.register(rateLimit, { global: false });
   installHttpMetrics(app, services.metrics.http);

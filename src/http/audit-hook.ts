@@ -4,6 +4,15 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { RequestContext } from '../context.js';
 import { SAFE_METHODS } from './route-access.js';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** What a route adds to its call's audit event: the record it acted on, what changed. */
+    auditNote: { target?: string; details?: Record<string, unknown> } | undefined;
+    /** Set when the route's handler starts: a call refused before it never got that far. */
+    handlerReached: boolean;
+  }
+}
+
 export const outcomeOf = (status: number): AuditEvent['outcome'] =>
   status < 400 ? 'success' : status === 401 || status === 403 ? 'denied' : 'failure';
 
@@ -21,6 +30,17 @@ export function actorOf(
   }
   if (ctx?.actor === 'system') return { actorType: 'system', actorName: 'system' };
   return { actorType: 'anonymous', actorName: 'anonymous' };
+}
+
+/** Adds the record acted on and facts about the change to this call's audit event. */
+export function noteAudit(
+  request: FastifyRequest,
+  note: { target?: string; details?: Record<string, unknown> },
+): void {
+  request.auditNote = {
+    target: note.target ?? request.auditNote?.target,
+    details: { ...request.auditNote?.details, ...note.details },
+  };
 }
 
 /** `pipeline.state` on `/pipelines/:name/state` → `pipeline:orders`; a create: the body's name. */
@@ -44,26 +64,43 @@ export function requestAuditEvent(
     projectId: request.ctx?.projectId,
     sourceAddress: request.ip,
     requestId: request.id,
+    clientRequestId: request.clientRequestId,
     ...event,
   };
 }
 
+/** The action a call is recorded under, or undefined when it is not recorded by this hook. */
+function auditedAction(request: FastifyRequest, status: number): string | undefined {
+  const config = request.routeOptions.config;
+  // Routes declaring a permission are the API's own; unmatched URLs and static files are not calls.
+  if (request.is404 || config.permission === undefined) return undefined;
+  if (SAFE_METHODS.has(request.method)) return status >= 400 ? config.failureAction : undefined;
+  if (config.action === false) return request.handlerReached ? undefined : config.refusalAction;
+  return config.action ?? `unknown.${request.method.toLowerCase()}`;
+}
+
 /**
- * Records every state-changing `/v1/` call, granted or not, before its answer leaves: a client that
- * has its answer can find the event. Routes that record their own events declare `action: false`.
+ * Records every state-changing call to a declared route, granted or not, before its answer leaves:
+ * a client that has its answer can find the event. Which call it was is taken from the route the
+ * router matched, never from the raw request target. Routes that record their own events declare
+ * `action: false`, and `refusalAction` for the event of a call refused before their handler ran.
  */
 export function installAuditHook(app: FastifyInstance, audit: AuditLog): void {
+  app.decorateRequest('auditNote', undefined);
+  app.decorateRequest('handlerReached', false);
+  app.addHook('preHandler', async (request) => {
+    request.handlerReached = true;
+  });
   app.addHook('onSend', async (request, reply, payload) => {
-    if (SAFE_METHODS.has(request.method) || !request.url.startsWith('/v1/')) return payload;
-    const action = request.routeOptions.config.action;
-    if (action === false) return payload;
-    const name = action ?? `unknown.${request.method.toLowerCase()}`;
+    const action = auditedAction(request, reply.statusCode);
+    if (action === undefined) return payload;
     await audit.record(
       requestAuditEvent(request, {
-        action: name,
-        target: targetOf(name, request),
+        action,
+        target: request.auditNote?.target ?? targetOf(action, request),
         outcome: outcomeOf(reply.statusCode),
         status: reply.statusCode,
+        details: request.auditNote?.details,
       }),
     );
     return payload;

@@ -9,6 +9,10 @@ declare module 'fastify' {
      * declares it. `false` for a route that records its own events (login, SSO callbacks).
      */
     action?: string | false;
+    /** For `action: false`: the action recorded when the call is refused before its handler runs. */
+    refusalAction?: string;
+    /** For a GET that starts something (an SSO sign-in): the action its refusals are recorded under. */
+    failureAction?: string;
     /**
      * The body asks for an action (`{"state": "start"}`) rather than defining a resource: a value
      * outside what it allows is an invalid request, 400, not a definition that failed validation, 422.

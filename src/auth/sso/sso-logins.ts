@@ -5,6 +5,7 @@ import type { DatabasePool } from 'slonik';
 import type { AuditEvent } from '../../audit/audit-event.js';
 import type { AuditLog } from '../../audit/audit-log.js';
 import { AppError, notFound } from '../../errors/app-error.js';
+import { noteAudit } from '../../http/audit-hook.js';
 import type { Sessions } from '../sessions.js';
 import type { BrowserBinding } from './browser-binding.js';
 import type { ExternalIdentity } from './external-identity.js';
@@ -89,6 +90,7 @@ export class SsoLogins {
         { provider: name, reason: error.reason, detail: error.detail },
         'SSO sign-in could not start',
       );
+      noteAudit(request, { details: { reason: error.reason } });
       throw new AppError('SSO_FAILED', error.message);
     }
   }
@@ -213,6 +215,7 @@ export class SsoLogins {
       target: `sso_provider:${provider}`,
       sourceAddress: request.ip,
       requestId: request.id,
+      clientRequestId: request.clientRequestId,
       ...event,
     });
   }

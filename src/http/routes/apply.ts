@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { Value } from 'typebox/value';
-import type { ApplyDocument, ApplyService, Problem } from '../../apply/apply-service.js';
+import type { ApplyDocument, ApplyEntry, ApplyService, Problem } from '../../apply/apply-service.js';
+import { noteAudit } from '../audit-hook.js';
 import { errorResponses } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 import { ConnectionCreateBody } from '../schemas/connections.js';
@@ -52,6 +53,11 @@ const ApplyPlan = Type.Object({
   connections: Type.Array(Entry),
   pipelines: Type.Array(Entry),
 });
+
+/** What an apply changed (or would change): every entry but the unchanged ones. */
+function changedEntries(entries: ApplyEntry[]) {
+  return entries.filter((entry) => entry.result !== 'unchanged');
+}
 
 /** `/source/tables/0` under `pipelines[2]` → `pipelines[2].source.tables[0]`. */
 function pathOf(prefix: string, pointer: string, missing?: unknown): string {
@@ -114,12 +120,19 @@ export const applyRoutes: FastifyPluginAsyncTypebox<{ apply: ApplyService }> = a
         ...shapeProblems('connections', connections),
         ...shapeProblems('pipelines', pipelines),
       ];
-      return apply.apply(
+      const options = { dryRun: request.query.dry_run === 'true', prune: request.query.prune === 'true' };
+      // Noted before applying: a refused document is recorded as the dry run or the change it was.
+      noteAudit(request, { details: { dry_run: options.dryRun, prune: options.prune } });
+      const plan = await apply.apply(
         request.ctx,
         { connections, pipelines } as ApplyDocument,
-        { dryRun: request.query.dry_run === 'true', prune: request.query.prune === 'true' },
+        options,
         problems,
       );
+      noteAudit(request, {
+        details: { connections: changedEntries(plan.connections), pipelines: changedEntries(plan.pipelines) },
+      });
+      return plan;
     },
   );
 };

@@ -38,6 +38,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
       config: {
         permission: 'public',
         action: false,
+        refusalAction: 'auth.login',
         actionBody: true,
         rateLimit: loginRateLimit(loginAttemptsPerMinute),
       },
@@ -77,6 +78,8 @@ export const authRoutes: FastifyPluginAsyncTypebox<AuthRoutesOptions> = async (
           actorType: 'user',
           actorId: user.id,
           actorName: user.email,
+          // The project the new session acts in, not the anonymous caller's default.
+          projectId,
         }),
       );
       return describeCaller(pool, { userId: user.id, via: 'session', projectId });

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { RoleBindingsService } from '../../tenancy/role-bindings-service.js';
+import { noteAudit } from '../audit-hook.js';
 import { errorResponses, ref, Unauthenticated } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 import {
@@ -78,6 +79,17 @@ export const roleBindingRoutes: FastifyPluginAsyncTypebox<{ roleBindings: RoleBi
     },
     async (request, reply) => {
       const created = await roleBindings.create(request.ctx, request.body);
+      noteAudit(request, {
+        target: `role_binding:${created.id}`,
+        details: {
+          user_id: created.user_id,
+          user_email: created.user_email,
+          role: created.role,
+          scope_type: created.scope_type,
+          scope_id: created.scope_id,
+          scope_name: created.scope_name,
+        },
+      });
       return reply.status(201).send(created);
     },
   );

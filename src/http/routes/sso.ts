@@ -3,6 +3,8 @@ import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/ty
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { Sso } from '../../auth/sso/index.js';
+import { SSO_LOGIN_ACTION } from '../../auth/sso/sso-logins.js';
+import { noteAudit } from '../audit-hook.js';
 import { errorResponses, ref } from '../schemas/common.js';
 import {
   AcsBody,
@@ -133,7 +135,7 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
   app.get(
     '/auth/sso/:provider/login',
     {
-      config: { permission: 'public' },
+      config: { permission: 'public', failureAction: 'auth.sso_start' },
       schema: {
         operationId: 'startSsoLogin',
         tags: signInTags,
@@ -144,6 +146,7 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
       },
     },
     async (request, reply) => {
+      noteAudit(request, { target: `sso_provider:${request.params.provider}` });
       const url = await logins.start(request, reply, request.params.provider, request.query.return_to);
       return noStore(reply).redirect(url, 302);
     },
@@ -202,7 +205,7 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
     scope.withTypeProvider<TypeBoxTypeProvider>().post(
       '/auth/sso/:provider/acs',
       {
-        config: { permission: 'public', action: false },
+        config: { permission: 'public', action: false, refusalAction: SSO_LOGIN_ACTION },
         schema: {
           operationId: 'finishSamlLogin',
           tags: signInTags,

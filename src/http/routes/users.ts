@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { UsersService } from '../../tenancy/users-service.js';
+import { noteAudit } from '../audit-hook.js';
 import { errorResponses, ref, Unauthenticated } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 import { IdParams, User, UserCreateBody, UserUpdateBody } from '../schemas/tenancy.js';
@@ -46,6 +47,14 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ users: UsersService }> = as
     },
     async (request, reply) => {
       const created = await users.create(request.ctx, request.body);
+      noteAudit(request, {
+        target: `user:${created.id}`,
+        details: {
+          email: created.email,
+          display_name: created.display_name,
+          password: request.body.password !== undefined,
+        },
+      });
       return reply.status(201).send(created);
     },
   );

@@ -38,7 +38,12 @@ export const AuditPage = Type.Object({
       source_address: Type.Union([Type.String(), Type.Null()]),
       outcome: Type.String({ description: 'success, denied (401/403) or failure' }),
       status: Type.Union([Type.Integer(), Type.Null()], { description: 'the HTTP status answered' }),
-      request_id: Type.Union([Type.String(), Type.Null()]),
+      request_id: Type.Union([Type.String(), Type.Null()], {
+        description: "the service's id of the request, as answered in x-request-id",
+      }),
+      client_request_id: Type.Union([Type.String(), Type.Null()], {
+        description: "the caller's own x-request-id, kept when at most 64 characters of A-Z a-z 0-9 . _ : -",
+      }),
       details: Type.Record(Type.String(), Type.Unknown()),
     }),
   ),
