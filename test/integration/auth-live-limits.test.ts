@@ -5,7 +5,6 @@ import {
   DEFAULT_PROJECT_ID,
   type FixtureUser,
   organizationScope,
-  projectScope,
   signIn,
 } from '../support/auth-fixtures.js';
 import { openLive } from '../support/live-client.js';
