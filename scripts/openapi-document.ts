@@ -98,7 +98,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
       metrics: createServiceMetrics(() => supervisor.running()),
       fleet: { pool, leaseTtlMs: config.leaseTtlMs },
       accounts: new AccountService(pool),
-      tokens: new TokenService(pool, hasher),
+      tokens: new TokenService(pool, hasher, config.auth.maxTokensPerUser),
       audit,
       sessions,
       sessionAdmin: new SessionService(pool),
@@ -120,6 +120,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
       trustedOrigins: [],
       loginAttemptsPerMinute: config.auth.loginAttemptsPerMinute,
     },
+    http: { ...config.http, listenHost: config.listen.host },
   });
   try {
     await app.ready();

@@ -182,7 +182,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         metrics,
         fleet: { pool, leaseTtlMs: config.leaseTtlMs },
         accounts: new AccountService(pool),
-        tokens: new TokenService(pool, hasher),
+        tokens: new TokenService(pool, hasher, config.auth.maxTokensPerUser),
         audit,
         sessions: authEnabled ? sessions : undefined,
         sessionAdmin: new SessionService(pool),
@@ -196,6 +196,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         trustedOrigins: config.auth.publicUrl ? [config.auth.publicUrl] : [],
         loginAttemptsPerMinute: config.auth.loginAttemptsPerMinute,
       },
+      http: { ...config.http, listenHost: config.listen.host },
     });
     // Closing the app stops accepting connections and waits for in-flight requests.
     stops.push(() => app.close());

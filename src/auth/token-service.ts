@@ -4,7 +4,8 @@ import { AppError, notFound } from '../errors/app-error.js';
 import { isRecordId } from '../store/record-id.js';
 import { type Role, roleRank } from './roles.js';
 import { newSecret, type SecretHasher, TOKEN_PREFIX } from './secret-token.js';
-import { findToken, insertToken, listTokens, revokeToken, type TokenRow } from './tokens-store.js';
+import { insertTokenWithinCap } from './token-cap.js';
+import { findToken, listTokens, revokeToken, type TokenRow } from './tokens-store.js';
 
 export const TOKEN_DEFAULT_LIFETIME_HOURS = 720;
 export const TOKEN_MAX_LIFETIME_HOURS = 8_760;
@@ -47,6 +48,8 @@ export class TokenService {
   constructor(
     private readonly pool: DatabasePool,
     private readonly hasher: SecretHasher,
+    /** Active tokens one user may hold: each is a credential to watch, and they cost nothing to mint. */
+    private readonly maxPerUser: number,
   ) {}
 
   async create(ctx: RequestContext, input: NewToken) {
@@ -61,7 +64,7 @@ export class TokenService {
       );
     }
     const secret = newSecret(TOKEN_PREFIX);
-    const row = await insertToken(this.pool, {
+    const row = await insertTokenWithinCap(this.pool, this.maxPerUser, {
       userId: principal.userId,
       projectId: ctx.projectId,
       name: input.name,

@@ -39,6 +39,10 @@ export function createApiClient(target: ServiceTarget): ApiClient {
     baseUrl: target.url.replace(/\/+$/, ''),
     headers: target.token ? { authorization: `Bearer ${target.token}` } : {},
     fetch: async (request) => {
+      // The service refuses a state-changing call that does not declare JSON, bodiless ones too.
+      if (!['GET', 'HEAD'].includes(request.method) && !request.headers.has('content-type')) {
+        request.headers.set('content-type', 'application/json');
+      }
       try {
         return await fetch(request, { signal: AbortSignal.timeout(target.timeoutMs) });
       } catch (error) {

@@ -341,7 +341,7 @@ export interface paths {
         };
         /**
          * Live pipeline states and progress (WebSocket, JSON messages)
-         * @description Open with an Upgrade: websocket request; a plain GET is answered 426. A client frame over 64 KiB is closed with 1009, more than 20 client messages in 10 s with 1008, a client with more than 4 MiB unsent with 1013.
+         * @description Open with an Upgrade: websocket request; a plain GET is answered 426. A client frame over 64 KiB is closed with 1009, more than 20 client messages in 10 s with 1008, a client with more than 4 MiB unsent with 1013. A user, and a client address, may hold a limited number of sockets (429 beyond); a socket whose token is revoked, session ended, user disabled or role removed is closed with 1008.
          */
         get: operations["openLiveFeed"];
         put?: never;
@@ -2537,6 +2537,15 @@ export interface operations {
             };
             /** @description Error */
             426: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

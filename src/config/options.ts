@@ -36,7 +36,11 @@ export interface Config {
     ssoAllowInsecureIssuers?: boolean;
     /** The address users reach the service at (`https://replicator.example.com`): SSO callbacks and the trusted origin. */
     publicUrl: string | undefined;
+    /** Active (not revoked, not expired) API tokens one user may hold at once. */
+    maxTokensPerUser: number;
   };
+  /** Limits and checks of the HTTP server (see http/connection-limits.ts and http/request-origin.ts). */
+  http: HttpSettings;
   log: { level: LogLevel };
   /** Retained WAL of a pipeline's slot above which the pipeline shows a warning. */
   slotWalWarningBytes: number;
@@ -49,6 +53,22 @@ export interface Config {
    * which must see many attempts in little time: never read from a file, flag or environment.
    */
   retryMaxDelayMs?: number;
+}
+
+export interface HttpSettings {
+  /** Host names besides the listen address, loopback names and `auth.public_url` that requests may name in `Host`. */
+  allowedHosts: readonly string[];
+  /** Open connections in all; `auto`: half the process's open-file limit, the rest kept for the data plane. */
+  maxConnections: number | 'auto';
+  /** Open connections from one client address. */
+  maxConnectionsPerAddress: number;
+  /** Time a client has to send a request's headers. */
+  headersTimeoutMs: number;
+  /** Time a client has to send a whole request, body included. */
+  requestTimeoutMs: number;
+  /** Open `/v1/live` sockets per signed-in user, and per client address. */
+  liveSocketsPerUser: number;
+  liveSocketsPerAddress: number;
 }
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -131,6 +151,54 @@ export const OPTIONS: readonly OptionSpec[] = [
     flag: 'auth-public-url',
     description: 'URL users reach the service at (SSO callbacks, trusted origin)',
   },
+  {
+    key: 'auth.max_tokens_per_user',
+    flag: 'auth-max-tokens-per-user',
+    default: '50',
+    description: 'active API tokens one user may hold',
+  },
+  {
+    key: 'http.allowed_hosts',
+    flag: 'http-allowed-hosts',
+    description:
+      'comma-separated host names requests may name in Host, besides the listen address and loopback',
+  },
+  {
+    key: 'http.max_connections',
+    flag: 'http-max-connections',
+    default: 'auto',
+    description: 'open HTTP connections in all (auto: half the open-file limit)',
+  },
+  {
+    key: 'http.max_connections_per_address',
+    flag: 'http-max-connections-per-address',
+    default: '128',
+    description: 'open HTTP connections from one client address',
+  },
+  {
+    key: 'http.headers_timeout',
+    flag: 'http-headers-timeout',
+    default: '10s',
+    description: "time a client has to send a request's headers",
+  },
+  {
+    key: 'http.request_timeout',
+    flag: 'http-request-timeout',
+    default: '30s',
+    description: 'time a client has to send a whole request, body included',
+  },
+  {
+    key: 'http.live_sockets_per_user',
+    flag: 'http-live-sockets-per-user',
+    default: '20',
+    description: 'open /v1/live WebSockets per signed-in user',
+  },
+  {
+    key: 'http.live_sockets_per_address',
+    flag: 'http-live-sockets-per-address',
+    default: '20',
+    description: 'open /v1/live WebSockets per client address',
+  },
   { key: 'log.level', flag: 'log-level', default: 'info', description: LOG_LEVELS.join(', ') },
   {
     key: 'fleet.lease_ttl',
@@ -190,6 +258,61 @@ function oneOf<T extends string>(key: string, text: string, allowed: readonly T[
     throw new ConfigError(key, `must be one of ${allowed.join(', ')} (got "${text}")`);
   }
   return text as T;
+}
+
+function wholeNumber(key: string, text: string): number {
+  const n = Number(text);
+  if (!/^\d{1,7}$/.test(text) || n < 1) {
+    throw new ConfigError(key, `must be a whole number from 1 (got "${text}")`);
+  }
+  return n;
+}
+
+function durationOf(key: string, text: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined || ms < 1_000) {
+    throw new ConfigError(key, `must be a duration of at least 1s such as 10s (got "${text}")`);
+  }
+  return ms;
+}
+
+function parseHttp(value: (key: string) => string | undefined): HttpSettings {
+  const allowedHosts = (value('http.allowed_hosts') ?? '')
+    .split(',')
+    .map((host) => host.trim().toLowerCase())
+    .filter((host) => host !== '');
+  for (const host of allowedHosts) {
+    if (!/^[a-z0-9.-]+$|^\[[0-9a-f:.]+\]$/.test(host)) {
+      throw new ConfigError(
+        'http.allowed_hosts',
+        `must list host names without port or scheme (got "${host}")`,
+      );
+    }
+  }
+  const maxText = value('http.max_connections') as string;
+  const headersTimeoutMs = durationOf('http.headers_timeout', value('http.headers_timeout') as string);
+  const requestTimeoutMs = durationOf('http.request_timeout', value('http.request_timeout') as string);
+  if (requestTimeoutMs < headersTimeoutMs) {
+    throw new ConfigError('http.request_timeout', 'must be at least http.headers_timeout');
+  }
+  return {
+    allowedHosts,
+    maxConnections: maxText === 'auto' ? 'auto' : wholeNumber('http.max_connections', maxText),
+    maxConnectionsPerAddress: wholeNumber(
+      'http.max_connections_per_address',
+      value('http.max_connections_per_address') as string,
+    ),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    liveSocketsPerUser: wholeNumber(
+      'http.live_sockets_per_user',
+      value('http.live_sockets_per_user') as string,
+    ),
+    liveSocketsPerAddress: wholeNumber(
+      'http.live_sockets_per_address',
+      value('http.live_sockets_per_address') as string,
+    ),
+  };
 }
 
 /** Turns the merged raw values (already resolved by precedence) into a validated Config. */
@@ -296,7 +419,9 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
       metricsTokenFile: value('auth.metrics_token_file') || undefined,
       loginAttemptsPerMinute,
       publicUrl: publicUrl?.replace(/\/$/, ''),
+      maxTokensPerUser: wholeNumber('auth.max_tokens_per_user', value('auth.max_tokens_per_user') as string),
     },
+    http: parseHttp(value),
     log: { level: oneOf('log.level', value('log.level') as string, LOG_LEVELS) },
   };
 }

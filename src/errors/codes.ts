@@ -72,6 +72,11 @@ export const ERROR_CODES = {
    * empty; the message names each table and the backfill that copies it again.
    */
   SINK_TABLE_CHANGED: 409,
+  /**
+   * `POST /v1/tokens` while the user already holds the most active tokens allowed
+   * (`auth.max_tokens_per_user`, 50 by default): revoke one first.
+   */
+  TOO_MANY_TOKENS: 409,
   /** The request body exceeds the size limit. */
   PAYLOAD_TOO_LARGE: 413,
   /** The request body is not `application/json`. */
@@ -80,6 +85,16 @@ export const ERROR_CODES = {
   VALIDATION_FAILED: 422,
   /** The path is a WebSocket (`/v1/live`): open it with an `Upgrade: websocket` request. */
   UPGRADE_REQUIRED: 426,
+  /**
+   * The `Host` header names a host this service does not answer for (what DNS rebinding looks
+   * like); the operator lists the service's public names in `http.allowed_hosts`.
+   */
+  MISDIRECTED_REQUEST: 421,
+  /**
+   * Opening a `/v1/live` WebSocket while the user, or the client address, already holds the most
+   * allowed (`http.live_sockets_per_user`, `http.live_sockets_per_address`): close one first.
+   */
+  TOO_MANY_SOCKETS: 429,
   /** Too many sign-in or bootstrap attempts from this address; wait for the `Retry-After` seconds. */
   RATE_LIMITED: 429,
   /** The request's headers together exceed the size limit (16 KiB). */

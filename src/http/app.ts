@@ -11,6 +11,7 @@ import type { SessionService } from '../auth/session-service.js';
 import type { Sessions } from '../auth/sessions.js';
 import type { Sso } from '../auth/sso/index.js';
 import type { TokenService } from '../auth/token-service.js';
+import type { HttpSettings } from '../config/options.js';
 import type { ConnectionsService } from '../connections/connections-service.js';
 import type { HealthService } from '../health/health-service.js';
 import type { LiveHub } from '../live/live-hub.js';
@@ -27,12 +28,16 @@ import { VERSION } from '../version.js';
 import { installAuditHook } from './audit-hook.js';
 import { type AuthGuardOptions, installAuthGuard } from './auth-guard.js';
 import { clientErrorHandler } from './client-error.js';
+import { installConnectionLimits, TIMEOUT_CHECK_INTERVAL_MS } from './connection-limits.js';
+import { installCredentialChanges } from './credential-changes.js';
 import { installDashboard } from './dashboard.js';
 import { installErrorHandling } from './error-handler.js';
 import { frameworkErrors } from './framework-errors.js';
+import { LiveRegistry } from './live-registry.js';
 import { installNotFoundHandling } from './not-found.js';
 import { installNulGuard } from './nul-guard.js';
 import { installRequestIds, newRequestId } from './request-id.js';
+import { installRequestOriginChecks } from './request-origin.js';
 import { installRequestTargetCheck, originForm } from './request-target.js';
 import { adminRoutes } from './routes/admin.js';
 import { applyRoutes } from './routes/apply.js';
@@ -86,13 +91,18 @@ export interface AppOptions {
   logger: Logger;
   services: AppServices;
   auth: AuthGuardOptions & { loginAttemptsPerMinute: number };
+  /** Connection limits, time limits and the names the service answers for. */
+  http: HttpSettings & { listenHost: string };
 }
 
 /** Request bodies larger than this are refused with 413. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
-export async function buildApp({ logger, services, auth }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ logger, services, auth, http }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
+    // Slow clients must not hold connections (and file descriptors) for long.
+    requestTimeout: http.requestTimeoutMs,
+    http: { headersTimeout: http.headersTimeoutMs, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
     // The service names every request; a caller's x-request-id is kept apart (request-id.ts).
@@ -107,6 +117,7 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
       customOptions: { coerceTypes: false, removeAdditional: false, useDefaults: true, verbose: true },
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  installConnectionLimits(app.server, http);
 
   installRequestIds(app);
   installRequestTargetCheck(app);
@@ -171,8 +182,20 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
 
   await installWebSocket(app);
   // After the WebSocket plugin's own hook, which marks upgrade requests so that a refused one's
-  // socket is closed.
+  // socket is closed; the Host and Origin checks before the guard, as they hold in every mode.
+  installRequestOriginChecks(app, {
+    listenHost: http.listenHost,
+    allowedHosts: http.allowedHosts,
+    trustedOrigins: auth.trustedOrigins,
+  });
   installAuthGuard(app, auth);
+  const liveRegistry = new LiveRegistry(
+    { perUser: http.liveSocketsPerUser, perAddress: http.liveSocketsPerAddress },
+    auth.authenticator,
+    (error) => logger.warn({ err: error }, 'live sockets not checked again'),
+  );
+  app.addHook('onClose', async () => liveRegistry.stop());
+  installCredentialChanges(app, liveRegistry);
   installAuditHook(app, services.audit);
   await app.register(metricsRoutes, { registry: services.metrics.registry });
   await installDashboard(app);
@@ -186,7 +209,7 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
       await v1.register(pipelineRoutes, { pipelines: services.pipelines });
       await v1.register(pipelineStatusRoutes, { status: services.status });
       await v1.register(healthRoutes, { health: services.health });
-      await v1.register(liveRoutes, { hub: services.live });
+      await v1.register(liveRoutes, { hub: services.live, registry: liveRegistry });
       await v1.register(schemaReviewRoutes, { decisions: services.schemaDecisions });
       await v1.register(workerRoutes, services.fleet);
       await v1.register(adminRoutes, {

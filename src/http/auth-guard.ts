@@ -6,6 +6,7 @@ import { SESSION_COOKIE } from '../auth/sessions.js';
 import { type RequestContext, SYSTEM_CONTEXT } from '../context.js';
 import { AppError } from '../errors/app-error.js';
 import { DEFAULT_PROJECT_ID } from '../store/pool.js';
+import { isUpgrade, originOf, originTrusted } from './request-origin.js';
 import { SAFE_METHODS } from './route-access.js';
 
 declare module 'fastify' {
@@ -41,7 +42,8 @@ function refuseUnauthenticated(reply: FastifyReply) {
     .send('{"error":"unauthenticated"}');
 }
 
-function bearerOf(request: FastifyRequest): string | undefined {
+/** The bearer secret of `Authorization`; '' for a malformed header, undefined for none. */
+export function bearerOf(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   if (header === undefined) return undefined;
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
@@ -58,21 +60,12 @@ function sameSecret(a: string, b: string): boolean {
 /**
  * Session cookies ride along with any request a browser makes, so a state-changing request that
  * carries one must come from a page of this service: its Origin (or, failing that, its Referer)
- * must be the service's own origin or a trusted one.
+ * must be the service's own origin or a trusted one. (A foreign Origin is refused for every caller
+ * by request-origin.ts; here a missing one is refused too.)
  */
 function sameOrigin(request: FastifyRequest, trusted: readonly string[]): boolean {
-  const own = `${request.protocol}://${request.host}`;
   const claimed = request.headers.origin ?? originOf(request.headers.referer);
-  return claimed !== undefined && (claimed === own || trusted.includes(claimed));
-}
-
-function originOf(url: string | undefined): string | undefined {
-  if (!url) return undefined;
-  try {
-    return new URL(url).origin;
-  } catch {
-    return undefined;
-  }
+  return claimed !== undefined && originTrusted(request, claimed, trusted);
 }
 
 function allowed(permission: Permission, ctx: RequestContext): boolean {
@@ -140,8 +133,7 @@ export function installAuthGuard(app: FastifyInstance, options: AuthGuardOptions
     if (!ctx) return refuseUnauthenticated(reply);
     // A WebSocket handshake is a GET, but a page of any site may open one with the user's cookie
     // and read what it carries: it is checked like a state-changing call.
-    const upgrade = request.headers.upgrade?.toLowerCase() === 'websocket';
-    if (ctx.principal?.kind === 'user' && (upgrade || !SAFE_METHODS.has(request.method))) {
+    if (ctx.principal?.kind === 'user' && (isUpgrade(request) || !SAFE_METHODS.has(request.method))) {
       if (!sameOrigin(request, options.trustedOrigins)) {
         throw new AppError(
           'FORBIDDEN',

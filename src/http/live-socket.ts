@@ -57,7 +57,7 @@ export class LiveSocket {
     }
   }
 
-  private close(code: number, reason: string): void {
+  close(code: number, reason: string): void {
     this.end();
     // A client that does not read never gets the close frame: ws cuts it 30 s later.
     this.socket.close(code, reason);

@@ -143,7 +143,10 @@ describe.each(inject('pgClusters'))('connections API on $label', (cluster) => {
     expect(refused.body.error).toContain("'uses-shop'");
     expect((await service.request('GET', '/v1/connections/shop')).status).toBe(200);
 
-    const forced = await fetch(`${service.url}/v1/connections/shop?force=true`, { method: 'DELETE' });
+    const forced = await fetch(`${service.url}/v1/connections/shop?force=true`, {
+      method: 'DELETE',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(forced.status).toBe(204);
     expect(await forced.text()).toBe('');
     expect((await service.request('GET', '/v1/connections/shop')).status).toBe(404);
@@ -159,7 +162,10 @@ describe.each(inject('pgClusters'))('connections API on $label', (cluster) => {
   });
 
   it('deletes an unused connection with 204', async () => {
-    const res = await fetch(`${service.url}/v1/connections/q`, { method: 'DELETE' });
+    const res = await fetch(`${service.url}/v1/connections/q`, {
+      method: 'DELETE',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(204);
   });
 });

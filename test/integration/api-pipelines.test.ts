@@ -182,7 +182,10 @@ describe.each(inject('pgClusters'))('pipelines API on $label', (cluster) => {
   });
 
   it('deletes a pipeline with 204 and an empty body', async () => {
-    const res = await fetch(`${service.url}/v1/pipelines/bare`, { method: 'DELETE' });
+    const res = await fetch(`${service.url}/v1/pipelines/bare`, {
+      method: 'DELETE',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(204);
     expect(await res.text()).toBe('');
     expect((await service.request('GET', '/v1/pipelines/bare')).status).toBe(404);

@@ -66,7 +66,12 @@ describe('definitions that cannot run are refused when written', () => {
       ).status,
     ).toBe(201);
     expect(
-      (await fetch(`${service.url}/v1/connections/doomed?force=true`, { method: 'DELETE' })).status,
+      (
+        await fetch(`${service.url}/v1/connections/doomed?force=true`, {
+          method: 'DELETE',
+          headers: { 'content-type': 'application/json' },
+        })
+      ).status,
     ).toBe(204);
     const start = await service.request('PUT', '/v1/pipelines/orphan/state', { state: 'start' });
     expect(start).toMatchObject({ status: 422, body: { code: 'VALIDATION_FAILED' } });

@@ -31,7 +31,7 @@ const HANDSHAKE = [
 async function raw(base: string, head: string, extraHeaders: string[] = ['Connection: close']) {
   const { port } = new URL(base);
   const socket = net.connect(Number(port), '127.0.0.1');
-  socket.write(`${head}\r\nHost: test\r\n${extraHeaders.map((h) => `${h}\r\n`).join('')}\r\n`);
+  socket.write(`${head}\r\nHost: 127.0.0.1\r\n${extraHeaders.map((h) => `${h}\r\n`).join('')}\r\n`);
   let data = Buffer.alloc(0);
   let closed = false;
   socket.on('data', (chunk) => {
@@ -84,7 +84,7 @@ class RawLiveClient {
   static async open(base: string): Promise<RawLiveClient> {
     const { port } = new URL(base);
     const client = new RawLiveClient(net.connect(Number(port), '127.0.0.1'));
-    client.socket.write(`GET /v1/live HTTP/1.1\r\nHost: test\r\n${HANDSHAKE.join('\r\n')}\r\n\r\n`);
+    client.socket.write(`GET /v1/live HTTP/1.1\r\nHost: 127.0.0.1\r\n${HANDSHAKE.join('\r\n')}\r\n\r\n`);
     for (let waited = 0; !client.handshaken; waited += 10) {
       if (waited > 5_000) throw new Error('no handshake');
       await sleep(10);

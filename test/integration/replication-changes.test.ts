@@ -121,7 +121,10 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
       .map((m) => m.state);
     expect(states).toEqual(expect.arrayContaining(['starting', 'running']));
     socket.close();
-    await fetch(`${service.url}/v1/pipelines/watched`, { method: 'DELETE' });
+    await fetch(`${service.url}/v1/pipelines/watched`, {
+      method: 'DELETE',
+      headers: { 'content-type': 'application/json' },
+    });
   });
 
   it('hot-reloads a definition: a table added is snapshotted then streamed, a table removed is no longer applied', async () => {
@@ -225,7 +228,10 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
       expect(refused.body.error).toContain("connection 'src'");
       expect(refused.body.error).toContain('?force=true');
       expect((await pipeline('orphan')).state).toBe('stopped');
-      const forced = await fetch(`${service.url}/v1/pipelines/orphan?force=true`, { method: 'DELETE' });
+      const forced = await fetch(`${service.url}/v1/pipelines/orphan?force=true`, {
+        method: 'DELETE',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(forced.status).toBe(204);
       expect(forced.headers.get('x-orphaned-slot')).toBe(slot);
       expect(await forced.text()).toBe('');
@@ -280,7 +286,10 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
       async () => (await sqlOn(dbs.sink, 'SELECT 1 FROM conn_change.b WHERE id = 7001')).length === 1,
       'the row through the new connection',
     );
-    const forced = await fetch(`${service.url}/v1/connections/src2?force=true`, { method: 'DELETE' });
+    const forced = await fetch(`${service.url}/v1/connections/src2?force=true`, {
+      method: 'DELETE',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(forced.status).toBe(204);
     const failed = await waitFor(async () => {
       const p = await pipeline('conn-change');

@@ -200,7 +200,10 @@ describe.each(inject('pgClusters'))('replication end to end on $label', (cluster
   });
 
   it('deletes a running pipeline, dropping its slot and publication', async () => {
-    const res = await fetch(`${service.url}/v1/pipelines/e2e`, { method: 'DELETE' });
+    const res = await fetch(`${service.url}/v1/pipelines/e2e`, {
+      method: 'DELETE',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(204);
     expect(
       await sqlOn(

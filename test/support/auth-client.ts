@@ -51,7 +51,9 @@ export class ApiCaller {
     headers: Record<string, string> = {},
   ): Promise<Answer<T>> {
     const sent: Record<string, string> = { ...headers };
-    if (body !== undefined) sent['content-type'] = 'application/json';
+    if ((body !== undefined || !['GET', 'HEAD'].includes(method)) && !('content-type' in sent)) {
+      sent['content-type'] = 'application/json';
+    }
     if (this.cookie) sent.cookie = this.cookie;
     if (this.bearer) sent.authorization = `Bearer ${this.bearer}`;
     if (this.origin && method !== 'GET' && !('origin' in sent)) sent.origin = this.origin;

@@ -30,6 +30,17 @@ export function testConfig(databaseUrl: string | undefined, dataDir?: string): C
       metricsTokenFile: undefined,
       publicUrl: undefined,
       loginAttemptsPerMinute: 10,
+      maxTokensPerUser: 50,
+    },
+    http: {
+      allowedHosts: [],
+      maxConnections: 'auto',
+      // Tests make many calls at once from one address.
+      maxConnectionsPerAddress: 1_000,
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      liveSocketsPerUser: 20,
+      liveSocketsPerAddress: 20,
     },
     log: { level: (process.env.TEST_LOG_LEVEL as Config['log']['level'] | undefined) ?? 'silent' },
     slotWalWarningBytes: 10 * 1024 ** 3,
@@ -41,10 +52,10 @@ export function testConfig(databaseUrl: string | undefined, dataDir?: string): C
 /** Sends one request; a string body is sent as-is (to test malformed JSON), anything else as JSON. */
 export async function jsonRequest(base: string, method: string, path: string, body?: unknown) {
   const init: RequestInit = { method };
-  if (body !== undefined) {
+  // As the CLI and the dashboard do: every state-changing call declares JSON, bodiless ones too.
+  if (body !== undefined || !['GET', 'HEAD'].includes(method))
     init.headers = { 'content-type': 'application/json' };
-    init.body = typeof body === 'string' ? body : JSON.stringify(body);
-  }
+  if (body !== undefined) init.body = typeof body === 'string' ? body : JSON.stringify(body);
   const res = await fetch(`${base}${path}`, init);
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };

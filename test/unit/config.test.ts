@@ -31,6 +31,16 @@ describe('configuration', () => {
         metricsTokenFile: undefined,
         publicUrl: undefined,
         loginAttemptsPerMinute: 10,
+        maxTokensPerUser: 50,
+      },
+      http: {
+        allowedHosts: [],
+        maxConnections: 'auto',
+        maxConnectionsPerAddress: 128,
+        headersTimeoutMs: 10_000,
+        requestTimeoutMs: 30_000,
+        liveSocketsPerUser: 20,
+        liveSocketsPerAddress: 20,
       },
       log: { level: 'info' },
       slotWalWarningBytes: 10 * 1024 ** 3,
@@ -58,6 +68,27 @@ describe('configuration', () => {
     ).toEqual(['/srv/duck', '/var/lib/warehouse']);
     expect(() => load(['--connections-duckdb-dirs', '/srv/duck,relative'])).toThrow(
       'config error: connections.duckdb_dirs: must list absolute paths (got "relative")',
+    );
+  });
+
+  it('reads the HTTP limits and allowed hosts, and refuses bad values naming the key', () => {
+    const config = load(
+      ['--http-allowed-hosts', 'Replicator.Example.com, ops.internal', '--http-max-connections', '500'],
+      { REPLICATOR_HTTP_HEADERS_TIMEOUT: '5s', REPLICATOR_HTTP_LIVE_SOCKETS_PER_USER: '4' },
+    );
+    expect(config.http).toMatchObject({
+      allowedHosts: ['replicator.example.com', 'ops.internal'],
+      maxConnections: 500,
+      headersTimeoutMs: 5_000,
+      liveSocketsPerUser: 4,
+    });
+    expect(load(['--auth-max-tokens-per-user', '7']).auth.maxTokensPerUser).toBe(7);
+    expect(() => load(['--http-allowed-hosts', 'https://x.example'])).toThrow(
+      'config error: http.allowed_hosts: must list host names without port or scheme (got "https://x.example")',
+    );
+    expect(() => load(['--http-max-connections', '0'])).toThrow('config error: http.max_connections:');
+    expect(() => load(['--http-request-timeout', '5s', '--http-headers-timeout', '10s'])).toThrow(
+      'config error: http.request_timeout: must be at least http.headers_timeout',
     );
   });
 

@@ -205,7 +205,8 @@ export const ssoRoutes: FastifyPluginAsyncTypebox<{ sso: Sso }> = async (app, { 
     scope.withTypeProvider<TypeBoxTypeProvider>().post(
       '/auth/sso/:provider/acs',
       {
-        config: { permission: 'public', action: false, refusalAction: SSO_LOGIN_ACTION },
+        // Posted by the identity provider's page: another origin, a form body.
+        config: { permission: 'public', action: false, refusalAction: SSO_LOGIN_ACTION, crossSite: true },
         schema: {
           operationId: 'finishSamlLogin',
           tags: signInTags,

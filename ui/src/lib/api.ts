@@ -48,10 +48,11 @@ export async function api<T>(method: string, path: string, options: RequestOptio
     headers: { accept: 'application/json' },
   };
   if (options.signal) init.signal = options.signal;
-  if (options.body !== undefined) {
+  // Every state-changing call declares JSON, bodiless ones too: the service refuses others (CSRF).
+  if (options.body !== undefined || !['GET', 'HEAD'].includes(method)) {
     init.headers = { ...init.headers, 'content-type': 'application/json' };
-    init.body = JSON.stringify(options.body);
   }
+  if (options.body !== undefined) init.body = JSON.stringify(options.body);
   let response: Response;
   try {
     response = await fetch(`/v1${path}`, init);
