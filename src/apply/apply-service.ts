@@ -25,6 +25,8 @@ export interface ApplyEntry {
   result: ApplyResult;
   /** For `updated`: the fields that differ. */
   changes?: string[];
+  /** What the plan cannot tell by comparing, such as a secret given in clear that will be replaced. */
+  notes?: string[];
 }
 
 export interface ApplyOptions {
@@ -100,7 +102,11 @@ export class ApplyService {
     }
 
     const connectionPlan = await Promise.all(
-      doc.connections.map(async (c) => entry(c.name, await this.connections.changes(ctx, c.name, c))),
+      doc.connections.map(async (c) => {
+        const planned = await this.connections.changes(ctx, c.name, c);
+        const e = entry(c.name, planned?.changes ?? null);
+        return planned && planned.notes.length > 0 ? { ...e, notes: planned.notes } : e;
+      }),
     );
     const pipelinePlan = await Promise.all(
       doc.pipelines.map(async (p) => entry(p.name, await this.pipelines.changes(ctx, p.name, p))),

@@ -30,6 +30,19 @@ function set(secrets: ConnectionSecrets, name: SecretName, value: string | undef
   else secrets.tls[name.slice(4) as keyof TlsMaterial] = value;
 }
 
+/**
+ * How secrets differ, told without comparing values: a secret given in clear counts as replaced
+ * even when it equals the stored one, else a plan would answer whether a guess is right.
+ */
+export function secretChanges(incoming: ConnectionSecrets, stored: ConnectionSecrets) {
+  const supplied = SECRET_NAMES.filter((n) => {
+    const value = get(incoming, n);
+    return value !== undefined && value !== PASSWORD_MASK;
+  });
+  const removed = SECRET_NAMES.filter((n) => get(incoming, n) === undefined && get(stored, n) !== undefined);
+  return { supplied, removed };
+}
+
 /** Opens the stored secrets of a connection. */
 export function openSecrets(row: ConnectionRow, box: SecretBox): ConnectionSecrets {
   const others = row.secrets_sealed === null ? {} : (JSON.parse(box.open(row.secrets_sealed)) as object);

@@ -1,7 +1,6 @@
 import { type CommonQueryMethods, type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
 import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
-import { sameValue } from '../same-value.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import { type ConnectionRow, connectionsStore } from '../store/connections-store.js';
 import { orphanedSlotsStore } from '../store/orphaned-slots-store.js';
@@ -12,6 +11,7 @@ import {
   openSecrets,
   refuseMasks,
   sealSecrets,
+  secretChanges,
 } from './connection-secrets.js';
 import {
   type CheckedDsn,
@@ -39,6 +39,12 @@ export interface ConnectionInput {
 export interface ResolvedConnection {
   type: string;
   settings: unknown;
+}
+
+/** What replacing a stored connection would change, and notes on secrets it cannot compare. */
+export interface ConnectionChanges {
+  changes: string[];
+  notes: string[];
 }
 
 /** Hooks other parts of the service attach to connection changes. */
@@ -192,18 +198,29 @@ export class ConnectionsService {
   /**
    * What `replace` would change in a stored connection: `type`, `dsn` (without its password),
    * `secrets` (a password, TLS material); [] when nothing, null when there is no such connection.
+   * A secret given in clear always counts as a change, and is never compared with the stored one:
+   * the plan would otherwise tell whether a guessed password is right. `notes` says so.
    */
-  async changes(ctx: RequestContext, name: string, input: ConnectionInput): Promise<string[] | null> {
+  async changes(
+    ctx: RequestContext,
+    name: string,
+    input: ConnectionInput,
+  ): Promise<ConnectionChanges | null> {
     const current = await connectionsStore.find(this.pool, ctx.projectId, name);
     if (!current) return null;
     const { type, dsn, secrets: incoming } = this.checkInput(input);
     const stored = openSecrets(current, this.secrets);
-    const secrets = keepMaskedSecrets(incoming, stored, sameEndpoint(type, dsn, current));
+    // Refuses a mask that could not be kept, as `replace` would.
+    keepMaskedSecrets(incoming, stored, sameEndpoint(type, dsn, current));
     const changed: string[] = [];
+    const notes: string[] = [];
     if (input.type !== current.type) changed.push('type');
     if (dsn.publicDsn !== current.dsn) changed.push('dsn');
-    if (!sameValue(secrets, stored)) changed.push('secrets');
-    return changed;
+    const { supplied, removed } = secretChanges(incoming, stored);
+    if (supplied.length > 0 || removed.length > 0) changed.push('secrets');
+    for (const secret of supplied) notes.push(`${secret} supplied: will be replaced`);
+    for (const secret of removed) notes.push(`${secret} not given: will be removed`);
+    return { changes: changed, notes };
   }
 
   private checkInput(input: ConnectionInput): {

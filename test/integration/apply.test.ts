@@ -169,4 +169,37 @@ describe('POST /v1/apply', () => {
       'notes deleted',
     );
   });
+  it('never tells whether a secret given in clear equals the stored one', async () => {
+    const secretive = (password: string, secret: string) => ({
+      connections: [
+        { name: 'guarded', type: 'postgres', dsn: `postgres://app:${password}@db.example.com:5432/shop` },
+        { name: 'hook', type: 'webhook', dsn: `https://receiver.example.com/hooks?secret=${secret}` },
+      ],
+    });
+    const right = secretive('right-password', 'right-signing-secret-0123');
+    const created = await apply(right);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const replaced = {
+      result: 'updated',
+      changes: ['secrets'],
+      notes: ['password supplied: will be replaced'],
+    };
+    const guessedRight = await apply(right, '?dry_run=true');
+    const guessedWrong = await apply(
+      secretive('wrong-password', 'wrong-signing-secret-0123'),
+      '?dry_run=true',
+    );
+    expect(guessedRight.status).toBe(200);
+    expect(guessedRight.body).toEqual(guessedWrong.body);
+    expect(guessedRight.body.connections).toEqual([
+      { name: 'guarded', ...replaced },
+      { name: 'hook', ...replaced },
+    ]);
+    // The real apply does what the plan says, and the masked secret still means "keep".
+    const again = await apply(right);
+    expect(again.body.connections).toEqual(guessedRight.body.connections);
+    const masked = await apply(secretive('****', '****'), '?dry_run=true');
+    expect(results(masked.body)).toEqual(['connection guarded unchanged', 'connection hook unchanged']);
+    expect(JSON.stringify([created.body, guessedRight.body, guessedWrong.body])).not.toMatch(/right-|wrong-/);
+  });
 });
