@@ -79,21 +79,23 @@ export function refuseMasks(secrets: ConnectionSecrets): void {
 
 /**
  * Replaces each masked secret of an update with the stored one. The stored secret is kept only
- * for the same endpoint: otherwise anyone who may edit a connection could send its password to a
- * host of their choice by changing the host and sending the mask back.
+ * for the same endpoint over TLS at least as strong: otherwise anyone who may edit a connection
+ * could send its password to a host of their choice by changing the host and sending the mask
+ * back, or read it off the wire by turning TLS off. `notKeptBecause` says why it cannot be kept
+ * (`the host, port, database or user changed`), undefined when it can.
  */
 export function keepMaskedSecrets(
   incoming: ConnectionSecrets,
   stored: ConnectionSecrets,
-  sameEndpoint: boolean,
+  notKeptBecause: string | undefined,
 ): ConnectionSecrets {
   const result: ConnectionSecrets = { ...incoming, tls: { ...incoming.tls } };
   for (const name of SECRET_NAMES) {
     if (get(incoming, name) !== PASSWORD_MASK) continue;
-    if (!sameEndpoint) {
+    if (notKeptBecause !== undefined) {
       throw refusal(
         name,
-        `the host, port, database or user changed, so the stored ${name} is not kept: give it again instead of "${PASSWORD_MASK}"`,
+        `${notKeptBecause}, so the stored ${name} is not kept: give it again instead of "${PASSWORD_MASK}"`,
       );
     }
     const kept = get(stored, name);

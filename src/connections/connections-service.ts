@@ -116,10 +116,11 @@ export class ConnectionsService {
         );
       }
       const { type, dsn, secrets: incoming } = this.checkInput(input);
+      const stored = openSecrets(current, this.secrets);
       const secrets = keepMaskedSecrets(
         incoming,
-        openSecrets(current, this.secrets),
-        sameEndpoint(type, dsn, current),
+        stored,
+        whySecretsNotKept(type, dsn, incoming, current, stored),
       );
       checkSecrets(type, dsn, secrets);
       const row = await connectionsStore.update(tx, ctx.projectId, name, {
@@ -211,7 +212,7 @@ export class ConnectionsService {
     const { type, dsn, secrets: incoming } = this.checkInput(input);
     const stored = openSecrets(current, this.secrets);
     // Refuses a mask that could not be kept, as `replace` would.
-    keepMaskedSecrets(incoming, stored, sameEndpoint(type, dsn, current));
+    keepMaskedSecrets(incoming, stored, whySecretsNotKept(type, dsn, incoming, current, stored));
     const changed: string[] = [];
     const notes: string[] = [];
     if (input.type !== current.type) changed.push('type');
@@ -243,6 +244,29 @@ function checkSecrets(type: ConnectionType, dsn: CheckedDsn, secrets: Connection
   checkTlsMaterial(secrets.tls, secrets.sslpassword);
 }
 
-/** A stored secret is kept only for the same type and endpoint (host, port, database, user). */
-const sameEndpoint = (type: ConnectionType, dsn: CheckedDsn, current: { type: string; dsn: string }) =>
-  type.type === current.type && type.endpointOf(dsn.publicDsn) === type.endpointOf(current.dsn);
+/**
+ * Why a masked secret cannot keep the stored one, undefined when it can: only for the same type
+ * and endpoint (host, port, database, user), and only while TLS promises at least what it did
+ * (sslmode, TLS scheme, the CA file or `tls.ca_cert` it verified with).
+ */
+function whySecretsNotKept(
+  type: ConnectionType,
+  dsn: CheckedDsn,
+  incoming: ConnectionSecrets,
+  current: { type: string; dsn: string },
+  stored: ConnectionSecrets,
+): string | undefined {
+  if (type.type !== current.type) return 'the type changed';
+  // Before the endpoint: a scheme such as rediss:// is part of both, and TLS is the better reason.
+  const now = new Set(type.tlsGuarantees(dsn.publicDsn));
+  const lost = type.tlsGuarantees(current.dsn).find((g) => !now.has(g));
+  if (lost !== undefined) return `the DSN weakens TLS (no more ${lost})`;
+  if (type.endpointOf(dsn.publicDsn) !== type.endpointOf(current.dsn)) {
+    return 'the host, port, database or user changed';
+  }
+  // A CA given anew is another trust anchor; one left out may leave the chain unverified.
+  if (stored.tls.ca_cert !== undefined && incoming.tls.ca_cert !== PASSWORD_MASK) {
+    return 'tls.ca_cert is replaced or removed';
+  }
+  return undefined;
+}
