@@ -73,7 +73,7 @@ export class ApplyService {
     const storedConnections = await this.connections.list(ctx);
     const storedPipelines = await this.pipelines.list(ctx);
     const problems = [...shapeProblems];
-    if (shapeProblems.length === 0) problems.push(...(await this.check(doc, storedConnections)));
+    if (shapeProblems.length === 0) problems.push(...(await this.check(ctx, doc, storedConnections)));
     if (problems.length > 0) {
       throw new AppError(
         'VALIDATION_FAILED',
@@ -136,6 +136,7 @@ export class ApplyService {
 
   /** Every problem of the document's values, without writing or reaching a source. */
   private async check(
+    ctx: RequestContext,
     doc: ApplyDocument,
     stored: readonly { name: string; type: string }[],
   ): Promise<Problem[]> {
@@ -152,7 +153,7 @@ export class ApplyService {
     const storedNames = new Set(stored.map((c) => c.name));
     for (const [i, c] of doc.connections.entries()) {
       try {
-        this.connections.check(c, storedNames.has(c.name));
+        this.connections.check(ctx, c, storedNames.has(c.name));
       } catch (error) {
         problems.push(problemAt(`connections[${i}]`, error));
       }

@@ -83,7 +83,7 @@ export class ConnectionsService {
   }
 
   async create(ctx: RequestContext, name: string, input: ConnectionInput) {
-    const { type, dsn, secrets } = this.checkInput(input);
+    const { type, dsn, secrets } = this.checkInput(ctx, input);
     refuseMasks(secrets);
     checkSecrets(type, dsn, secrets);
     try {
@@ -115,7 +115,7 @@ export class ConnectionsService {
           `must match the connection in the path ('${name}'); renaming is not supported`,
         );
       }
-      const { type, dsn, secrets: incoming } = this.checkInput(input);
+      const { type, dsn, secrets: incoming } = this.checkInput(ctx, input);
       const stored = openSecrets(current, this.secrets);
       const secrets = keepMaskedSecrets(
         incoming,
@@ -181,15 +181,15 @@ export class ConnectionsService {
         `connection '${name}' is of type ${row.type}, which this version does not know`,
       );
     const secrets = openSecrets(row, this.secrets);
-    return { type: row.type, settings: await type.settings(row.dsn, secrets, this.localAccess) };
+    return { type: row.type, settings: await type.settings(row.dsn, secrets, this.policyFor(ctx)) };
   }
 
   /**
    * Checks a connection as `create` or `replace` would, writing nothing: a 422 naming the field.
    * `exists` says whether it would replace a stored one (where a masked secret means "keep").
    */
-  check(input: ConnectionInput, exists: boolean): void {
-    const { type, dsn, secrets } = this.checkInput(input);
+  check(ctx: RequestContext, input: ConnectionInput, exists: boolean): void {
+    const { type, dsn, secrets } = this.checkInput(ctx, input);
     if (!exists) refuseMasks(secrets);
     // A masked secret stands for the stored one, which `replace` checks with the rest.
     else if (JSON.stringify(secrets).includes(PASSWORD_MASK)) return;
@@ -209,7 +209,7 @@ export class ConnectionsService {
   ): Promise<ConnectionChanges | null> {
     const current = await connectionsStore.find(this.pool, ctx.projectId, name);
     if (!current) return null;
-    const { type, dsn, secrets: incoming } = this.checkInput(input);
+    const { type, dsn, secrets: incoming } = this.checkInput(ctx, input);
     const stored = openSecrets(current, this.secrets);
     // Refuses a mask that could not be kept, as `replace` would.
     keepMaskedSecrets(incoming, stored, whySecretsNotKept(type, dsn, incoming, current, stored));
@@ -224,14 +224,22 @@ export class ConnectionsService {
     return { changes: changed, notes };
   }
 
-  private checkInput(input: ConnectionInput): {
+  /** The operator's local access, confined to the project's own files. */
+  private policyFor(ctx: RequestContext): LocalAccessPolicy {
+    return { ...this.localAccess, projectId: ctx.projectId };
+  }
+
+  private checkInput(
+    ctx: RequestContext,
+    input: ConnectionInput,
+  ): {
     type: ConnectionType;
     dsn: CheckedDsn;
     secrets: ConnectionSecrets;
   } {
     const type = findConnectionType(input.type);
     if (!type) throw validationFailed('type', `must be one of ${connectionTypeNames().join(', ')}`);
-    const dsn = type.checkDsn(input.dsn, this.localAccess);
+    const dsn = type.checkDsn(input.dsn, this.policyFor(ctx));
     const secrets: ConnectionSecrets = { tls: { ...input.tls } };
     if (dsn.password !== undefined) secrets.password = dsn.password;
     if (dsn.sslpassword !== undefined) secrets.sslpassword = dsn.sslpassword;
