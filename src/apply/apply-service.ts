@@ -2,6 +2,7 @@ import type { ConnectionInput, ConnectionsService } from '../connections/connect
 import type { RequestContext } from '../context.js';
 import { AppError } from '../errors/app-error.js';
 import type { PipelineDefinitionInput, PipelinesService } from '../pipelines/pipelines-service.js';
+import { sharedTarget } from '../pipelines/shared-targets.js';
 
 export type ConnectionElement = ConnectionInput & { name: string };
 export type PipelineElement = PipelineDefinitionInput & { name: string };
@@ -25,6 +26,8 @@ export interface ApplyEntry {
   result: ApplyResult;
   /** For `updated`: the fields that differ. */
   changes?: string[];
+  /** What the plan cannot tell by comparing, such as a secret given in clear that will be replaced. */
+  notes?: string[];
 }
 
 export interface ApplyOptions {
@@ -71,7 +74,8 @@ export class ApplyService {
     const storedConnections = await this.connections.list(ctx);
     const storedPipelines = await this.pipelines.list(ctx);
     const problems = [...shapeProblems];
-    if (shapeProblems.length === 0) problems.push(...(await this.check(doc, storedConnections)));
+    if (shapeProblems.length === 0)
+      problems.push(...(await this.check(ctx, doc, storedConnections, options.prune)));
     if (problems.length > 0) {
       throw new AppError(
         'VALIDATION_FAILED',
@@ -100,7 +104,11 @@ export class ApplyService {
     }
 
     const connectionPlan = await Promise.all(
-      doc.connections.map(async (c) => entry(c.name, await this.connections.changes(ctx, c.name, c))),
+      doc.connections.map(async (c) => {
+        const planned = await this.connections.changes(ctx, c.name, c);
+        const e = entry(c.name, planned?.changes ?? null);
+        return planned && planned.notes.length > 0 ? { ...e, notes: planned.notes } : e;
+      }),
     );
     const pipelinePlan = await Promise.all(
       doc.pipelines.map(async (p) => entry(p.name, await this.pipelines.changes(ctx, p.name, p))),
@@ -130,8 +138,10 @@ export class ApplyService {
 
   /** Every problem of the document's values, without writing or reaching a source. */
   private async check(
+    ctx: RequestContext,
     doc: ApplyDocument,
-    stored: readonly { name: string; type: string }[],
+    stored: readonly { name: string; type: string; dsn: string }[],
+    prune: boolean,
   ): Promise<Problem[]> {
     const problems = [
       ...duplicates(
@@ -146,7 +156,7 @@ export class ApplyService {
     const storedNames = new Set(stored.map((c) => c.name));
     for (const [i, c] of doc.connections.entries()) {
       try {
-        this.connections.check(c, storedNames.has(c.name));
+        this.connections.check(ctx, c, storedNames.has(c.name));
       } catch (error) {
         problems.push(problemAt(`connections[${i}]`, error));
       }
@@ -154,14 +164,47 @@ export class ApplyService {
     // A pipeline may name a connection of the document or one the project has.
     const types = new Map(stored.map((c) => [c.name, c.type]));
     for (const c of doc.connections) types.set(c.name, c.type);
+    const valid: number[] = [];
     for (const [i, p] of doc.pipelines.entries()) {
       try {
         await this.pipelines.checkAgainst(p, (name) => types.get(name));
+        valid.push(i);
       } catch (error) {
         problems.push(problemAt(`pipelines[${i}]`, error));
       }
     }
+    problems.push(...(await this.sharedTargets(ctx, doc, stored, prune, valid)));
     return problems;
+  }
+
+  /**
+   * Two pipelines writing one table, as the project would be once applied: the document's
+   * pipelines, and the stored ones it leaves (all those it does not name, none with prune).
+   */
+  private async sharedTargets(
+    ctx: RequestContext,
+    doc: ApplyDocument,
+    stored: readonly { name: string; type: string; dsn: string }[],
+    prune: boolean,
+    valid: readonly number[],
+  ): Promise<Problem[]> {
+    const named = new Set(doc.pipelines.map((p) => p.name));
+    const kept = prune ? [] : (await this.pipelines.targetWriters(ctx)).filter((w) => !named.has(w.name));
+    const connections = new Map(stored.map((c) => [c.name, { type: c.type, dsn: c.dsn }]));
+    for (const c of doc.connections) connections.set(c.name, { type: c.type, dsn: c.dsn });
+    const candidates = valid.map((i) => {
+      const p = doc.pipelines[i] as PipelineElement;
+      return {
+        name: p.name,
+        sinkConnection: p.sink.connection,
+        sinkProperties: p.sink.properties ?? {},
+        sourceTables: p.source.tables,
+      };
+    });
+    const shared = sharedTarget(candidates, kept, (name) => connections.get(name));
+    if (!shared) return [];
+    const index = doc.pipelines.findIndex((p) => p.name === shared.candidate);
+    return [{ path: `pipelines[${index}].sink`, message: shared.message }];
   }
 }
 

@@ -1377,6 +1377,8 @@ export interface operations {
                             /** @description for updated: the fields that differ */
                             changes?: string[];
                             name: string;
+                            /** @description what the plan tells without comparing: a secret given in clear is never compared with the stored one and always counts as a change ('password supplied: will be replaced') */
+                            notes?: string[];
                             result: "created" | "updated" | "unchanged" | "deleted";
                         }[];
                         dry_run: boolean;
@@ -1384,6 +1386,8 @@ export interface operations {
                             /** @description for updated: the fields that differ */
                             changes?: string[];
                             name: string;
+                            /** @description what the plan tells without comparing: a secret given in clear is never compared with the stored one and always counts as a change ('password supplied: will be replaced') */
+                            notes?: string[];
                             result: "created" | "updated" | "unchanged" | "deleted";
                         }[];
                     };

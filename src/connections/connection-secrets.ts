@@ -30,6 +30,19 @@ function set(secrets: ConnectionSecrets, name: SecretName, value: string | undef
   else secrets.tls[name.slice(4) as keyof TlsMaterial] = value;
 }
 
+/**
+ * How secrets differ, told without comparing values: a secret given in clear counts as replaced
+ * even when it equals the stored one, else a plan would answer whether a guess is right.
+ */
+export function secretChanges(incoming: ConnectionSecrets, stored: ConnectionSecrets) {
+  const supplied = SECRET_NAMES.filter((n) => {
+    const value = get(incoming, n);
+    return value !== undefined && value !== PASSWORD_MASK;
+  });
+  const removed = SECRET_NAMES.filter((n) => get(incoming, n) === undefined && get(stored, n) !== undefined);
+  return { supplied, removed };
+}
+
 /** Opens the stored secrets of a connection. */
 export function openSecrets(row: ConnectionRow, box: SecretBox): ConnectionSecrets {
   const others = row.secrets_sealed === null ? {} : (JSON.parse(box.open(row.secrets_sealed)) as object);
@@ -66,21 +79,23 @@ export function refuseMasks(secrets: ConnectionSecrets): void {
 
 /**
  * Replaces each masked secret of an update with the stored one. The stored secret is kept only
- * for the same endpoint: otherwise anyone who may edit a connection could send its password to a
- * host of their choice by changing the host and sending the mask back.
+ * for the same endpoint over TLS at least as strong: otherwise anyone who may edit a connection
+ * could send its password to a host of their choice by changing the host and sending the mask
+ * back, or read it off the wire by turning TLS off. `notKeptBecause` says why it cannot be kept
+ * (`the host, port, database or user changed`), undefined when it can.
  */
 export function keepMaskedSecrets(
   incoming: ConnectionSecrets,
   stored: ConnectionSecrets,
-  sameEndpoint: boolean,
+  notKeptBecause: string | undefined,
 ): ConnectionSecrets {
   const result: ConnectionSecrets = { ...incoming, tls: { ...incoming.tls } };
   for (const name of SECRET_NAMES) {
     if (get(incoming, name) !== PASSWORD_MASK) continue;
-    if (!sameEndpoint) {
+    if (notKeptBecause !== undefined) {
       throw refusal(
         name,
-        `the host, port, database or user changed, so the stored ${name} is not kept: give it again instead of "${PASSWORD_MASK}"`,
+        `${notKeptBecause}, so the stored ${name} is not kept: give it again instead of "${PASSWORD_MASK}"`,
       );
     }
     const kept = get(stored, name);

@@ -38,6 +38,12 @@ export interface ConnectionType<Settings = unknown, Dsn extends CheckedDsn = Che
    * public DSN: an update keeps a masked secret only for the same endpoint.
    */
   endpointOf(publicDsn: string): string;
+  /**
+   * What the DSN's TLS promises (encryption, verification, the trust anchor it names), read
+   * leniently from a stored public DSN: an update that drops any of them does not keep a masked
+   * secret.
+   */
+  tlsGuarantees(publicDsn: string): string[];
   /** Refuses (422) TLS material that does not fit the DSN; a type without TLS material refuses any. */
   checkTls(dsn: Dsn, secrets: ConnectionSecrets): void;
   /** The settings to connect with, secrets included; the DSN passes the allow-list again. */

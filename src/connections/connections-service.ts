@@ -1,7 +1,6 @@
 import { type CommonQueryMethods, type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
 import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
-import { sameValue } from '../same-value.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import { type ConnectionRow, connectionsStore } from '../store/connections-store.js';
 import { orphanedSlotsStore } from '../store/orphaned-slots-store.js';
@@ -12,6 +11,7 @@ import {
   openSecrets,
   refuseMasks,
   sealSecrets,
+  secretChanges,
 } from './connection-secrets.js';
 import {
   type CheckedDsn,
@@ -39,6 +39,12 @@ export interface ConnectionInput {
 export interface ResolvedConnection {
   type: string;
   settings: unknown;
+}
+
+/** What replacing a stored connection would change, and notes on secrets it cannot compare. */
+export interface ConnectionChanges {
+  changes: string[];
+  notes: string[];
 }
 
 /** Hooks other parts of the service attach to connection changes. */
@@ -77,7 +83,7 @@ export class ConnectionsService {
   }
 
   async create(ctx: RequestContext, name: string, input: ConnectionInput) {
-    const { type, dsn, secrets } = this.checkInput(input);
+    const { type, dsn, secrets } = this.checkInput(ctx, input);
     refuseMasks(secrets);
     checkSecrets(type, dsn, secrets);
     try {
@@ -109,11 +115,12 @@ export class ConnectionsService {
           `must match the connection in the path ('${name}'); renaming is not supported`,
         );
       }
-      const { type, dsn, secrets: incoming } = this.checkInput(input);
+      const { type, dsn, secrets: incoming } = this.checkInput(ctx, input);
+      const stored = openSecrets(current, this.secrets);
       const secrets = keepMaskedSecrets(
         incoming,
-        openSecrets(current, this.secrets),
-        sameEndpoint(type, dsn, current),
+        stored,
+        whySecretsNotKept(type, dsn, incoming, current, stored),
       );
       checkSecrets(type, dsn, secrets);
       const row = await connectionsStore.update(tx, ctx.projectId, name, {
@@ -174,15 +181,15 @@ export class ConnectionsService {
         `connection '${name}' is of type ${row.type}, which this version does not know`,
       );
     const secrets = openSecrets(row, this.secrets);
-    return { type: row.type, settings: await type.settings(row.dsn, secrets, this.localAccess) };
+    return { type: row.type, settings: await type.settings(row.dsn, secrets, this.policyFor(ctx)) };
   }
 
   /**
    * Checks a connection as `create` or `replace` would, writing nothing: a 422 naming the field.
    * `exists` says whether it would replace a stored one (where a masked secret means "keep").
    */
-  check(input: ConnectionInput, exists: boolean): void {
-    const { type, dsn, secrets } = this.checkInput(input);
+  check(ctx: RequestContext, input: ConnectionInput, exists: boolean): void {
+    const { type, dsn, secrets } = this.checkInput(ctx, input);
     if (!exists) refuseMasks(secrets);
     // A masked secret stands for the stored one, which `replace` checks with the rest.
     else if (JSON.stringify(secrets).includes(PASSWORD_MASK)) return;
@@ -192,28 +199,47 @@ export class ConnectionsService {
   /**
    * What `replace` would change in a stored connection: `type`, `dsn` (without its password),
    * `secrets` (a password, TLS material); [] when nothing, null when there is no such connection.
+   * A secret given in clear always counts as a change, and is never compared with the stored one:
+   * the plan would otherwise tell whether a guessed password is right. `notes` says so.
    */
-  async changes(ctx: RequestContext, name: string, input: ConnectionInput): Promise<string[] | null> {
+  async changes(
+    ctx: RequestContext,
+    name: string,
+    input: ConnectionInput,
+  ): Promise<ConnectionChanges | null> {
     const current = await connectionsStore.find(this.pool, ctx.projectId, name);
     if (!current) return null;
-    const { type, dsn, secrets: incoming } = this.checkInput(input);
+    const { type, dsn, secrets: incoming } = this.checkInput(ctx, input);
     const stored = openSecrets(current, this.secrets);
-    const secrets = keepMaskedSecrets(incoming, stored, sameEndpoint(type, dsn, current));
+    // Refuses a mask that could not be kept, as `replace` would.
+    keepMaskedSecrets(incoming, stored, whySecretsNotKept(type, dsn, incoming, current, stored));
     const changed: string[] = [];
+    const notes: string[] = [];
     if (input.type !== current.type) changed.push('type');
     if (dsn.publicDsn !== current.dsn) changed.push('dsn');
-    if (!sameValue(secrets, stored)) changed.push('secrets');
-    return changed;
+    const { supplied, removed } = secretChanges(incoming, stored);
+    if (supplied.length > 0 || removed.length > 0) changed.push('secrets');
+    for (const secret of supplied) notes.push(`${secret} supplied: will be replaced`);
+    for (const secret of removed) notes.push(`${secret} not given: will be removed`);
+    return { changes: changed, notes };
   }
 
-  private checkInput(input: ConnectionInput): {
+  /** The operator's local access, confined to the project's own files. */
+  private policyFor(ctx: RequestContext): LocalAccessPolicy {
+    return { ...this.localAccess, projectId: ctx.projectId };
+  }
+
+  private checkInput(
+    ctx: RequestContext,
+    input: ConnectionInput,
+  ): {
     type: ConnectionType;
     dsn: CheckedDsn;
     secrets: ConnectionSecrets;
   } {
     const type = findConnectionType(input.type);
     if (!type) throw validationFailed('type', `must be one of ${connectionTypeNames().join(', ')}`);
-    const dsn = type.checkDsn(input.dsn, this.localAccess);
+    const dsn = type.checkDsn(input.dsn, this.policyFor(ctx));
     const secrets: ConnectionSecrets = { tls: { ...input.tls } };
     if (dsn.password !== undefined) secrets.password = dsn.password;
     if (dsn.sslpassword !== undefined) secrets.sslpassword = dsn.sslpassword;
@@ -226,6 +252,29 @@ function checkSecrets(type: ConnectionType, dsn: CheckedDsn, secrets: Connection
   checkTlsMaterial(secrets.tls, secrets.sslpassword);
 }
 
-/** A stored secret is kept only for the same type and endpoint (host, port, database, user). */
-const sameEndpoint = (type: ConnectionType, dsn: CheckedDsn, current: { type: string; dsn: string }) =>
-  type.type === current.type && type.endpointOf(dsn.publicDsn) === type.endpointOf(current.dsn);
+/**
+ * Why a masked secret cannot keep the stored one, undefined when it can: only for the same type
+ * and endpoint (host, port, database, user), and only while TLS promises at least what it did
+ * (sslmode, TLS scheme, the CA file or `tls.ca_cert` it verified with).
+ */
+function whySecretsNotKept(
+  type: ConnectionType,
+  dsn: CheckedDsn,
+  incoming: ConnectionSecrets,
+  current: { type: string; dsn: string },
+  stored: ConnectionSecrets,
+): string | undefined {
+  if (type.type !== current.type) return 'the type changed';
+  // Before the endpoint: a scheme such as rediss:// is part of both, and TLS is the better reason.
+  const now = new Set(type.tlsGuarantees(dsn.publicDsn));
+  const lost = type.tlsGuarantees(current.dsn).find((g) => !now.has(g));
+  if (lost !== undefined) return `the DSN weakens TLS (no more ${lost})`;
+  if (type.endpointOf(dsn.publicDsn) !== type.endpointOf(current.dsn)) {
+    return 'the host, port, database or user changed';
+  }
+  // A CA given anew is another trust anchor; one left out may leave the chain unverified.
+  if (stored.tls.ca_cert !== undefined && incoming.tls.ca_cert !== PASSWORD_MASK) {
+    return 'tls.ca_cert is replaced or removed';
+  }
+  return undefined;
+}

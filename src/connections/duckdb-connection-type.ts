@@ -25,6 +25,8 @@ export const duckdbConnectionType: ConnectionType<DuckdbSettings, DuckdbDsn> = {
   roles: ['sink'],
   checkDsn: (dsn, policy) => parseDuckdbDsn(dsn, policy),
   endpointOf: duckdbEndpointOf,
+  // A local file: nothing crosses a network.
+  tlsGuarantees: () => [],
   checkTls: checkDuckdbTls,
   settings: async (publicDsn, _secrets, policy) => ({
     path: await resolveDuckdbFile(parseDuckdbDsn(publicDsn, policy), policy),

@@ -1,12 +1,16 @@
-import { lstat, mkdir, realpath } from 'node:fs/promises';
+import { lstat, mkdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { CheckedDsn } from './connection-types.js';
 import { hasControl, invalidDsn } from './dsn-text.js';
+import { inAnotherProject, projectDir } from './duckdb-project-dirs.js';
 import type { LocalAccessPolicy } from './local-access.js';
 
 /** A DuckDB DSN that passed the allow-list: a database file the operator lets connections name. */
 export interface DuckdbDsn extends CheckedDsn {
-  /** `relative`: a file name under `<data dir>/duckdb/`; `absolute`: a path inside one of `connections.duckdb_dirs`. */
+  /**
+   * `relative`: a file name in the project's directory under `<data dir>/duckdb/`; `absolute`: a
+   * path inside the project's directory of one of `connections.duckdb_dirs` (see duckdb-project-dirs).
+   */
   location: 'relative' | 'absolute';
   /** The file name (relative) or the absolute path, as the DSN names it. */
   path: string;
@@ -75,10 +79,21 @@ export function parseDuckdbDsn(dsn: string, policy: LocalAccessPolicy): DuckdbDs
     return { location, path: file, publicDsn: `duckdb:${file}`, password: undefined, sslpassword: undefined };
   }
   const path = `/${segments.join('/')}`;
-  if (!policy.duckdbDirs.some((dir) => within(dir, path))) {
-    throw invalidDsn('an absolute path must be inside one of the directories of connections.duckdb_dirs');
+  if (projectDirsHolding(policy, path).length === 0) {
+    throw invalidDsn(
+      policy.duckdbDirs.some((dir) => within(dir, path))
+        ? "an absolute path must be inside this project's directory of connections.duckdb_dirs (<dir>/<project id>/)"
+        : 'an absolute path must be inside one of the directories of connections.duckdb_dirs',
+    );
   }
   return { location, path, publicDsn: `duckdb://${path}`, password: undefined, sslpassword: undefined };
+}
+
+/** The project's directories of `connections.duckdb_dirs` that hold `path`, lexically. */
+function projectDirsHolding(policy: LocalAccessPolicy, path: string): string[] {
+  return policy.duckdbDirs
+    .map((dir) => projectDir(resolve(dir), policy.projectId))
+    .filter((dir) => within(dir, path) && !inAnotherProject(dir, path, policy.projectId));
 }
 
 /** Whether `path` is strictly inside `dir` (both absolute), lexically. */
@@ -91,26 +106,34 @@ function within(dir: string, path: string): boolean {
  * The database file of a checked DSN, with symlinks resolved: the directory it is allowed in is
  * resolved, then the file's own directory (and the file itself when it exists, a symlink
  * included), and the result must still be inside the allowed one, so that a symlink planted there
- * cannot lead the sink to write anywhere else. A dangling symlink is refused: DuckDB would create
- * its target. `<data dir>/duckdb/` is created on first use. The error never says which check failed.
+ * cannot lead the sink to write anywhere else, nor into another project's directory. A dangling
+ * symlink is refused: DuckDB would create its target. The project's directory is created on first
+ * use. The error never says which check failed.
  */
 export async function resolveDuckdbFile(dsn: DuckdbDsn, policy: LocalAccessPolicy): Promise<string> {
   const refused = () =>
     invalidDsn(
       'names no file the service may write: after symlinks it must stay inside its allowed directory',
     );
-  let allowed: string[];
+  // Each allowed directory as [the directory the operator made, the project's directory in it].
+  let allowed: [string, string][];
   if (dsn.location === 'relative') {
     if (policy.dataDir === undefined) throw refused();
-    const dir = join(policy.dataDir, DUCKDB_SUBDIR);
+    const base = join(policy.dataDir, DUCKDB_SUBDIR);
+    allowed = [[base, projectDir(base, policy.projectId)]];
+  } else {
+    allowed = policy.duckdbDirs
+      .map((dir): [string, string] => [resolve(dir), projectDir(resolve(dir), policy.projectId)])
+      .filter(([, dir]) => within(dir, dsn.path));
+  }
+  for (const [base, dir] of allowed) {
+    // The base must exist already (the data dir's is the service's own): only the project's is made.
+    if (dsn.location === 'absolute' && !(await isDirectory(base))) continue;
     await mkdir(dir, { recursive: true, mode: 0o700 }).catch(() => {
       throw refused();
     });
-    allowed = [dir];
-  } else {
-    allowed = policy.duckdbDirs.filter((dir) => within(dir, dsn.path));
   }
-  const wanted = dsn.location === 'relative' ? join(allowed[0] as string, dsn.path) : dsn.path;
+  const wanted = dsn.location === 'relative' ? join(allowed[0]?.[1] as string, dsn.path) : dsn.path;
   let resolved: string;
   try {
     const parent = await realpath(dirname(wanted));
@@ -124,19 +147,28 @@ export async function resolveDuckdbFile(dsn: DuckdbDsn, policy: LocalAccessPolic
   } catch {
     throw refused();
   }
-  for (const dir of allowed) {
-    // `<data dir>/duckdb` is the service's own: it must be a real directory, never a symlink elsewhere.
-    const real =
+  for (const [base, dir] of allowed) {
+    // `<data dir>/duckdb` is the service's own: it must be a real directory, never a symlink
+    // elsewhere; a project's directory is a real one in its base, never a symlink to another's.
+    const realBase =
       dsn.location === 'relative' && policy.dataDir !== undefined
         ? await realpath(policy.dataDir).then(
             (data) => join(data, DUCKDB_SUBDIR),
             () => undefined,
           )
-        : await realpath(dir).catch(() => undefined);
-    if (real !== undefined && within(real, resolved)) return resolved;
+        : await realpath(base).catch(() => undefined);
+    if (realBase === undefined) continue;
+    const real = join(realBase, relative(base, dir));
+    if (within(real, resolved) && !inAnotherProject(real, resolved, policy.projectId)) return resolved;
   }
   throw refused();
 }
+
+const isDirectory = (path: string) =>
+  stat(path).then(
+    (stat) => stat.isDirectory(),
+    () => false,
+  );
 
 /** What a stored secret is bound to: the file. A DuckDB connection has no secret, but the contract asks. */
 export function duckdbEndpointOf(dsn: string): string {

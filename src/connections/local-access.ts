@@ -19,6 +19,11 @@ export interface LocalAccessPolicy {
   duckdbDirs: readonly string[];
   /** `connections.webhook_allow_private`: webhooks may reach loopback, private and link-local addresses, over http too. */
   webhookAllowPrivate: boolean;
+  /**
+   * The project the connection belongs to, set per call: a file-based sink's files are confined
+   * to its directory. Unset means the default project.
+   */
+  projectId?: string;
 }
 
 export const NO_LOCAL_ACCESS: LocalAccessPolicy = {

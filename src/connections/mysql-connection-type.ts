@@ -3,6 +3,7 @@ import { validationFailed } from '../errors/app-error.js';
 import type { ConnectionSecrets } from './connection-secrets.js';
 import type { ConnectionType } from './connection-types.js';
 import { type MysqlDsn, mysqlEndpointOf, parseMysqlDsn } from './mysql-dsn.js';
+import { dsnParams, sslModeGuarantees } from './tls-guarantees.js';
 import type { TlsMaterial } from './tls-material.js';
 
 /** How long a connection attempt may take before it fails. */
@@ -70,6 +71,7 @@ export const mysqlConnectionType: ConnectionType<ConnectionOptions, MysqlDsn> = 
   roles: ['sink'],
   checkDsn: (dsn) => parseMysqlDsn(dsn),
   endpointOf: mysqlEndpointOf,
+  tlsGuarantees: (publicDsn) => sslModeGuarantees(dsnParams(publicDsn).get('sslmode')),
   checkTls: (dsn, secrets) => checkMysqlTls(dsn, secrets.tls),
   settings: async (publicDsn, secrets) => mysqlConnectionOptions(parseMysqlDsn(publicDsn), secrets),
 };

@@ -4,6 +4,7 @@ import { validationFailed } from '../errors/app-error.js';
 import type { ConnectionSecrets } from './connection-secrets.js';
 import type { ConnectionType } from './connection-types.js';
 import { checkNatsDsn, type NatsDsn, natsEndpointOf, parseNatsDsn } from './nats-dsn.js';
+import { dsnScheme, schemeGuarantees } from './tls-guarantees.js';
 
 /** How long connecting (TCP, TLS and the NATS handshake) may take before it fails. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -68,6 +69,7 @@ export const natsConnectionType: ConnectionType<ConnectionOptions, NatsDsn> = {
   roles: ['sink'],
   checkDsn: (dsn) => checkNatsDsn(dsn),
   endpointOf: natsEndpointOf,
+  tlsGuarantees: (publicDsn) => schemeGuarantees(dsnScheme(publicDsn) === 'tls:'),
   checkTls: checkNatsTls,
   settings: async (publicDsn, secrets) => natsConnectionOptions(parseNatsDsn(publicDsn), secrets),
 };

@@ -4,6 +4,7 @@ import { validationFailed } from '../errors/app-error.js';
 import type { ConnectionSecrets } from './connection-secrets.js';
 import type { ConnectionType } from './connection-types.js';
 import { parseRabbitmqDsn, type RabbitmqDsn, rabbitmqEndpointOf } from './rabbitmq-dsn.js';
+import { dsnScheme, schemeGuarantees } from './tls-guarantees.js';
 
 /** How long connecting (TCP, TLS and the AMQP handshake) may take before it fails. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -79,6 +80,7 @@ export const rabbitmqConnectionType: ConnectionType<RabbitmqSettings, RabbitmqDs
   roles: ['sink'],
   checkDsn: (dsn) => parseRabbitmqDsn(dsn),
   endpointOf: rabbitmqEndpointOf,
+  tlsGuarantees: (publicDsn) => schemeGuarantees(dsnScheme(publicDsn) === 'amqps:'),
   checkTls: checkRabbitmqTls,
   settings: async (publicDsn, secrets) => rabbitmqSettings(parseRabbitmqDsn(publicDsn), secrets),
 };

@@ -4,6 +4,7 @@ import { validationFailed } from '../errors/app-error.js';
 import type { ConnectionSecrets } from './connection-secrets.js';
 import type { ConnectionType } from './connection-types.js';
 import { parseRedisDsn, type RedisDsn, redisEndpointOf } from './redis-dsn.js';
+import { dsnScheme, schemeGuarantees } from './tls-guarantees.js';
 
 /** How long connecting may take before it fails. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -62,6 +63,7 @@ export const redisConnectionType: ConnectionType<RedisOptions, RedisDsn> = {
   roles: ['sink'],
   checkDsn: (dsn) => parseRedisDsn(dsn),
   endpointOf: redisEndpointOf,
+  tlsGuarantees: (publicDsn) => schemeGuarantees(dsnScheme(publicDsn) === 'rediss:'),
   checkTls: checkRedisTls,
   settings: async (publicDsn, secrets) => redisOptions(parseRedisDsn(publicDsn), secrets),
 };

@@ -3,6 +3,7 @@ import type { WebhookReach } from './address-guard.js';
 import type { ConnectionSecrets } from './connection-secrets.js';
 import type { ConnectionType } from './connection-types.js';
 import { invalidDsn } from './dsn-text.js';
+import { dsnScheme, schemeGuarantees } from './tls-guarantees.js';
 import type { TlsMaterial } from './tls-material.js';
 import { parseWebhookDsn, SECRET_MIN_LENGTH, type WebhookDsn, webhookEndpointOf } from './webhook-dsn.js';
 
@@ -51,6 +52,7 @@ export const webhookConnectionType: ConnectionType<WebhookSettings, WebhookDsn> 
   roles: ['sink'],
   checkDsn: parseWebhookDsn,
   endpointOf: webhookEndpointOf,
+  tlsGuarantees: (publicDsn) => schemeGuarantees(dsnScheme(publicDsn) === 'https:'),
   checkTls: checkWebhookSecrets,
   // The stored DSN passes the allow-list again: the operator may have withdrawn private access.
   settings: async (publicDsn, secrets, policy) =>

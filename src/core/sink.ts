@@ -92,6 +92,12 @@ export interface SinkKind<P extends SinkProperties = SinkProperties, Connection 
    * refused before it overwrites a source table. Absent for sinks that write no tables.
    */
   targetTables?(props: Record<string, string>, tables: readonly TableRef[]): TableRef[];
+  /**
+   * The tables a SQL sink writes `tables` to in the database of its connection (`publicDsn`, the
+   * default database of some), so that two pipelines writing one table can be refused. Absent for
+   * sinks that write no tables.
+   */
+  writtenTables?(props: Record<string, string>, tables: readonly TableRef[], publicDsn: string): TableRef[];
   /** Refuses (422) properties that cannot run with these source tables. */
   checkTables?(props: Record<string, string>, tables: readonly TableRef[]): void;
   /** Refuses (422) tables the sink could not take, asking the sink itself; an unreachable sink passes. */

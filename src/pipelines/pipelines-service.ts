@@ -1,4 +1,9 @@
-import { type CommonQueryMethods, type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
+import {
+  type CommonQueryMethods,
+  type DatabasePool,
+  sql,
+  UniqueIntegrityConstraintViolationError,
+} from 'slonik';
 import { findConnectionType } from '../connections/connection-types.js';
 import type { RequestContext } from '../context.js';
 import type { TableRef } from '../core/change.js';
@@ -9,6 +14,7 @@ import { connectionsStore } from '../store/connections-store.js';
 import { type PipelineDefinitionWrite, type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { IDLE_STATS, type PipelineLiveStats, toPipelineSummary, toPipelineView } from './pipeline-view.js';
 import { requirePipeline } from './require-pipeline.js';
+import { refuseSharedTarget, type TargetWriter } from './shared-targets.js';
 import { resolveSnapshotOptions, type SnapshotOptionsJson } from './snapshot-options.js';
 import { parseTableName } from './table-name.js';
 
@@ -73,6 +79,7 @@ export class PipelinesService {
     try {
       const row = await this.pool.transaction(async (tx) => {
         await checkConnections(tx, ctx, definition);
+        await checkSharedTargets(tx, ctx, name, definition);
         return pipelinesStore.insert(tx, ctx.projectId, name, definition);
       });
       return toPipelineView(row, IDLE_STATS);
@@ -99,6 +106,7 @@ export class PipelinesService {
       }
       const definition = toWrite(input);
       await checkConnections(tx, ctx, definition);
+      await checkSharedTargets(tx, ctx, name, definition);
       return pipelinesStore.updateDefinition(tx, ctx.projectId, name, definition);
     });
     if (!row) throw notFound('pipeline', name);
@@ -123,6 +131,11 @@ export class PipelinesService {
    */
   async checkAgainst(input: PipelineDefinitionInput, typeOf: ConnectionTypeOf): Promise<void> {
     await checkReferences(toWrite(input), typeOf);
+  }
+
+  /** The project's pipelines as far as the tables they write go. */
+  async targetWriters(ctx: RequestContext): Promise<TargetWriter[]> {
+    return (await pipelinesStore.list(this.pool, ctx.projectId)).map(targetWriterOf);
   }
 
   /** The fields `replace` would change ([] when none), or null when there is no such pipeline. */
@@ -197,6 +210,39 @@ function checkConnections(tx: CommonQueryMethods, ctx: RequestContext, d: Pipeli
     async (name) => (await connectionsStore.find(tx, ctx.projectId, name, 'share'))?.type,
   );
 }
+
+/**
+ * Refuses a definition that writes a table another pipeline of the project writes on the same
+ * database. Serialised per project, so two such pipelines written at once cannot both pass.
+ */
+async function checkSharedTargets(
+  tx: CommonQueryMethods,
+  ctx: RequestContext,
+  name: string,
+  d: PipelineDefinitionWrite,
+): Promise<void> {
+  await tx.query(sql.unsafe`SELECT pg_advisory_xact_lock(hashtext(${`pipeline-targets:${ctx.projectId}`}))`);
+  const pipelines = await pipelinesStore.list(tx, ctx.projectId);
+  const connections = new Map((await connectionsStore.list(tx, ctx.projectId)).map((c) => [c.name, c]));
+  refuseSharedTarget(
+    {
+      name,
+      sinkConnection: d.sinkConnection,
+      sinkProperties: d.sinkProperties,
+      sourceTables: d.sourceTables,
+    },
+    pipelines.map(targetWriterOf),
+    (connection) => connections.get(connection),
+  );
+}
+
+/** A stored pipeline as far as the tables it writes go. */
+const targetWriterOf = (row: PipelineRow): TargetWriter => ({
+  name: row.name,
+  sinkConnection: row.sink_connection,
+  sinkProperties: row.sink_properties,
+  sourceTables: row.source_tables,
+});
 
 /** The fields of a stored definition that differ from a new one, by their API names. */
 function changedFields(row: PipelineRow, d: PipelineDefinitionWrite): string[] {

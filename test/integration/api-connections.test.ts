@@ -77,6 +77,49 @@ describe.each(inject('pgClusters'))('connections API on $label', (cluster) => {
   });
 
   it.each([
+    [
+      'postgres',
+      'postgres://u:pw@db.example:5432/shop?sslmode=verify-full',
+      'postgres://u:****@db.example:5432/shop?sslmode=disable',
+    ],
+    [
+      'postgres',
+      'postgres://u:pw@db.example:5432/shop?sslmode=verify-full',
+      'postgres://u:****@db.example:5432/shop?sslmode=require',
+    ],
+    [
+      'postgres',
+      'postgres://u:pw@db.example:5432/shop?sslmode=require',
+      'postgres://u:****@db.example:5432/shop',
+    ],
+    [
+      'mysql',
+      'mysql://u:pw@db.example:3306/shop?sslmode=verify-full',
+      'mysql://u:****@db.example:3306/shop?sslmode=disable',
+    ],
+    ['redis', 'rediss://u:pw@cache.example:6380/0', 'redis://u:****@cache.example:6380/0'],
+    ['rabbitmq', 'amqps://u:pw@mq.example:5671/%2f', 'amqp://u:****@mq.example:5671/%2f'],
+    ['nats', 'tls://u:pw@nats.example:4222', 'nats://u:****@nats.example:4222'],
+  ])('does not keep a %s password sent as **** when the DSN weakens TLS', async (type, stored, weakened) => {
+    const name = `weak-${type}-${Math.random().toString(36).slice(2, 8)}`;
+    const created = await service.request('POST', '/v1/connections', { name, type, dsn: stored });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const refused = await service.request('PUT', `/v1/connections/${name}`, { type, dsn: weakened });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(422);
+    expect(refused.body.error).toMatch(/the stored password is not kept: give it again/);
+    expect((await service.request('GET', `/v1/connections/${name}`)).body.dsn).toBe(created.body.dsn);
+    // Given again, the weaker DSN is the caller's choice.
+    const given = await service.request('PUT', `/v1/connections/${name}`, {
+      type,
+      dsn: weakened.replace('****', 'pw2'),
+    });
+    expect(given.status, JSON.stringify(given.body)).toBe(200);
+    // Sent back masked for the same DSN, it is kept.
+    const kept = await service.request('PUT', `/v1/connections/${name}`, { type, dsn: weakened });
+    expect(kept.status, JSON.stringify(kept.body)).toBe(200);
+  });
+
+  it.each([
     [{ name: 'x', type: 'postgres' }, 400, 'BAD_REQUEST', 'dsn: is required'],
     [{ name: 'x', type: 'postgres', dsn: 5 }, 400, 'BAD_REQUEST', 'dsn'],
     [{ name: 'x', type: 'postgres', dsn: 'x', extra: 1 }, 400, 'BAD_REQUEST', 'extra: is not a known field'],

@@ -169,4 +169,102 @@ describe('POST /v1/apply', () => {
       'notes deleted',
     );
   });
+  it('never tells whether a secret given in clear equals the stored one', async () => {
+    const secretive = (password: string, secret: string) => ({
+      connections: [
+        { name: 'guarded', type: 'postgres', dsn: `postgres://app:${password}@db.example.com:5432/shop` },
+        { name: 'hook', type: 'webhook', dsn: `https://receiver.example.com/hooks?secret=${secret}` },
+      ],
+    });
+    const right = secretive('right-password', 'right-signing-secret-0123');
+    const created = await apply(right);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const replaced = {
+      result: 'updated',
+      changes: ['secrets'],
+      notes: ['password supplied: will be replaced'],
+    };
+    const guessedRight = await apply(right, '?dry_run=true');
+    const guessedWrong = await apply(
+      secretive('wrong-password', 'wrong-signing-secret-0123'),
+      '?dry_run=true',
+    );
+    expect(guessedRight.status).toBe(200);
+    expect(guessedRight.body).toEqual(guessedWrong.body);
+    expect(guessedRight.body.connections).toEqual([
+      { name: 'guarded', ...replaced },
+      { name: 'hook', ...replaced },
+    ]);
+    // The real apply does what the plan says, and the masked secret still means "keep".
+    const again = await apply(right);
+    expect(again.body.connections).toEqual(guessedRight.body.connections);
+    const masked = await apply(secretive('****', '****'), '?dry_run=true');
+    expect(results(masked.body)).toEqual(['connection guarded unchanged', 'connection hook unchanged']);
+    expect(JSON.stringify([created.body, guessedRight.body, guessedWrong.body])).not.toMatch(/right-|wrong-/);
+  });
+  it('refuses a second pipeline writing a table another pipeline of the project writes', async () => {
+    const copy = {
+      name: 'orders_copy',
+      source: { connection: 'src', tables: ['public.orders'] },
+      sink: { connection: 'dst' },
+    };
+    const created = await service.request('POST', '/v1/pipelines', copy);
+    expect(created.status, JSON.stringify(created.body)).toBe(422);
+    expect(created.body.code).toBe('VALIDATION_FAILED');
+    expect(created.body.error).toContain(
+      "pipelines 'orders' and 'orders_copy' would both write public.orders",
+    );
+    // Another connection to the same database is the same table.
+    const twin = await service.request('POST', '/v1/connections', {
+      name: 'dst_twin',
+      type: 'postgres',
+      dsn: dbs.sink,
+    });
+    expect(twin.status).toBe(201);
+    const viaTwin = await service.request('POST', '/v1/pipelines', {
+      ...copy,
+      sink: { connection: 'dst_twin' },
+    });
+    expect(viaTwin.status).toBe(422);
+    expect(viaTwin.body.error).toContain("connections 'dst' and 'dst_twin'");
+    // Another target schema is another table.
+    const elsewhere = await service.request('POST', '/v1/pipelines', {
+      ...copy,
+      sink: { connection: 'dst', properties: { target_schema: 'copies' } },
+    });
+    expect(elsewhere.status, JSON.stringify(elsewhere.body)).toBe(201);
+    // Moving it onto the same target is refused too.
+    const moved = await service.request('PUT', '/v1/pipelines/orders_copy', copy);
+    expect(moved.status).toBe(422);
+    expect(moved.body.error).toContain("'orders' and 'orders_copy'");
+
+    // In a document, against the project's pipelines and between its own.
+    const refused = await apply({ pipelines: [copy] }, '?dry_run=true');
+    expect(refused.status).toBe(422);
+    expect(refused.body.details.problems).toEqual([
+      { path: 'pipelines[0].sink', message: expect.stringContaining("pipelines 'orders' and 'orders_copy'") },
+    ]);
+    const both = await apply(
+      {
+        pipelines: [
+          { ...copy, sink: { connection: 'dst', properties: { target_schema: 'copies' } } },
+          {
+            ...copy,
+            name: 'orders_third',
+            sink: { connection: 'dst', properties: { target_schema: 'copies' } },
+          },
+        ],
+      },
+      '?dry_run=true',
+    );
+    expect(both.status).toBe(422);
+    expect(both.body.details.problems).toEqual([
+      {
+        path: 'pipelines[1].sink',
+        message: expect.stringContaining(
+          "pipelines 'orders_copy' and 'orders_third' would both write copies.orders",
+        ),
+      },
+    ]);
+  });
 });

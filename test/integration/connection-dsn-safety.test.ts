@@ -125,12 +125,17 @@ describe('connection DSNs cannot reach the service machine', () => {
     // Connections that cannot be reached are accepted; the pipeline keeps retrying its start.
     await create('legacy-src', 'postgres://u@127.0.0.1:1/src');
     await create('legacy-dst', 'postgres://u@127.0.0.1:1/dst');
-    const definition = {
+    // Each into a schema of its own: two pipelines may not write one table.
+    const definition = (schema: string) => ({
       source: { connection: 'legacy-src', tables: ['public.t'] },
-      sink: { connection: 'legacy-dst' },
-    };
+      sink: { connection: 'legacy-dst', properties: { target_schema: schema } },
+    });
     for (const name of ['legacy', 'legacy-stopped']) {
-      expect((await service.request('POST', '/v1/pipelines', { name, ...definition })).status).toBe(201);
+      const created = await service.request('POST', '/v1/pipelines', {
+        name,
+        ...definition(name.replace('-', '_')),
+      });
+      expect(created.status).toBe(201);
     }
     expect((await service.request('PUT', '/v1/pipelines/legacy/state', { state: 'start' })).status).toBe(200);
     // As an older version could have stored it.
@@ -145,7 +150,10 @@ describe('connection DSNs cannot reach the service machine', () => {
     expect(failed.error).toContain("'sslrootcert'");
     const start = await service.request('PUT', '/v1/pipelines/legacy-stopped/state', { state: 'start' });
     expect(start).toMatchObject({ status: 422, body: { code: 'INVALID_DSN' } });
-    const another = await service.request('POST', '/v1/pipelines', { name: 'legacy2', ...definition });
+    const another = await service.request('POST', '/v1/pipelines', {
+      name: 'legacy2',
+      ...definition('legacy2'),
+    });
     expect(another).toMatchObject({ status: 422, body: { code: 'INVALID_DSN' } });
     expect((await service.request('GET', '/v1/health')).status).toBe(200);
   });

@@ -415,7 +415,19 @@ describe('single sign-on with OpenID Connect', () => {
     );
     const done = await browser.get(callback.toString());
     expect(done.location).toBe('/app/pipelines?tab=all');
-    for (const target of ['https://evil.example/', '//evil.example/x', '/\\evil.example', 'app', '/a\tb']) {
+    for (const target of [
+      'https://evil.example/',
+      '//evil.example/x',
+      '/\\evil.example',
+      'app',
+      '/a\tb',
+      // Each becomes `//evil.example` only once dot segments are resolved.
+      '/.//evil.example',
+      '/..//evil.example',
+      '/%2e//evil.example',
+      '/a/..//evil.example',
+      '/%2f%2fevil.example',
+    ]) {
       const res = await new Browser(service.url).get(
         `/v1/auth/sso/corp/login?return_to=${encodeURIComponent(target)}`,
       );

@@ -142,9 +142,9 @@ export const unreachableConnection = (name: string) => ({
   dsn: `postgres://u:p@127.0.0.1:1/${name}`,
 });
 
-/** A pipeline body from `src` to `dst`. */
+/** A pipeline body from `src` to `dst`, into a schema of its own: two pipelines may not write one table. */
 export const pipelineBody = (name: string, tables = ['public.orders']) => ({
   name,
   source: { connection: 'src', tables },
-  sink: { connection: 'dst' },
+  sink: { connection: 'dst', properties: { target_schema: name.replace(/[^A-Za-z0-9_]/g, '_') } },
 });

@@ -149,6 +149,59 @@ describe('duckdb DSN allow-list', () => {
     );
   });
 
+  it("keeps each project's files in its own directory, out of every other project's reach", async () => {
+    const projectA = '11111111-1111-4111-8111-111111111111';
+    const projectB = '22222222-2222-4222-8222-222222222222';
+    const a = { ...policy, projectId: projectA };
+    const b = { ...policy, projectId: projectB };
+    const real = await realRoot(root);
+    // The same relative name is two files.
+    const fileA = (await duckdbConnectionType.settings('duckdb:shared.duckdb', { tls: {} }, a)).path;
+    const fileB = (await duckdbConnectionType.settings('duckdb:shared.duckdb', { tls: {} }, b)).path;
+    expect(fileA).toBe(join(real, 'data', 'duckdb', projectA, 'shared.duckdb'));
+    expect(fileB).toBe(join(real, 'data', 'duckdb', projectB, 'shared.duckdb'));
+    // The default project keeps <data dir>/duckdb itself, as before projects had their own.
+    const legacy = (await duckdbConnectionType.settings('duckdb:shared.duckdb', { tls: {} }, policy)).path;
+    expect(legacy).toBe(join(real, 'data', 'duckdb', 'shared.duckdb'));
+
+    // In duckdb_dirs, a project names files only under <dir>/<its id>/, made on first use.
+    const own = `duckdb://${root}/allowed/${projectB}/shop.duckdb`;
+    expect(parseDuckdbDsn(own, b).path).toBe(`${root}/allowed/${projectB}/shop.duckdb`);
+    expect((await duckdbConnectionType.settings(own, { tls: {} }, b)).path).toBe(
+      join(real, 'allowed', projectB, 'shop.duckdb'),
+    );
+    expect(refusal(() => parseDuckdbDsn(`duckdb://${root}/allowed/shop.duckdb`, b)).message).toContain(
+      '<dir>/<project id>/',
+    );
+    refusal(() => parseDuckdbDsn(`duckdb://${root}/allowed/${projectA}/shop.duckdb`, b));
+    // The default project may not reach into a project's directory either.
+    refusal(() => parseDuckdbDsn(`duckdb://${root}/allowed/${projectB}/shop.duckdb`, policy));
+    expect(parseDuckdbDsn(`duckdb://${root}/allowed/shop.duckdb`, policy).path).toBe(
+      `${root}/allowed/shop.duckdb`,
+    );
+    // Nor through a symlink planted in its own directory.
+    await symlink(join(root, 'allowed', projectB, 'shop.duckdb'), join(root, 'allowed', 'to-b.duckdb'));
+    await writeFile(join(root, 'allowed', projectB, 'shop.duckdb'), '');
+    await asyncRefusal(() =>
+      duckdbConnectionType.settings(`duckdb://${root}/allowed/to-b.duckdb`, { tls: {} }, policy),
+    );
+    // A project's directory that is a symlink to another's is refused.
+    await symlink(
+      join(root, 'data', 'duckdb', projectA),
+      join(root, 'data', 'duckdb', '33333333-3333-4333-8333-333333333333'),
+    );
+    await asyncRefusal(() =>
+      duckdbConnectionType.settings(
+        'duckdb:shared.duckdb',
+        { tls: {} },
+        {
+          ...policy,
+          projectId: '33333333-3333-4333-8333-333333333333',
+        },
+      ),
+    );
+  });
+
   it('refuses TLS material and a password', () => {
     const dsn = parseDuckdbDsn('duckdb:w.duckdb', policy);
     expect(() => duckdbConnectionType.checkTls(dsn, { tls: { ca_cert: 'x' } })).toThrow(/tls.ca_cert/);

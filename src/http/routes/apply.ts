@@ -46,6 +46,13 @@ const Entry = Type.Object({
     Type.Literal('deleted'),
   ]),
   changes: Type.Optional(Type.Array(Type.String(), { description: 'for updated: the fields that differ' })),
+  notes: Type.Optional(
+    Type.Array(Type.String(), {
+      description:
+        'what the plan tells without comparing: a secret given in clear is never compared with the stored one ' +
+        "and always counts as a change ('password supplied: will be replaced')",
+    }),
+  ),
 });
 
 const ApplyPlan = Type.Object({

@@ -5,6 +5,7 @@ import {
   checkDuckdbSinkTables,
   DUCKDB_SINK_PROPERTIES,
   type DuckdbSinkConfig,
+  duckdbTargetOf,
   parseDuckdbSinkProperties,
 } from './config.js';
 
@@ -16,5 +17,9 @@ export const duckdbSinkKind: SinkKind<DuckdbSinkConfig, DuckdbSettings> = {
   // Its client library is loaded with the first sink of the kind.
   create: (ctx) => lazySink(async () => (await import('./duckdb-sink.js')).createDuckdbSink(ctx)),
   // No targetTables: the sink writes a file of its own, never the source's database.
+  writtenTables: (props, tables) => {
+    const config = parseDuckdbSinkProperties(props);
+    return tables.map((t) => duckdbTargetOf(config, t));
+  },
   checkTables: (props, tables) => checkDuckdbSinkTables(parseDuckdbSinkProperties(props), tables),
 };

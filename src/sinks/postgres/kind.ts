@@ -20,6 +20,10 @@ export const postgresSinkKind: SinkKind<PostgresSinkConfig, pg.ClientConfig> = {
     const config = parsePostgresSinkProperties(props);
     return tables.map((t) => targetTableOf(config, t));
   },
+  writtenTables: (props, tables) => {
+    const config = parsePostgresSinkProperties(props);
+    return tables.map((t) => targetTableOf(config, t));
+  },
   checkTables: (props, tables) => checkPostgresSinkTables(parsePostgresSinkProperties(props), tables),
   preflight: preflightPostgresSink,
 };
