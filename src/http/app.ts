@@ -32,6 +32,7 @@ import { installDashboard } from './dashboard.js';
 import { installErrorHandling } from './error-handler.js';
 import { frameworkErrors } from './framework-errors.js';
 import { installNotFoundHandling } from './not-found.js';
+import { installProjectSelection } from './project-selection.js';
 import { adminRoutes } from './routes/admin.js';
 import { applyRoutes } from './routes/apply.js';
 import { auditRoutes } from './routes/audit.js';
@@ -169,6 +170,7 @@ export async function buildApp({ logger, services, auth }: AppOptions): Promise<
   // After the WebSocket plugin's own hook, which marks upgrade requests so that a refused one's
   // socket is closed.
   installAuthGuard(app, auth);
+  installProjectSelection(app, auth.mode, services.fleet.pool);
   installAuditHook(app, services.audit);
   await app.register(metricsRoutes, { registry: services.metrics.registry });
   await installDashboard(app);

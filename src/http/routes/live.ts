@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { projectScope } from '../../context.js';
 import { AppError } from '../../errors/app-error.js';
 import type { LiveHub } from '../../live/live-hub.js';
 import { VERSION } from '../../version.js';
@@ -6,7 +7,7 @@ import { LIVE_LIMITS, LiveSocket } from '../live-socket.js';
 import { errorResponses } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 
-/** GET /v1/live: a WebSocket carrying LiveMessage JSON texts for the request's project. */
+/** GET /v1/live: a WebSocket carrying LiveMessage JSON texts for the request's project (every project's with authentication off). */
 export const liveRoutes: FastifyPluginAsync<{ hub: LiveHub }> = async (app, { hub }) => {
   addComponentSchemas(app);
   app.route({
@@ -38,7 +39,7 @@ export const liveRoutes: FastifyPluginAsync<{ hub: LiveHub }> = async (app, { hu
       let unsubscribe = () => {};
       const live = new LiveSocket(socket, () => unsubscribe());
       live.send({ type: 'hello', version: VERSION });
-      unsubscribe = hub.subscribe(request.ctx.projectId, (message) => live.send(message));
+      unsubscribe = hub.subscribe(projectScope(request.ctx), (message) => live.send(message));
     },
   });
 };
