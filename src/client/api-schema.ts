@@ -1021,6 +1021,8 @@ export interface components {
             /** @description Time of the last durable checkpoint; null before the first */
             last_checkpoint_at: string | (never | null);
             name: string;
+            /** @description The pipeline's project; with authentication off the list holds every project's */
+            project_id: string;
             /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See the README, Lag */
             replication_lag_ms: number;
             state: string;
@@ -2466,7 +2468,7 @@ export interface operations {
                             /** @description `ok` or `failing` */
                             status: string;
                         }[];
-                        /** @description Pipelines in state running, fleet-wide */
+                        /** @description Pipelines in state running across the fleet: the caller's active project's; every project's with authentication off */
                         pipelines_running: number;
                         /** @description `ok` when every check passes, else `unavailable` */
                         status: string;
@@ -2501,7 +2503,7 @@ export interface operations {
                             /** @description `ok` or `failing` */
                             status: string;
                         }[];
-                        /** @description Pipelines in state running, fleet-wide */
+                        /** @description Pipelines in state running across the fleet: the caller's active project's; every project's with authentication off */
                         pipelines_running: number;
                         /** @description `ok` when every check passes, else `unavailable` */
                         status: string;
@@ -4849,7 +4851,7 @@ export interface operations {
                         /** @description ISO 8601 UTC timestamp */
                         last_heartbeat_at: string;
                         pid: number;
-                        /** @description Pipelines it holds a live lease on */
+                        /** @description Pipelines of the active project it holds a live lease on (another project's are not named); every project's with authentication off */
                         pipelines: string[];
                         /** @description ISO 8601 UTC timestamp */
                         started_at: string;

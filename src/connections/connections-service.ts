@@ -3,7 +3,7 @@ import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
 import type { SecretBox } from '../secrets/secret-box.js';
 import { type ConnectionRow, connectionsStore } from '../store/connections-store.js';
-import { orphanedSlotsStore } from '../store/orphaned-slots-store.js';
+import { type OrphanedSlotRow, orphanedSlotsStore } from '../store/orphaned-slots-store.js';
 import { pipelinesStore } from '../store/pipelines-store.js';
 import {
   type ConnectionSecrets,
@@ -63,23 +63,27 @@ export class ConnectionsService {
   ) {}
 
   async list(ctx: RequestContext) {
-    return this.views(this.pool, ctx, await connectionsStore.list(this.pool, ctx.projectId));
+    const rows = ctx.allProjects
+      ? await connectionsStore.listAll(this.pool)
+      : await connectionsStore.list(this.pool, ctx.projectId);
+    return this.views(this.pool, rows);
   }
 
   async get(ctx: RequestContext, name: string) {
     const row = await connectionsStore.find(this.pool, ctx.projectId, name);
     if (!row) throw notFound('connection', name);
-    return (await this.views(this.pool, ctx, [row]))[0] as ConnectionView;
+    return (await this.views(this.pool, [row]))[0] as ConnectionView;
   }
 
   /** Connections as the API shows them, each with the orphaned slots recorded under its name. */
-  private async views(db: CommonQueryMethods, ctx: RequestContext, rows: readonly ConnectionRow[]) {
-    const orphans = await orphanedSlotsStore.listFor(
-      db,
-      ctx.projectId,
-      rows.map((r) => r.name),
-    );
-    return rows.map((row) => toConnectionView(row, orphans));
+  private async views(db: CommonQueryMethods, rows: readonly ConnectionRow[]) {
+    // A list may span projects (authentication off): each row gets its own project's slots.
+    const orphansOf = new Map<string, readonly OrphanedSlotRow[]>();
+    for (const projectId of new Set(rows.map((r) => r.project_id))) {
+      const names = rows.filter((r) => r.project_id === projectId).map((r) => r.name);
+      orphansOf.set(projectId, await orphanedSlotsStore.listFor(db, projectId, names));
+    }
+    return rows.map((row) => toConnectionView(row, orphansOf.get(row.project_id) ?? []));
   }
 
   async create(ctx: RequestContext, name: string, input: ConnectionInput) {
@@ -92,7 +96,7 @@ export class ConnectionsService {
         dsn: dsn.publicDsn,
         ...sealSecrets(secrets, this.secrets),
       });
-      return (await this.views(this.pool, ctx, [row]))[0] as ConnectionView;
+      return (await this.views(this.pool, [row]))[0] as ConnectionView;
     } catch (error) {
       if (error instanceof UniqueIntegrityConstraintViolationError) {
         throw new AppError('ALREADY_EXISTS', `connection '${name}' already exists`);
@@ -129,7 +133,7 @@ export class ConnectionsService {
         ...sealSecrets(secrets, this.secrets),
       });
       if (!row) throw notFound('connection', name);
-      return (await this.views(tx, ctx, [row]))[0] as ConnectionView;
+      return (await this.views(tx, [row]))[0] as ConnectionView;
     });
     const users = await pipelinesStore.usingConnection(this.pool, ctx.projectId, name);
     if (users.length > 0)

@@ -28,6 +28,11 @@ export const ERROR_CODES = {
   REQUEST_TIMEOUT: 408,
   /** A record with this name already exists in the project. Pick another name or update the existing one. */
   ALREADY_EXISTS: 409,
+  /**
+   * Authentication is off, so names are looked up in every project, and more than one project
+   * holds this one (named in the message): choose one with the `Replicator-Project` header.
+   */
+  NAME_AMBIGUOUS: 409,
   /** The connection is referenced by a pipeline; stop or edit the pipeline first, or delete with `?force=true`. */
   CONNECTION_IN_USE: 409,
   /**

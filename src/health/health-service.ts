@@ -11,12 +11,16 @@ interface Check {
   message: string | null;
 }
 
-/** Answers GET /v1/health: the store check plus fleet-wide counts. */
+/**
+ * Answers GET /v1/health: the store check, the fleet's live workers, and the running pipelines of
+ * the caller's project (of every project while project filtering is off).
+ */
 export class HealthService {
   private storeFailingSince: string | null = null;
   // Last known counts, reported while the store cannot be asked.
   private workers = 0;
-  private pipelinesRunning = 0;
+  // By project; the key null is every project. Bounded by the number of projects.
+  private readonly pipelinesRunning = new Map<string | null, number>();
   // Refreshes can overlap (a request during a background one): only the latest started one counts.
   private refreshesStarted = 0;
   private latestApplied = 0;
@@ -38,8 +42,9 @@ export class HealthService {
     this.timer.unref();
   }
 
-  async report() {
-    const error = await this.refresh();
+  /** `projectId`: the project whose running pipelines are counted; null for every project. */
+  async report(projectId: string | null) {
+    const { error, counts } = await this.refresh(projectId);
     const store: Check = {
       name: 'store',
       status: error ? 'failing' : 'ok',
@@ -50,8 +55,9 @@ export class HealthService {
     return {
       status: store.status === 'ok' ? 'ok' : 'unavailable',
       version: VERSION,
-      workers: this.workers,
-      pipelines_running: this.pipelinesRunning,
+      // This call's own reading when it has one: a background refresh may have applied later.
+      workers: counts?.workers ?? this.workers,
+      pipelines_running: counts?.running ?? this.pipelinesRunning.get(projectId) ?? 0,
       checks: [store],
     };
   }
@@ -60,13 +66,15 @@ export class HealthService {
   private refreshInBackground(): void {
     if (this.backgroundBusy) return;
     this.backgroundBusy = true;
-    void this.refresh().then(() => {
+    void this.refresh(null).then(() => {
       this.backgroundBusy = false;
     });
   }
 
   /** Reads the counts; on failure keeps the last ones and returns the error. */
-  private async refresh(): Promise<Error | null> {
+  private async refresh(
+    projectId: string | null,
+  ): Promise<{ error: Error | null; counts?: { workers: number; running: number } }> {
     const seq = ++this.refreshesStarted;
     const isLatest = () => {
       if (seq < this.latestApplied) return false;
@@ -78,18 +86,18 @@ export class HealthService {
         await db.query(sql.unsafe`SET LOCAL statement_timeout = 2000`);
         return [
           await workersStore.countLive(db, this.liveWithinMs),
-          await pipelinesStore.countInState(db, 'running'),
+          await pipelinesStore.countInState(db, 'running', projectId),
         ];
       });
       if (isLatest()) {
         this.workers = workers;
-        this.pipelinesRunning = running;
+        this.pipelinesRunning.set(projectId, running);
         this.storeFailingSince = null;
       }
-      return null;
+      return { error: null, counts: { workers, running } };
     } catch (error) {
       if (isLatest()) this.storeFailingSince ??= new Date().toISOString();
-      return error as Error;
+      return { error: error as Error };
     }
   }
 }

@@ -36,6 +36,7 @@ import { frameworkErrors } from './framework-errors.js';
 import { LiveRegistry } from './live-registry.js';
 import { installNotFoundHandling } from './not-found.js';
 import { installNulGuard } from './nul-guard.js';
+import { installProjectSelection } from './project-selection.js';
 import { installRequestIds, newRequestId } from './request-id.js';
 import { installRequestOriginChecks } from './request-origin.js';
 import { installRequestTargetCheck, originForm } from './request-target.js';
@@ -196,6 +197,7 @@ export async function buildApp({ logger, services, auth, http }: AppOptions): Pr
   );
   app.addHook('onClose', async () => liveRegistry.stop());
   installCredentialChanges(app, liveRegistry);
+  installProjectSelection(app, auth.mode, services.fleet.pool);
   installAuditHook(app, services.audit);
   await app.register(metricsRoutes, { registry: services.metrics.registry });
   await installDashboard(app);

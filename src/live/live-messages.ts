@@ -14,20 +14,31 @@ export interface LiveTableProgress {
   eta_seconds: number | null;
 }
 
+/**
+ * A pipeline's messages carry `project_id` on a feed of every project (authentication off), where
+ * two projects may hold the same name.
+ */
 export type LiveMessage =
   /** Sent once on connect. */
   | { type: 'hello'; version: string }
   /** A pipeline changed state (or its error changed). */
-  | { type: 'pipeline.state'; name: string; state: string; error: string | null }
+  | { type: 'pipeline.state'; name: string; project_id?: string; state: string; error: string | null }
   /**
    * A schema change waits for review (`pending`; read it at `/schema/proposed`), or was decided
    * (`decided`, with the proposal's id).
    */
-  | { type: 'pipeline.schema'; name: string; proposal_id: string | null; status: 'pending' | 'decided' }
+  | {
+      type: 'pipeline.schema';
+      name: string;
+      project_id?: string;
+      proposal_id: string | null;
+      status: 'pending' | 'decided';
+    }
   /** Every second, for each pipeline this instance runs. */
   | {
       type: 'pipeline.stats';
       name: string;
+      project_id?: string;
       state: string;
       phase: 'idle' | 'snapshot' | 'streaming';
       events_per_second: number;

@@ -45,6 +45,7 @@ export const toPipelineSummary = (row: PipelineRow, stats: PipelineLiveStats) =>
   const current = currentOf(row, stats);
   return {
     name: row.name,
+    project_id: row.project_id,
     state: current.state,
     events_per_second: stats.eventsPerSecond,
     replication_lag_ms: stats.replicationLagMs,

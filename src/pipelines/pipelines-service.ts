@@ -64,7 +64,9 @@ export class PipelinesService {
   constructor(private readonly pool: DatabasePool) {}
 
   async list(ctx: RequestContext) {
-    const rows = await pipelinesStore.list(this.pool, ctx.projectId);
+    const rows = ctx.allProjects
+      ? await pipelinesStore.listAll(this.pool)
+      : await pipelinesStore.list(this.pool, ctx.projectId);
     return rows.map((row) => toPipelineSummary(row, this.lifecycle.stats(row.id)));
   }
 

@@ -37,6 +37,10 @@ export const connectionsStore = {
       )`SELECT ${COLUMNS} FROM connections WHERE project_id = ${projectId} ORDER BY name`,
     ),
 
+  /** Every project's connections (project filtering off), by name then project. */
+  listAll: (db: CommonQueryMethods) =>
+    db.any(sql.type(ConnectionRow)`SELECT ${COLUMNS} FROM connections ORDER BY name, project_id`),
+
   /** Finds a connection; with `lock`, holds a row lock until the transaction ends. */
   find: (db: CommonQueryMethods, projectId: string, name: string, lock?: 'share' | 'update') =>
     db.maybeOne(sql.type(ConnectionRow)`SELECT ${COLUMNS} FROM connections

@@ -49,6 +49,10 @@ export const pipelinesStore = {
       sql.type(PipelineRow)`SELECT ${COLUMNS} FROM pipelines WHERE project_id = ${projectId} ORDER BY name`,
     ),
 
+  /** Every project's pipelines (project filtering off), by name then project. */
+  listAll: (db: CommonQueryMethods) =>
+    db.any(sql.type(PipelineRow)`SELECT ${COLUMNS} FROM pipelines ORDER BY name, project_id`),
+
   find: (db: CommonQueryMethods, projectId: string, name: string) =>
     db.maybeOne(
       sql.type(
@@ -156,8 +160,8 @@ export const pipelinesStore = {
       WHERE project_id = ${projectId} AND (source_connection = ${connection} OR sink_connection = ${connection})
       ORDER BY name`),
 
-  /** Across every project: how many pipelines are in the given state. */
-  countInState: (db: CommonQueryMethods, state: string) =>
+  /** How many pipelines are in the given state: of one project, or of every project (null). */
+  countInState: (db: CommonQueryMethods, state: string, projectId: string | null) =>
     db.oneFirst(sql.type(z.object({ count: z.number() }))`SELECT count(*)::int AS count FROM pipelines
-      WHERE state = ${state}`),
+      WHERE state = ${state} ${projectId === null ? sql.fragment`` : sql.fragment`AND project_id = ${projectId}`}`),
 };

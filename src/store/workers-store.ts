@@ -14,14 +14,18 @@ const WorkerRow = z.object({
 });
 
 export const workersStore = {
-  /** Every worker known, newest first, with whether it is live and the pipelines it holds. */
-  list: (db: CommonQueryMethods, liveWithinMs: number) =>
+  /**
+   * Every worker known, newest first, with whether it is live and the pipelines it holds: those of
+   * one project, or of every project (null).
+   */
+  list: (db: CommonQueryMethods, liveWithinMs: number, projectId: string | null) =>
     db.any(sql.type(
       WorkerRow,
     )`SELECT w.id, w.hostname, w.pid, w.version, w.started_at, w.heartbeat_at, w.stopped_at,
         (w.stopped_at IS NULL AND w.heartbeat_at > now() - make_interval(secs => ${liveWithinMs / 1000})) AS live,
         coalesce(array_agg(p.name ORDER BY p.name) FILTER (WHERE p.id IS NOT NULL), '{}') AS pipelines
       FROM workers w LEFT JOIN pipelines p ON p.owner_worker_id = w.id AND p.lease_expires_at >= now()
+        ${projectId === null ? sql.fragment`` : sql.fragment`AND p.project_id = ${projectId}`}
       GROUP BY w.id ORDER BY w.started_at DESC`),
 
   /** Forgets workers gone (stopped or silent) for longer than `gracePeriodMs`. */

@@ -345,15 +345,13 @@ describe('authentication modes: the capability table, switching none → enabled
     });
     afterAll(() => service?.stop());
 
-    it("keeps every record; lists are the default project's again", async () => {
-      expect(names(await anonymous.call('GET', '/v1/connections'))).toEqual([
-        'anonymous',
-        'by-admin',
-        'by-session',
-        'by-token',
-        'dst',
-        'src',
-      ]);
+    it("keeps every record; lists hold every project's, as project filtering is off", async () => {
+      const defaults = ['anonymous', 'by-admin', 'by-session', 'by-token', 'dst', 'src'];
+      expect(names(await anonymous.call('GET', '/v1/connections'))).toEqual([...defaults, 'in-other'].sort());
+      const narrowed = await anonymous.call('GET', '/v1/connections', undefined, {
+        'replicator-project': 'default',
+      });
+      expect(names(narrowed)).toEqual(defaults);
       expect(names(await anonymous.call('GET', '/v1/pipelines'))).toEqual([
         'after-switch',
         'anonymous',

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import WebSocket from 'ws';
+import { DEFAULT_PROJECT_ID } from '../../src/store/pool.js';
 import {
   createSourceAndSink,
   replicationDatabases,
@@ -204,9 +205,11 @@ describe('schema review', () => {
     expect((await service.request('GET', '/v1/pipelines/nope/schema/proposed')).status).toBe(404);
     await waitFor(async () => schemaMessages.length >= 2, 'the schema messages');
     feed.close();
+    // Authentication is off: the feed is every project's, each message naming its project.
+    const project_id = DEFAULT_PROJECT_ID;
     expect(schemaMessages).toEqual([
-      { type: 'pipeline.schema', name, proposal_id: null, status: 'pending' },
-      { type: 'pipeline.schema', name, proposal_id: p.id, status: 'decided' },
+      { type: 'pipeline.schema', name, project_id, proposal_id: null, status: 'pending' },
+      { type: 'pipeline.schema', name, project_id, proposal_id: p.id, status: 'decided' },
     ]);
   });
 

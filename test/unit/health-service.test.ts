@@ -28,7 +28,7 @@ describe('health service', () => {
     const health = new HealthService(pool, 60_000);
     await settle();
     store.up = false;
-    const report = await health.report();
+    const report = await health.report(null);
     expect(report).toMatchObject({ status: 'unavailable', workers: 3, pipelines_running: 2 });
     expect(report.checks[0]).toMatchObject({ name: 'store', status: 'failing' });
     expect(report.checks[0]?.message).toBe('metadata store unreachable: connect ECONNREFUSED');
@@ -39,12 +39,12 @@ describe('health service', () => {
     const { store, pool } = fakeStore({ workers: 1, running: 0 });
     const health = new HealthService(pool, 60_000);
     store.up = false;
-    const first = await health.report();
+    const first = await health.report(null);
     await settle();
-    const second = await health.report();
+    const second = await health.report(null);
     expect(second.checks[0]?.erroring_since).toBe(first.checks[0]?.erroring_since);
     store.up = true;
-    const back = await health.report();
+    const back = await health.report(null);
     expect(back).toMatchObject({
       status: 'ok',
       workers: 1,

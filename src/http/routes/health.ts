@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { projectScope } from '../../context.js';
 import type { HealthService } from '../../health/health-service.js';
 import { ref, Unauthenticated } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
@@ -17,8 +18,9 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ health: HealthService }> 
         response: { 200: Health, 401: ref(Unauthenticated), 503: Health },
       },
     },
-    async (_request, reply) => {
-      const report = await health.report();
+    async (request, reply) => {
+      // A signed-in caller learns only about its active project (health needs one when authentication is on).
+      const report = await health.report(projectScope(request.ctx));
       return reply.status(report.status === 'ok' ? 200 : 503).send(report);
     },
   );

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { SESSION_COOKIE } from '../../auth/sessions.js';
+import { projectScope } from '../../context.js';
 import { AppError } from '../../errors/app-error.js';
 import type { LiveHub } from '../../live/live-hub.js';
 import { VERSION } from '../../version.js';
@@ -9,7 +10,7 @@ import { CLOSE_TRY_AGAIN_LATER, LIVE_LIMITS, LiveSocket } from '../live-socket.j
 import { errorResponses } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 
-/** GET /v1/live: a WebSocket carrying LiveMessage JSON texts for the request's project. */
+/** GET /v1/live: a WebSocket carrying LiveMessage JSON texts for the request's project (every project's with authentication off). */
 export const liveRoutes: FastifyPluginAsync<{ hub: LiveHub; registry: LiveRegistry }> = async (
   app,
   { hub, registry },
@@ -72,7 +73,7 @@ export const liveRoutes: FastifyPluginAsync<{ hub: LiveHub; registry: LiveRegist
         close: (code, reason) => live.close(code, reason),
       });
       live.send({ type: 'hello', version: VERSION });
-      unsubscribe = hub.subscribe(request.ctx.projectId, (message) => live.send(message));
+      unsubscribe = hub.subscribe(projectScope(request.ctx), (message) => live.send(message));
     },
   });
 };

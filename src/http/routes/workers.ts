@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { DatabasePool } from 'slonik';
 import { Type } from 'typebox';
+import { projectScope } from '../../context.js';
 import { FORGET_WORKERS_AFTER_MS } from '../../fleet/worker-registry.js';
 import { workersStore } from '../../store/workers-store.js';
 import { ref, Timestamp, Unauthenticated } from '../schemas/common.js';
@@ -16,7 +17,11 @@ const Worker = Type.Object({
   status: Type.String({
     description: `live, stale (no heartbeat within the lease time) or stopped; removed ${FORGET_WORKERS_AFTER_MS / 60_000} minutes after`,
   }),
-  pipelines: Type.Array(Type.String(), { description: 'Pipelines it holds a live lease on' }),
+  pipelines: Type.Array(Type.String(), {
+    description:
+      "Pipelines of the active project it holds a live lease on (another project's are not named); " +
+      "every project's with authentication off",
+  }),
 });
 
 /** GET /v1/workers: the instances of the fleet. */
@@ -36,8 +41,8 @@ export const workerRoutes: FastifyPluginAsyncTypebox<{ pool: DatabasePool; lease
         response: { 200: Type.Array(Worker), 401: ref(Unauthenticated) },
       },
     },
-    async () =>
-      (await workersStore.list(pool, leaseTtlMs)).map((w) => ({
+    async (request) =>
+      (await workersStore.list(pool, leaseTtlMs, projectScope(request.ctx))).map((w) => ({
         id: w.id,
         hostname: w.hostname,
         pid: w.pid,

@@ -117,6 +117,9 @@ const LastCheckpointAt = Type.Union([Timestamp, Type.Null()], {
 export const PipelineSummary = Type.Object(
   {
     name: Type.String(),
+    project_id: Type.String({
+      description: "The pipeline's project; with authentication off the list holds every project's",
+    }),
     state: Type.String(),
     events_per_second: Type.Number(),
     replication_lag_ms: Type.Integer({ description: LAG_DESCRIPTION }),
