@@ -127,6 +127,8 @@ describe('the dashboard in a real browser', () => {
     await screenshot(page, '03b-create-pipeline-privileges');
 
     await page.getByLabel('Publication').fill('orders_pub');
+    // A target of its own: pipeline orders writes public.orders on dst.
+    await page.locator('#target-schema').fill('limited_copy');
     await page.getByRole('button', { name: 'Create', exact: true }).click();
     await page.getByRole('heading', { level: 1, name: 'limited' }).waitFor();
     const created = await service.request('GET', '/v1/pipelines/limited');

@@ -38,10 +38,11 @@ describe('project scope of operations, in mode enabled and then none', () => {
     { name: 'src', type: 'postgres', dsn: dbs.source },
     { name: 'dst', type: 'postgres', dsn: dbs.sink },
   ];
+  // Each writes a target of its own: two pipelines of one project may not write one table.
   const pipeline = (name: string) => ({
     name,
     source: { connection: 'src', tables: ['public.items'] },
-    sink: { connection: 'dst' },
+    sink: { connection: 'dst', properties: { target_schema: `t_${name}` } },
   });
 
   beforeAll(async () => {
