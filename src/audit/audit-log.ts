@@ -4,7 +4,12 @@ import type { Logger } from '../log/logger.js';
 import type { AuditEvent } from './audit-event.js';
 import type { AuditFile } from './audit-file.js';
 import { boundedEvent } from './event-limits.js';
-import { isAnonymousRefusal, RefusalThrottle, type RefusalThrottleOptions } from './refusal-throttle.js';
+import {
+  isAnonymousRefusal,
+  RefusalThrottle,
+  type RefusalThrottleOptions,
+  suppressedEvent,
+} from './refusal-throttle.js';
 
 const StoredRow = z.object({ id: z.number(), at: z.string() });
 
@@ -22,11 +27,11 @@ export class AuditLog {
     private readonly logger: Logger,
     throttle: Partial<RefusalThrottleOptions> = {},
   ) {
-    this.throttle = new RefusalThrottle((summary) => void this.write(summary), throttle);
+    this.throttle = new RefusalThrottle((summary) => void this.write(suppressedEvent(summary)), throttle);
   }
 
   async record(event: AuditEvent): Promise<void> {
-    if (isAnonymousRefusal(event) && !this.throttle.admit(event)) return;
+    if (isAnonymousRefusal(event) && !this.throttle.admit(event.sourceAddress, event.action)) return;
     await this.write(event);
   }
 

@@ -25,15 +25,41 @@ interface Window {
   kept: number;
   suppressed: number;
   address: string | undefined;
-  action: string | undefined;
+  kind: string | undefined;
 }
+
+/** Refusals of one address and kind (both unset: of many, sharing one count) left out of a window. */
+export interface SuppressedRefusals {
+  address: string | undefined;
+  kind: string | undefined;
+  suppressed: number;
+  startedAt: number;
+  windowMs: number;
+}
+
+/** The audit event that stands for refusals left out of the trail. */
+export const suppressedEvent = (s: SuppressedRefusals): AuditEvent => ({
+  actorType: 'anonymous',
+  actorName: 'anonymous',
+  action: SUPPRESSED_ACTION,
+  outcome: 'denied',
+  sourceAddress: s.address,
+  details: {
+    suppressed: s.suppressed,
+    // Absent when many callers shared one count.
+    ...(s.kind ? { refused_action: s.kind } : {}),
+    window_started_at: new Date(s.startedAt).toISOString(),
+    window_seconds: s.windowMs / 1000,
+  },
+});
 
 /** Whether an event is a refusal of a caller who is nobody: anyone can send as many as they like. */
 export const isAnonymousRefusal = (event: AuditEvent) =>
   event.actorType === 'anonymous' && event.outcome !== 'success';
 
 /**
- * Bounds what anonymous callers can make the service write: per source address, action and window, the
+ * Bounds what anonymous callers can make the service write (audit events, log lines): per source
+ * address, kind (an audit action, a route) and window, the
  * first `perWindow` refusals are written as they come, the rest only counted, and when the window
  * ends one event says how many were left out. A flood from one address costs a bounded number of
  * rows and lines a minute, whatever its rate.
@@ -44,17 +70,17 @@ export class RefusalThrottle {
   private readonly options: RefusalThrottleOptions;
 
   constructor(
-    private readonly emit: (summary: AuditEvent) => void,
+    private readonly emit: (summary: SuppressedRefusals) => void,
     options: Partial<RefusalThrottleOptions> = {},
   ) {
     this.options = { ...REFUSAL_THROTTLE_DEFAULTS, ...options };
   }
 
-  /** Whether the event is to be written; when not, it is counted for its address's summary. */
-  admit(event: AuditEvent): boolean {
+  /** Whether a refusal of `address` is to be written; when not, it is counted for its address's summary. */
+  admit(address: string | undefined, kind: string): boolean {
     const now = this.options.now();
-    // Per action too, so that a flood of one refusal hides no other kind (a failed sign-in).
-    const known = `${event.sourceAddress ?? SHARED} ${event.action}`;
+    // Per kind too, so that a flood of one refusal hides no other kind (a failed sign-in).
+    const known = `${address ?? SHARED} ${kind}`;
     const key = this.windows.has(known) || this.windows.size < this.options.maxAddresses ? known : SHARED;
     let window = this.windows.get(key);
     if (window && now - window.startedAt >= this.options.windowMs) {
@@ -67,8 +93,8 @@ export class RefusalThrottle {
         startedAt: now,
         kept: 0,
         suppressed: 0,
-        address: shared ? undefined : event.sourceAddress,
-        action: shared ? undefined : event.action,
+        address: shared ? undefined : address,
+        kind: shared ? undefined : kind,
       };
       this.windows.set(key, window);
     }
@@ -93,18 +119,11 @@ export class RefusalThrottle {
     this.windows.delete(key);
     if (window.suppressed === 0) return;
     this.emit({
-      actorType: 'anonymous',
-      actorName: 'anonymous',
-      action: SUPPRESSED_ACTION,
-      outcome: 'denied',
-      sourceAddress: window.address,
-      details: {
-        suppressed: window.suppressed,
-        // Absent when many callers shared one count.
-        ...(window.action ? { refused_action: window.action } : {}),
-        window_started_at: new Date(window.startedAt).toISOString(),
-        window_seconds: this.options.windowMs / 1000,
-      },
+      address: window.address,
+      kind: window.kind,
+      suppressed: window.suppressed,
+      startedAt: window.startedAt,
+      windowMs: this.options.windowMs,
     });
   }
 

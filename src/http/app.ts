@@ -38,6 +38,7 @@ import { installNotFoundHandling } from './not-found.js';
 import { installNulGuard } from './nul-guard.js';
 import { installProjectSelection } from './project-selection.js';
 import { installRequestIds, newRequestId } from './request-id.js';
+import { installRequestLog } from './request-log.js';
 import { installRequestOriginChecks } from './request-origin.js';
 import { installRequestTargetCheck, originForm } from './request-target.js';
 import { adminRoutes } from './routes/admin.js';
@@ -111,6 +112,8 @@ export async function buildApp({ logger, services, auth, http }: AppOptions): Pr
     genReqId: newRequestId,
     rewriteUrl: originForm,
     return503OnClosing: true,
+    // One line a request, bounded for anonymous refusals (request-log.ts), rather than two of each.
+    disableRequestLogging: true,
     clientErrorHandler,
     frameworkErrors,
     ajv: {
@@ -121,6 +124,7 @@ export async function buildApp({ logger, services, auth, http }: AppOptions): Pr
   installConnectionLimits(app.server, http);
 
   installRequestIds(app);
+  installRequestLog(app);
   installRequestTargetCheck(app);
   // The API speaks JSON only; anything else is refused with 415 rather than parsed as text.
   app.removeContentTypeParser('text/plain');

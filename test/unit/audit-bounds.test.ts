@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditEvent } from '../../src/audit/audit-event.js';
 import { boundedEvent, MAX_DETAILS_CHARS, MAX_FIELD_CHARS } from '../../src/audit/event-limits.js';
-import { RefusalThrottle, SUPPRESSED_ACTION } from '../../src/audit/refusal-throttle.js';
+import {
+  RefusalThrottle,
+  SUPPRESSED_ACTION,
+  type SuppressedRefusals,
+  suppressedEvent,
+} from '../../src/audit/refusal-throttle.js';
 
 const refusal = (address: string, action = 'connection.delete'): AuditEvent => ({
   actorType: 'anonymous',
@@ -16,16 +21,18 @@ describe('anonymous refusals', () => {
   it('keeps the first of a window, counts the rest, and writes one summary when the window ends', () => {
     let now = 1_000_000;
     const summaries: AuditEvent[] = [];
-    const throttle = new RefusalThrottle((event) => summaries.push(event), {
+    const throttle = new RefusalThrottle((s: SuppressedRefusals) => summaries.push(suppressedEvent(s)), {
       perWindow: 3,
       windowMs: 60_000,
       now: () => now,
     });
-    const kept = Array.from({ length: 100 }, () => throttle.admit(refusal('192.0.2.1'))).filter(Boolean);
+    const kept = Array.from({ length: 100 }, () => throttle.admit('192.0.2.1', 'connection.delete')).filter(
+      Boolean,
+    );
     expect(kept).toHaveLength(3);
     // Another address, and another action from the same address, have their own allowance.
-    expect(throttle.admit(refusal('192.0.2.2'))).toBe(true);
-    expect(throttle.admit(refusal('192.0.2.1', 'auth.login'))).toBe(true);
+    expect(throttle.admit('192.0.2.2', 'connection.delete')).toBe(true);
+    expect(throttle.admit('192.0.2.1', 'auth.login')).toBe(true);
     expect(summaries).toHaveLength(0);
     now += 60_000;
     throttle.flush();
@@ -36,15 +43,15 @@ describe('anonymous refusals', () => {
         details: expect.objectContaining({ suppressed: 97, refused_action: 'connection.delete' }),
       }),
     ]);
-    expect(throttle.admit(refusal('192.0.2.1'))).toBe(true);
+    expect(throttle.admit('192.0.2.1', 'connection.delete')).toBe(true);
   });
 
   it('shares one count among addresses beyond the number it tracks', () => {
     const throttle = new RefusalThrottle(() => {}, { perWindow: 1, maxAddresses: 2 });
-    expect(throttle.admit(refusal('192.0.2.1'))).toBe(true);
-    expect(throttle.admit(refusal('192.0.2.2'))).toBe(true);
-    expect(throttle.admit(refusal('192.0.2.3'))).toBe(true);
-    expect(throttle.admit(refusal('192.0.2.4'))).toBe(false);
+    expect(throttle.admit('192.0.2.1', 'connection.delete')).toBe(true);
+    expect(throttle.admit('192.0.2.2', 'connection.delete')).toBe(true);
+    expect(throttle.admit('192.0.2.3', 'connection.delete')).toBe(true);
+    expect(throttle.admit('192.0.2.4', 'connection.delete')).toBe(false);
   });
 });
 
