@@ -2,7 +2,7 @@ import cookie from '@fastify/cookie';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { DatabasePool } from 'slonik';
 import type { ApplyService } from '../apply/apply-service.js';
 import type { AuditLog } from '../audit/audit-log.js';
@@ -113,7 +113,7 @@ export async function buildApp({ logger, services, auth, http }: AppOptions): Pr
     rewriteUrl: originForm,
     return503OnClosing: true,
     // One line a request, bounded for anonymous refusals (request-log.ts), rather than two of each.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     clientErrorHandler,
     frameworkErrors,
     ajv: {
