@@ -25,6 +25,18 @@ const COLUMNS = sql.fragment`table_name, status, partitions_total, partitions_do
   snapshot_started_at, snapshot_done_at, dropped_reason, dropped_at, sink_changed,
   sink_had_rows`;
 
+/** Sets `column` of each of `tables` (`schema.table`) to its value in `values`, in one statement. */
+const setPerTable = (
+  db: CommonQueryMethods,
+  pipelineId: string,
+  column: 'sink_had_rows' | 'sink_changed',
+  tables: readonly string[],
+  values: ReturnType<typeof sql.array>,
+) =>
+  db.query(sql.unsafe`UPDATE pipeline_tables t SET ${sql.identifier([column])} = v.value
+    FROM unnest(${sql.array(tables, 'text')}, ${values}) AS v (table_name, value)
+    WHERE t.pipeline_id = ${pipelineId} AND t.table_name = v.table_name`);
+
 export const pipelineTablesStore = {
   list: (db: CommonQueryMethods, pipelineId: string) =>
     db.any(sql.type(PipelineTableRow)`SELECT ${COLUMNS} FROM pipeline_tables WHERE pipeline_id = ${pipelineId}
@@ -79,15 +91,16 @@ export const pipelineTablesStore = {
     pipelineId: string,
     rows: readonly { table: string; hasRows: boolean }[],
   ) =>
-    db.query(sql.unsafe`UPDATE pipeline_tables t SET sink_had_rows = r.has_rows
-      FROM unnest(${sql.array(
-        rows.map((r) => r.table),
-        'text',
-      )}, ${sql.array(
+    setPerTable(
+      db,
+      pipelineId,
+      'sink_had_rows',
+      rows.map((r) => r.table),
+      sql.array(
         rows.map((r) => r.hasRows),
         'bool',
-      )}) AS r (table_name, has_rows)
-      WHERE t.pipeline_id = ${pipelineId} AND t.table_name = r.table_name`),
+      ),
+    ),
 
   /** The data plane starts writing: what its sink tables hold is not known until it ends cleanly. */
   forgetSinkRows: (db: CommonQueryMethods, pipelineId: string) =>
@@ -100,15 +113,16 @@ export const pipelineTablesStore = {
     pipelineId: string,
     changes: readonly { table: string; problem: string }[],
   ) =>
-    db.query(sql.unsafe`UPDATE pipeline_tables t SET sink_changed = c.problem
-      FROM unnest(${sql.array(
-        changes.map((c) => c.table),
-        'text',
-      )}, ${sql.array(
+    setPerTable(
+      db,
+      pipelineId,
+      'sink_changed',
+      changes.map((c) => c.table),
+      sql.array(
         changes.map((c) => c.problem),
         'text',
-      )}) AS c (table_name, problem)
-      WHERE t.pipeline_id = ${pipelineId} AND t.table_name = c.table_name`),
+      ),
+    ),
 
   /**
    * Marks a table gone from the source (dropped or renamed there): it is no longer replicated, and
