@@ -11,6 +11,10 @@ const SERVICE_FLAGS = [
     'the API token; other users can see it in the process list, prefer the above',
   ),
   new Option('--request-timeout <seconds>', 'give up on a request after this long (default 30)'),
+  new Option(
+    '--project <name>',
+    'with authentication off: act in this project only (env REPLICATOR_PROJECT); with it on, the token decides',
+  ),
 ];
 
 /** A command that talks to a running service, with the flags that say where and as whom. */

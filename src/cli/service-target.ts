@@ -8,6 +8,7 @@ export interface TargetFlags {
   token?: string;
   tokenFile?: string;
   requestTimeout?: string;
+  project?: string;
 }
 
 export const DEFAULT_URL = 'http://127.0.0.1:7600';
@@ -49,7 +50,8 @@ export function serviceTarget(
       EXIT.usage,
     );
   }
-  return { url: parsed.href, token, timeoutMs: seconds * 1000 };
+  const project = flags.project ?? (env.REPLICATOR_PROJECT || undefined);
+  return { url: parsed.href, token, timeoutMs: seconds * 1000, ...(project ? { project } : {}) };
 }
 
 function readTokenFile(path: string | undefined): string | undefined {

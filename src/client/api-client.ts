@@ -15,6 +15,8 @@ export interface ServiceTarget {
   token: string | undefined;
   /** Per request, in milliseconds. */
   timeoutMs: number;
+  /** With authentication off: the project (name or id) every call is limited to. */
+  project?: string;
 }
 
 /** The service answered with an error status. */
@@ -37,7 +39,10 @@ export class ServiceUnreachableError extends Error {}
 export function createApiClient(target: ServiceTarget): ApiClient {
   return createClient<paths>({
     baseUrl: target.url.replace(/\/+$/, ''),
-    headers: target.token ? { authorization: `Bearer ${target.token}` } : {},
+    headers: {
+      ...(target.token ? { authorization: `Bearer ${target.token}` } : {}),
+      ...(target.project ? { 'replicator-project': target.project } : {}),
+    },
     fetch: async (request) => {
       // The service refuses a state-changing call that does not declare JSON, bodiless ones too.
       if (!['GET', 'HEAD'].includes(request.method) && !request.headers.has('content-type')) {

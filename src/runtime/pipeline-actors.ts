@@ -18,6 +18,7 @@ import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
 import { PipelineStats } from './pipeline-stats.js';
 import type { ReplicationRunner } from './replication-runner.js';
 import { runAttributed } from './run-attribution.js';
+import { awaitStop } from './slow-stop.js';
 import type { StateRecorder } from './state-recorder.js';
 import type { StatsPublisher } from './stats-publisher.js';
 
@@ -253,7 +254,9 @@ export class PipelineActors {
             );
           return () => controller.abort();
         }),
-        drain: fromPromise(() => handle.loop),
+        drain: fromPromise(() =>
+          awaitStop(handle.loop, log, () => ({ phase: handle.stats.phase, step: handle.control.step })),
+        ),
       },
       delays: {
         backoff: ({ context }) => retryDelayMs(context.retries - 1, this.retryMaxDelayMs),

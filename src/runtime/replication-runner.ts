@@ -50,6 +50,8 @@ export interface RunControl {
   epoch?: number;
   /** Set while streaming: copies these tables (`schema.table`) again while the others stream. */
   backfill?: (tables: readonly string[]) => Promise<void>;
+  /** What the data plane is waiting on now, for a stop that takes long to say where. */
+  step?: string;
 }
 
 export interface RunnerDeps {
@@ -152,6 +154,7 @@ export class ReplicationRunner {
       // What `prepare` checks and creates, again at every start of the data plane: a pipeline
       // restored as running (after a restart, or taken over from a worker that died) never went
       // through `prepare` in this process, and the source may have changed since.
+      control.step = 'checking the source';
       await source.checkReady();
       const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
       await source.checkAccess(schemas, pipelineId);
@@ -172,6 +175,7 @@ export class ReplicationRunner {
       if (!resync) await this.requireKeptSlot(source, resolved.row, tableRows);
       const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
       sink = this.endpoints.createSink(resolved);
+      control.step = 'opening the sink';
       await this.checkSinkTables(resolved, sink, source, shapes.known, tableRows);
       // From here on this run writes the sink: what its tables hold is known again at a clean end.
       await pipelineTablesStore.forgetSinkRows(this.deps.pool, pipelineId);
@@ -180,6 +184,7 @@ export class ReplicationRunner {
       // This worker holds the pipeline's lease, so the slot is its own to claim. A slot is created
       // only for a pipeline that never streamed: recreating one later would skip changes.
       // A resync may create one too: every table is copied again, from the new slot's snapshot.
+      control.step = 'claiming the slot';
       const claim = await source.claimSlot(pipelineId, {
         mayCreate: resync || (checkpoint === null && !tableRows.some((t) => t.status === 'streaming')),
         logger: log,
@@ -198,6 +203,7 @@ export class ReplicationRunner {
       if (pending.length > 0) {
         stats.phase = 'snapshot';
         onPhase('snapshot');
+        control.step = 'copying tables';
         await snapshotTables({
           pool: this.deps.pool,
           pipelineId,
@@ -273,6 +279,7 @@ export class ReplicationRunner {
       });
       stats.phase = 'streaming';
       onPhase('streaming');
+      control.step = 'streaming';
       // Every change committed so far lies before this: a stream idle past it has caught up.
       const caughtUpAt = await source.walPosition();
       const stream = source.startStream(pipelineId, {
@@ -351,15 +358,18 @@ export class ReplicationRunner {
         stats.clearWarnings();
         stats.sourcePendingSinceMs = undefined;
         control.backfill = undefined;
+        control.step = 'ending the backfill and the stream';
         await backfill.close();
         await stream.close();
         if (endedCleanly) await this.noteSinkRows(resolved, sink, shapes.known, log);
       }
     } finally {
       stats.endRun();
+      control.step = 'closing the sink and the source';
       await slotSnapshot?.release();
       await sink?.close();
       await source.close();
+      control.step = undefined;
     }
   }
 

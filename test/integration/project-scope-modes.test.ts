@@ -7,6 +7,7 @@ import {
   projectScope,
   signIn,
 } from '../support/auth-fixtures.js';
+import { runCliAsync } from '../support/cli-process.js';
 import { replicationDatabases, sqlOn, waitFor } from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
@@ -180,6 +181,15 @@ describe('project scope of operations, in mode enabled and then none', () => {
         headers: { 'replicator-project': 'nope' },
       });
       expect(unknown.status).toBe(404);
+
+      // The command line chooses the same way.
+      const cli = (...args: string[]) => runCliAsync([...args, '--url', service.url, '-o', 'json']);
+      const clashed = await cli('get', 'pipeline', 'shared');
+      expect(clashed.code).not.toBe(0);
+      expect(clashed.stderr).toContain('NAME_AMBIGUOUS');
+      const picked = await cli('get', 'pipeline', 'shared', '--project', 'project-x');
+      expect(picked.code, picked.stderr).toBe(0);
+      expect(JSON.parse(picked.stdout).project_id).toBe(projectX);
     });
 
     it("reads, stops and deletes another project's running pipeline by its name", async () => {

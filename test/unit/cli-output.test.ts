@@ -12,6 +12,12 @@ describe('CLI output', () => {
       connections: [
         { name: 'src', result: 'created' as const },
         { name: 'dst', result: 'unchanged' as const },
+        {
+          name: 'replica',
+          result: 'updated' as const,
+          changes: ['secrets'],
+          notes: ['password supplied: will be replaced'],
+        },
       ],
       pipelines: [
         { name: 'orders', result: 'updated' as const, changes: ['source.tables', 'sink.properties'] },
@@ -21,14 +27,16 @@ describe('CLI output', () => {
     expect(formatPlan(plan)).toBe(
       [
         '+ connection src',
+        '~ connection replica (secrets)',
+        '    password supplied: will be replaced',
         '~ pipeline orders (source.tables, sink.properties)',
         '- pipeline old',
-        'Dry run, nothing changed: 1 to create, 1 to update, 1 to delete, 1 unchanged.',
+        'Dry run, nothing changed: 1 to create, 2 to update, 1 to delete, 1 unchanged.',
         '',
       ].join('\n'),
     );
     expect(formatPlan({ ...plan, dry_run: false })).toContain(
-      'Applied: 1 created, 1 updated, 1 deleted, 1 unchanged.',
+      'Applied: 1 created, 2 updated, 1 deleted, 1 unchanged.',
     );
     expect(formatPlan({ dry_run: false, connections: [], pipelines: [] })).toBe(
       'Applied: an empty document.\n',

@@ -17,10 +17,11 @@ export function formatPlan(plan: ApplyPlan): string {
   ];
   const lines = entries
     .filter((e) => e.result !== 'unchanged')
-    .map(
-      (e) =>
-        `${SIGN[e.result]} ${e.kind} ${e.name}${e.result === 'updated' && e.changes?.length ? ` (${e.changes.join(', ')})` : ''}`,
-    );
+    .flatMap((e) => [
+      `${SIGN[e.result]} ${e.kind} ${e.name}${e.result === 'updated' && e.changes?.length ? ` (${e.changes.join(', ')})` : ''}`,
+      // What the plan cannot show by comparing, e.g. a secret supplied that will replace the stored one.
+      ...(e.notes ?? []).map((note) => `    ${note}`),
+    ]);
   const verbs = VERB[String(plan.dry_run) as 'true' | 'false'];
   const counts = (['created', 'updated', 'deleted', 'unchanged'] as const)
     .map((result) => ({ result, n: entries.filter((e) => e.result === result).length }))
