@@ -76,6 +76,16 @@ describe('a large transaction across a crash of the service', () => {
   it('counts each change once, shows the lag all along the replay, and removes the spool the killed process left', async () => {
     await sqlOn(dbs.source, 'INSERT INTO big VALUES (0, $1)', ['before']);
     await waitFor(async () => (await sinkRows(dbs.sink)) === 1, 'the first row');
+    // Its count stored too (about a second after its batch): the kill below is to fall between the
+    // pieces of the large transaction, not between a batch and the store's record of its count.
+    await waitFor(
+      async () =>
+        Number(
+          (await sqlOn(dbs.store, "SELECT events_total FROM pipelines WHERE name = 'crash'"))[0]
+            ?.events_total,
+        ) === 1,
+      'the first row counted in the store',
+    );
     await sqlOn(dbs.source, BIG_TRANSACTION);
     // Its commit is no later than this: the lag from it is at least the time since.
     const committedAt = Date.now();
