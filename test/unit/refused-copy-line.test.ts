@@ -15,9 +15,10 @@ async function sent(lines: string[], size: number): Promise<RecentCopyText> {
   const text = Buffer.from(lines.map((l) => `${l}\n`).join(''));
   const chunks: Buffer[] = [];
   for (let at = 0; at < text.length; at += size) chunks.push(text.subarray(at, at + size));
-  const recent = new RecentCopyText();
+  const source = Readable.from(chunks);
+  const recent = new RecentCopyText().watch(source);
   const sink = new Writable({ write: (_chunk, _encoding, done) => done() });
-  await pipeline(Readable.from(chunks), recent, sink);
+  await pipeline(source, sink);
   return recent;
 }
 

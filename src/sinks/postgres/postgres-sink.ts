@@ -210,9 +210,9 @@ class PostgresSink implements Sink {
       const target = targetTableOf(this.config, table);
       return await this.transaction(async (client) => {
         const copy = client.query(copyFrom(copyFromSql(target, table.columns)));
-        const recent = new RecentCopyText();
+        const recent = new RecentCopyText().watch(copyText);
         try {
-          await pipeline(copyText, recent, copy);
+          await pipeline(copyText, copy);
         } catch (error) {
           throw refusedCopyLine(table, recent, error) ?? error;
         }

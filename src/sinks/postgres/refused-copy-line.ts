@@ -1,4 +1,4 @@
-import { Transform, type TransformCallback } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { ColumnValue, TableSchema } from '../../core/change.js';
 import { parseCopyTextLine } from '../../core/copy-text.js';
 import { healsByRetrying, sqlstateOf } from '../../core/sqlstate.js';
@@ -11,15 +11,27 @@ import { RefusedChangeError } from '../refused-change.js';
  */
 const RECENT_BYTES = 8 * 1024 * 1024;
 
-/** Passes COPY text through, keeping its last RECENT_BYTES (and some) to find a line by number. */
-export class RecentCopyText extends Transform {
+/**
+ * Keeps the last RECENT_BYTES (and some) of a COPY text, to find a line by number. It listens to
+ * the text's chunks as they go by rather than standing in the pipe: a stage of its own cost a
+ * tenth of the snapshot's throughput.
+ */
+export class RecentCopyText {
   private chunks: Buffer[] = [];
   private bytes = 0;
   // Whole lines in the chunks let go of; a kept chunk after one may start inside a line.
   private linesDropped = 0;
   private dropped = false;
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+  /** Keeps what `text` sends from now on. */
+  watch(text: Readable): this {
+    text.on('data', (chunk: Buffer | string) =>
+      this.add(typeof chunk === 'string' ? Buffer.from(chunk) : chunk),
+    );
+    return this;
+  }
+
+  add(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.bytes += chunk.length;
     while (this.chunks.length > 1 && this.bytes - (this.chunks[0] as Buffer).length >= RECENT_BYTES) {
@@ -28,7 +40,6 @@ export class RecentCopyText extends Transform {
       this.linesDropped += newlines(first);
       this.dropped = true;
     }
-    done(null, chunk);
   }
 
   /** Line `n` (from 1), or undefined when it is no longer kept whole. */
