@@ -37,7 +37,7 @@ import type { PipelineStats } from './pipeline-stats.js';
 import { SchemaGuard } from './schema-guard.js';
 import { restoreColumnsForCopy } from './sink-column-restore.js';
 import { SinkTableChangedError } from './sink-table-changed.js';
-import { checkCopiedTables } from './sink-table-check.js';
+import { checkCopiedTables, copiedShapes } from './sink-table-check.js';
 import { watchSlot } from './slot-monitor.js';
 import { CopyGate } from './snapshot/copy-gate.js';
 import { snapshotTables } from './snapshot/snapshot-tables.js';
@@ -425,10 +425,7 @@ export class ReplicationRunner {
     if (!sink.inspectTargets) return;
     try {
       const rows = await pipelineTablesStore.list(this.deps.pool, resolved.row.id);
-      const copied = rows
-        .filter((r) => r.status === 'streaming')
-        .flatMap((r) => shapes.get(r.table_name) ?? []);
-      const states = await sink.inspectTargets(copied);
+      const states = await sink.inspectTargets(copiedShapes(rows, shapes));
       await pipelineTablesStore.noteSinkRows(
         this.deps.pool,
         resolved.row.id,

@@ -26,7 +26,7 @@ export async function checkCopiedTables(check: CopiedTablesCheck): Promise<void>
   const { sink, source, shapes, rows } = check;
   if (!sink.inspectTargets) return;
   const copied = rows.filter((r) => r.status === 'streaming');
-  const tables = copied.flatMap((r) => shapes.get(r.table_name) ?? []);
+  const tables = copiedShapes(rows, shapes);
   if (tables.length === 0) return;
   const states = await sink.inspectTargets(tables);
   const changes: SinkTableChange[] = [];
@@ -59,4 +59,12 @@ export async function checkCopiedTables(check: CopiedTablesCheck): Promise<void>
     changes.push(...emptied.filter((e) => withRows.has(tableKey(e.table))));
   }
   if (changes.length > 0) throw new SinkTableChangedError(check.pipeline, changes);
+}
+
+/** The shapes, as the sink was written with them, of the tables whose copy is done. */
+export function copiedShapes(
+  rows: readonly PipelineTableRow[],
+  shapes: ReadonlyMap<string, TableSchema>,
+): TableSchema[] {
+  return rows.filter((r) => r.status === 'streaming').flatMap((r) => shapes.get(r.table_name) ?? []);
 }

@@ -78,7 +78,7 @@ export class SourceProbe {
   }
 
   private async lookup(handle: PipelineHandle) {
-    const now = Date.now();
+    const now = this.now();
     const known = this.lookups.get(handle.id);
     if (known && known.generation === handle.generation && now - known.at < LOOKUP_TTL_MS) return known;
     try {
@@ -103,7 +103,7 @@ export class SourceProbe {
       const source = await session;
       const positions = await withTimeout(source.positions(group.handles.map((h) => h.id)), READ_TIMEOUT_MS);
       // Taken once the answer is in: the WAL it tells of existed then, if not a little earlier.
-      const at = this.deps.now?.() ?? Date.now();
+      const at = this.now();
       for (const handle of group.handles) {
         handle.stats.observeSource(positions.walEnd, at, positions.slots.get(handle.id) ?? null);
       }
@@ -117,6 +117,10 @@ export class SourceProbe {
         'cannot read where the source stands, for the lag; trying again every second',
       );
     }
+  }
+
+  private now(): number {
+    return this.deps.now?.() ?? Date.now();
   }
 
   private async closeSession(key: string): Promise<void> {
