@@ -20,9 +20,8 @@ export interface SlotMonitorOptions {
 }
 
 /**
- * Watches the slot while the pipeline streams: whether it still exists, and a warning past the
- * threshold of WAL it makes the source keep. The figures themselves (retained WAL, wal_status) are
- * the source probe's, read every second in every state. Returns a stop.
+ * Watches the slot while the pipeline streams: how much WAL it makes the source keep (shown in
+ * metrics and, past the threshold, as a warning) and whether it still exists. Returns a stop.
  */
 export function watchSlot(options: SlotMonitorOptions): () => void {
   const { stats } = options;
@@ -39,6 +38,7 @@ export function watchSlot(options: SlotMonitorOptions): () => void {
       return;
     }
     if (stopped) return;
+    stats.slot = { retainedWalBytes: status.retainedWalBytes, walStatus: status.walStatus };
     const retained = status.retainedWalBytes ?? 0;
     stats.warn(
       'slot',
