@@ -26,6 +26,7 @@ import type { ChangeEvent, Checkpoint, TableRef, TableSchema } from './change.js
 import { parseLsn } from './lsn.js';
 import type { PropertyDoc } from './property-docs.js';
 import type { SchemaChangeItem } from './schema-diff.js';
+import type { SinkComparison } from './table-comparison.js';
 
 /** Everything a sink instance needs to know about the pipeline it serves. */
 export interface SinkContext<Connection = unknown> {
@@ -197,6 +198,11 @@ export interface Sink {
    * owns the pipeline.
    */
   applyBatch(batch: ChangeBatch): Promise<Checkpoint>;
+  /**
+   * How to read the sink's tables to verify them against the source (`core/table-comparison.ts`);
+   * absent for a sink that cannot be read back (a broker, a webhook). Called on an open sink.
+   */
+  comparison?(): Promise<SinkComparison>;
   /** Releases connections; safe to call twice. */
   close(): Promise<void>;
 }

@@ -18,6 +18,7 @@ import {
 import { healsByRetrying, sqlstateOf } from '../../core/sqlstate.js';
 import { partitionsOfMarkers, writingPartition } from '../snapshot-partitions.js';
 import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
+import { postgresComparison } from './comparison.js';
 import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
 import {
   addPrimaryKeySql,
@@ -297,6 +298,10 @@ class PostgresSink implements Sink {
       this.copyRefusedUntil.set(key, Date.now() + COPY_COOL_DOWN_MS);
       return false;
     }
+  }
+
+  async comparison() {
+    return postgresComparison(this.ctx.connection, (table) => targetTableOf(this.config, table));
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { LogicalReplicationService } from 'pg-logical-replication';
 import { formatLsn, maxLsn, normalizeLsn, parseLsn } from '../../core/lsn.js';
+import { PG_TEXT_SESSION_OPTIONS } from '../../core/pg-comparison.js';
 import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import { SlotMissingError, SourceConnectionError, sqlState } from './errors.js';
 import { PgoutputStreamingPlugin } from './pgoutput-plugin.js';
@@ -10,8 +11,7 @@ import { slotStatus } from './slot.js';
  * Session settings of the replication connection: they fix the text form of dates, intervals and
  * floats that pgoutput sends, so values are unambiguous and lossless whatever the server's defaults.
  */
-export const SOURCE_SESSION_OPTIONS =
-  '-c DateStyle=ISO -c IntervalStyle=postgres -c extra_float_digits=3 -c TimeZone=UTC';
+export const SOURCE_SESSION_OPTIONS = PG_TEXT_SESSION_OPTIONS;
 
 /**
  * What the connection delivers, in the order the server sent it; an error is always last. A

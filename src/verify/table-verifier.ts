@@ -1,0 +1,371 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { TableSchema } from '../core/change.js';
+import {
+  type ComparedKey,
+  type ComparisonReader,
+  notCompared,
+  type SinkComparison,
+  type SourceComparison,
+  type SourceComparisonReader,
+} from '../core/table-comparison.js';
+import {
+  type ComparedTable,
+  checksumSql,
+  comparedTable,
+  type KeyRange,
+  keyColumnsOf,
+  keysCondition,
+  rangeCondition,
+  rowHashesSql,
+  splitPointsSql,
+  WHOLE_TABLE,
+} from './comparison-sql.js';
+import type { DifferenceKind, TableVerdict } from './verdict.js';
+
+/** How a verification reads, and how much it keeps. */
+export interface VerifyLimits {
+  /** Rows of a range compared by one checksum at first. */
+  segmentRows: number;
+  /** A differing range of at most this many rows is read row by row; a larger one is cut in parts. */
+  downloadRows: number;
+  /** Parts a large differing range is cut into. */
+  bisectParts: number;
+  /** Ranges whose source checksums are read before waiting for the sink once. */
+  waveRanges: number;
+  /** Differing keys kept per table (for the samples and a repair); past it the table is counted, not listed. */
+  maxKeys: number;
+  /** Sample keys shown per table. */
+  sampleKeys: number;
+  /** Times a differing key is read again before it is called a difference or left unsettled. */
+  recheckRounds: number;
+  /** Share of the source's time (of one session) the verification may take, 0 < share <= 1. */
+  sourceShare: number;
+}
+
+export const DEFAULT_VERIFY_LIMITS: VerifyLimits = {
+  segmentRows: 50_000,
+  downloadRows: 2_000,
+  bisectParts: 16,
+  waveRanges: 8,
+  maxKeys: 10_000,
+  sampleKeys: 100,
+  recheckRounds: 5,
+  sourceShare: 1,
+};
+
+export interface TableVerifyDeps {
+  table: TableSchema;
+  source: SourceComparison;
+  sourceReader: SourceComparisonReader;
+  sink: SinkComparison;
+  sinkReader: ComparisonReader;
+  /** Resolves once the pipeline has made everything before `lsn` durable in the sink. */
+  waitDurable(lsn: bigint, signal: AbortSignal): Promise<void>;
+  signal: AbortSignal;
+  limits: VerifyLimits;
+  /** Told of rows read, on either side, as they are. */
+  onRowsRead(rows: number): void;
+}
+
+interface Plan {
+  source: ComparedTable;
+  sink: ComparedTable;
+  notVerified: { column: string; reason: string }[];
+}
+
+/** What a table's comparison found, with every differing key kept (up to `maxKeys`) for a repair. */
+export interface TableFindings {
+  verdict: TableVerdict;
+  keys: string[][];
+}
+
+/**
+ * Which columns of a table compare, in the sink's form: a column the sink cannot compare exactly is
+ * left out and listed; a key column that cannot be compared (or ordered alike) leaves the table
+ * not verified.
+ */
+export function planComparison(
+  table: TableSchema,
+  source: SourceComparison,
+  sink: SinkComparison,
+): Plan | { reason: string } {
+  const sourceKeys: ComparedKey[] = [];
+  const sinkKeys: ComparedKey[] = [];
+  for (const column of keyColumnsOf(table)) {
+    const key = sink.key(column);
+    if (notCompared(key)) return { reason: `its key column ${JSON.stringify(column.name)} ${key.reason}` };
+    sinkKeys.push(key);
+    sourceKeys.push(source.key(column));
+  }
+  const sourceColumns: { column: (typeof table.columns)[number]; sql: string }[] = [];
+  const sinkColumns: typeof sourceColumns = [];
+  const notVerified: Plan['notVerified'] = [];
+  for (const column of table.columns) {
+    const compared = sink.column(column);
+    if (notCompared(compared)) {
+      notVerified.push({ column: column.name, reason: compared.reason });
+      continue;
+    }
+    sinkColumns.push({ column, sql: compared.sql });
+    sourceColumns.push({ column, sql: source.value(column, compared.form) });
+  }
+  return {
+    source: comparedTable(source.dialect, table, sourceColumns, sourceKeys),
+    sink: comparedTable(sink.dialect, sink.target(table), sinkColumns, sinkKeys),
+    notVerified,
+  };
+}
+
+const keyId = (key: readonly string[]) => JSON.stringify(key);
+
+/** Ranges between consecutive split points, within `range`. */
+function rangesBetween(range: KeyRange, points: string[][]): KeyRange[] {
+  const edges = [range.lower, ...points, range.upper];
+  return edges.slice(0, -1).map((lower, i) => ({ lower, upper: edges[i + 1] ?? null }));
+}
+
+/**
+ * Compares one table of a pipeline between its source and its sink, both live. Ranges of the key
+ * are compared by count and checksum: the source's first, then, once the pipeline has made the
+ * source's position durable, the sink's. A differing range is cut smaller until it is small enough
+ * to read row by row; each differing key is then read again at both sides, the source before and
+ * after the sink, and called a difference only when the source did not change it meanwhile while
+ * the sink still disagrees. A key the source changes at every re-read is left unsettled.
+ */
+export class TableVerifier {
+  private rowsRead = 0;
+  private sourceRows = 0;
+  private sinkRows = 0;
+  private readonly candidates = new Map<string, string[]>();
+  private truncated = false;
+
+  constructor(private readonly deps: TableVerifyDeps) {}
+
+  async run(): Promise<TableFindings> {
+    const { table, source, sink, limits } = this.deps;
+    const name = `${table.schema}.${table.table}`;
+    const plan = planComparison(table, source, sink);
+    if ('reason' in plan) {
+      return {
+        verdict: { ...this.emptyVerdict(name), status: 'not_verified', reason: plan.reason },
+        keys: [],
+      };
+    }
+    const queue = await this.topRanges(plan);
+    while (queue.length > 0 && !this.truncated) {
+      this.deps.signal.throwIfAborted();
+      const wave = queue.splice(0, limits.waveRanges);
+      const sourceSums = [];
+      for (const range of wave) sourceSums.push(await this.checksum('source', plan.source, range));
+      await this.sinkCaughtUp();
+      for (const [i, range] of wave.entries()) {
+        const at = sourceSums[i] as Checksum;
+        const other = await this.checksum('sink', plan.sink, range);
+        this.sourceRows += at.rows;
+        this.sinkRows += other.rows;
+        if (at.rows === other.rows && at.sum === other.sum) continue;
+        const smaller = await this.cut(plan, range, Math.max(at.rows, other.rows));
+        if (smaller) queue.unshift(...smaller);
+        else await this.readRows(plan, range);
+      }
+    }
+    return this.recheck(plan, name);
+  }
+
+  private emptyVerdict(name: string): TableVerdict {
+    return {
+      table: name,
+      status: 'matched',
+      columns_not_verified: [],
+      source_rows: 0,
+      sink_rows: 0,
+      missing: 0,
+      extra: 0,
+      changed: 0,
+      unsettled: 0,
+      sample_keys: [],
+      rows_read: 0,
+    };
+  }
+
+  private async topRanges(plan: Plan): Promise<KeyRange[]> {
+    const { sourceReader, limits, table } = this.deps;
+    const estimate = await sourceReader.rowsEstimate(table);
+    const parts = Math.min(4096, Math.ceil(estimate / limits.segmentRows));
+    if (parts < 2) return [WHOLE_TABLE];
+    // A sample of about 200 rows a part places the cuts well enough, whatever the table's size.
+    const percent = Math.min(100, ((parts * 200) / Math.max(estimate, 1)) * 100);
+    const points = await this.timed(() =>
+      sourceReader.query(splitPointsSql(plan.source, 'TRUE', parts, sourceReader.sample(percent))),
+    );
+    return rangesBetween(WHOLE_TABLE, points.map(texts));
+  }
+
+  /** Smaller ranges for a differing one too large to read row by row; null when it is small enough. */
+  private async cut(plan: Plan, range: KeyRange, rows: number): Promise<KeyRange[] | null> {
+    const { limits, sourceReader, sinkReader } = this.deps;
+    if (rows <= limits.downloadRows) return null;
+    let points = await this.timed(() =>
+      sourceReader.query(splitPointsSql(plan.source, rangeCondition(plan.source, range), limits.bisectParts)),
+    );
+    // Rows the source does not have (extra in the sink) are cut where the sink's keys lie.
+    if (points.length === 0)
+      points = await sinkReader.query(
+        splitPointsSql(plan.sink, rangeCondition(plan.sink, range), limits.bisectParts),
+      );
+    return points.length === 0 ? null : rangesBetween(range, points.map(texts));
+  }
+
+  /** Reads a differing range row by row at both sides; the keys that differ become candidates. */
+  private async readRows(plan: Plan, range: KeyRange): Promise<void> {
+    const sourceRows = await this.hashes('source', plan.source, rangeCondition(plan.source, range));
+    await this.sinkCaughtUp();
+    const sinkRows = await this.hashes('sink', plan.sink, rangeCondition(plan.sink, range));
+    for (const [id, row] of sourceRows) {
+      if (sinkRows.get(id)?.hash !== row.hash) this.candidate(id, row.key);
+    }
+    for (const [id, row] of sinkRows) if (!sourceRows.has(id)) this.candidate(id, row.key);
+  }
+
+  private candidate(id: string, key: string[]): void {
+    if (this.candidates.size >= this.deps.limits.maxKeys) {
+      this.truncated = true;
+      return;
+    }
+    this.candidates.set(id, key);
+  }
+
+  /**
+   * Reads each candidate again: the source, the sink once it holds the source's position, the source
+   * again. A key the source left alone in between and the sink still disagrees on is a difference;
+   * one the sink now agrees on is not; one the source changed is read again in the next round.
+   */
+  private async recheck(plan: Plan, name: string): Promise<TableFindings> {
+    const { limits } = this.deps;
+    const found = new Map<string, { key: string[]; kind: DifferenceKind }>();
+    let pending = [...this.candidates.values()];
+    for (let round = 1; round <= limits.recheckRounds && pending.length > 0; round++) {
+      const moving: string[][] = [];
+      for (let i = 0; i < pending.length; i += 500) {
+        this.deps.signal.throwIfAborted();
+        const keys = pending.slice(i, i + 500);
+        const before = await this.hashes('source', plan.source, keysCondition(plan.source, keys));
+        await this.sinkCaughtUp();
+        const sink = await this.hashes('sink', plan.sink, keysCondition(plan.sink, keys));
+        const after = await this.hashes('source', plan.source, keysCondition(plan.source, keys));
+        for (const key of keys) {
+          const id = keyId(key);
+          const was = before.get(id)?.hash;
+          const is = after.get(id)?.hash;
+          const held = sink.get(id)?.hash;
+          if (was !== is) moving.push(key);
+          else if (held !== was)
+            found.set(id, {
+              key,
+              kind: was === undefined ? 'extra' : held === undefined ? 'missing' : 'changed',
+            });
+        }
+      }
+      pending = moving;
+      if (pending.length > 0) await sleep(100 * round, undefined, { signal: this.deps.signal });
+    }
+    return this.findings(plan, name, found, pending);
+  }
+
+  private findings(
+    plan: Plan,
+    name: string,
+    found: Map<string, { key: string[]; kind: DifferenceKind }>,
+    unsettled: string[][],
+  ): TableFindings {
+    const { table, limits } = this.deps;
+    const keyObject = (key: string[]) =>
+      Object.fromEntries(table.keyColumns.map((c, i) => [c, key[i] ?? '']));
+    const differences = [...found.values()];
+    const count = (kind: DifferenceKind) => differences.filter((d) => d.kind === kind).length;
+    const samples = [
+      ...differences.map((d) => ({ kind: d.kind, key: keyObject(d.key) })),
+      ...unsettled.map((key) => ({ kind: 'unsettled' as const, key: keyObject(key) })),
+    ].slice(0, limits.sampleKeys);
+    const verdict: TableVerdict = {
+      ...this.emptyVerdict(name),
+      status: differences.length > 0 || this.truncated ? 'differs' : 'matched',
+      columns_not_verified: plan.notVerified,
+      source_rows: this.sourceRows,
+      sink_rows: this.sinkRows,
+      missing: count('missing'),
+      extra: count('extra'),
+      changed: count('changed'),
+      unsettled: unsettled.length,
+      sample_keys: samples,
+      rows_read: this.rowsRead,
+    };
+    if (this.truncated)
+      verdict.reason = `more than ${limits.maxKeys} rows differ: the counts are of the first ${limits.maxKeys} found, and a repair copies the whole table again`;
+    else if (unsettled.length > 0 && differences.length === 0)
+      verdict.reason = `${unsettled.length} row(s) changed at the source at every re-read and could not be compared; every other row matches`;
+    return { verdict, keys: this.truncated ? [] : differences.map((d) => d.key) };
+  }
+
+  /** Waits until the sink holds everything the source's reads so far saw. */
+  private async sinkCaughtUp(): Promise<void> {
+    const at = await this.deps.sourceReader.position();
+    await this.deps.waitDurable(at, this.deps.signal);
+  }
+
+  private async checksum(side: 'source' | 'sink', table: ComparedTable, range: KeyRange): Promise<Checksum> {
+    const sql = checksumSql(table, rangeCondition(table, range));
+    const rows =
+      side === 'source'
+        ? await this.timed(() => this.deps.sourceReader.query(sql))
+        : await this.deps.sinkReader.query(sql);
+    const row = rows[0] ?? [];
+    const result = { rows: Number(row[0] ?? 0), sum: row[1] ?? '0' };
+    this.read(result.rows);
+    return result;
+  }
+
+  private async hashes(
+    side: 'source' | 'sink',
+    table: ComparedTable,
+    where: string,
+  ): Promise<Map<string, { key: string[]; hash: string }>> {
+    const sql = rowHashesSql(table, where);
+    const rows =
+      side === 'source'
+        ? await this.timed(() => this.deps.sourceReader.query(sql))
+        : await this.deps.sinkReader.query(sql);
+    this.read(rows.length);
+    const width = table.keys.length;
+    const byKey = new Map<string, { key: string[]; hash: string }>();
+    for (const row of rows) {
+      const key = texts(row.slice(0, width));
+      byKey.set(keyId(key), { key, hash: row[width] ?? '' });
+    }
+    return byKey;
+  }
+
+  private read(rows: number): void {
+    this.rowsRead += rows;
+    this.deps.onRowsRead(rows);
+  }
+
+  /** Runs a source read, then rests so that reads take at most `sourceShare` of the time. */
+  private async timed<T>(read: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    const result = await read();
+    const share = this.deps.limits.sourceShare;
+    if (share < 1) {
+      const rest = (performance.now() - started) * ((1 - share) / share);
+      await sleep(rest, undefined, { signal: this.deps.signal });
+    }
+    return result;
+  }
+}
+
+interface Checksum {
+  rows: number;
+  sum: string;
+}
+
+const texts = (row: (string | null)[]): string[] => row.map((v) => v ?? '');
