@@ -26,6 +26,7 @@ import { Supervisor } from '../src/runtime/supervisor.js';
 import { SecretBox } from '../src/secrets/secret-box.js';
 import type { DatabasePool } from '../src/store/pool.js';
 import { createTenancyServices } from '../src/tenancy/tenancy-services.js';
+import { VerificationService } from '../src/verify/verification-service.js';
 
 /**
  * A metadata store that refuses any use. Slonik's `createPool` connects at once (to look up type
@@ -84,6 +85,11 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     services: {
       connections,
       sourceTables: new SourceTables(new PipelineEndpoints({ pool, resolveConnection }), resolveConnection),
+      verifications: new VerificationService(
+        pool,
+        () => undefined,
+        () => {},
+      ),
       orphanedSlots: new OrphanedSlots(
         pool,
         new PipelineEndpoints({ pool, resolveConnection }),

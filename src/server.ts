@@ -40,6 +40,9 @@ import { locateMetadataStore } from './store/metadata-store.js';
 import { migrate } from './store/migrate.js';
 import { createStorePool } from './store/pool.js';
 import { createTenancyServices } from './tenancy/tenancy-services.js';
+import { verificationEvents } from './verify/verification-events.js';
+import { VerificationService } from './verify/verification-service.js';
+import { VerificationWorker } from './verify/verification-worker.js';
 
 /** A started service: its HTTP address and a way to stop it in reverse order of start. */
 export interface RunningService {
@@ -136,6 +139,16 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await fleet.start();
     stops.push(() => fleet.stop());
 
+    const verificationWorker = new VerificationWorker(
+      pool,
+      () => supervisor.verifiable(),
+      worker.id,
+      logger.child({ component: 'verification' }),
+      verificationEvents(pool, live, metrics.verifications, logger),
+    );
+    verificationWorker.start();
+    stops.push(() => verificationWorker.stop());
+
     const sessions = new Sessions(pool, hasher, {
       ttlMs: config.auth.sessionTtlMs,
       maxLifetimeMs: config.auth.sessionMaxLifetimeMs,
@@ -176,6 +189,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         pipelines,
         apply,
         status: new PipelineStatusService(pool, supervisor),
+        verifications: new VerificationService(
+          pool,
+          (id) => supervisor.stateHere(id),
+          () => verificationWorker.wake(),
+        ),
         health: new HealthService(pool, config.leaseTtlMs),
         live,
         schemaDecisions: new SchemaDecisions(pool, runner, supervisor, live),

@@ -99,6 +99,8 @@ export interface SinkKind<P extends SinkProperties = SinkProperties, Connection 
    * sinks that write no tables.
    */
   writtenTables?(props: Record<string, string>, tables: readonly TableRef[], publicDsn: string): TableRef[];
+  /** Set when its sinks implement `comparison()`: a pipeline into it can be verified against its source. */
+  comparable?: boolean;
   /** Refuses (422) properties that cannot run with these source tables. */
   checkTables?(props: Record<string, string>, tables: readonly TableRef[]): void;
   /** Refuses (422) tables the sink could not take, asking the sink itself; an unreachable sink passes. */

@@ -10,8 +10,9 @@
  * and one line in `src/source/registry.ts`.
  */
 import type { Readable } from 'node:stream';
-import type { ColumnValue, TableRef, TableSchema } from './change.js';
+import type { ColumnValue, Row, TableRef, TableSchema } from './change.js';
 import type { ChangeStream, SourceRelation } from './change-stream.js';
+import type { SourceComparison } from './table-comparison.js';
 
 /** Pino-compatible logger subset. */
 export interface SourceLogger {
@@ -143,6 +144,8 @@ export interface Source {
 
   /** A snapshot of the source as it is now, held until released. */
   exportSnapshot(): Promise<SourceSnapshot>;
+  /** How the source reads its tables to compare them with a sink's (verification); needs no connection. */
+  comparison(): SourceComparison;
 
   /**
    * The schema of a table as a relation item of this source's stream announced it; null when the
@@ -236,6 +239,8 @@ export interface SnapshotReader {
    * format a sink's `writeSnapshotPartition` takes. One copy at a time per reader.
    */
   copyPartition(table: TableSchema, partition: PlannedPartition): Readable;
+  /** The rows of `keys` (each the key's values as source text) the snapshot holds, by column name. */
+  readRows(table: TableSchema, keys: readonly string[][]): Promise<Row[]>;
   /** Ends the session; safe to call twice. */
   close(): Promise<void>;
 }

@@ -82,12 +82,28 @@ export const ERROR_CODES = {
    * (`auth.max_tokens_per_user`, 50 by default): revoke one first.
    */
   TOO_MANY_TOKENS: 409,
+  /**
+   * A verification or a repair compares a running pipeline's sink with its source: the pipeline is
+   * stopped, paused or failed (the message says which). Start or resume it first.
+   */
+  PIPELINE_NOT_RUNNING: 409,
+  /**
+   * The pipeline has a verification queued or running already (its id is in `details.verifications`): one
+   * runs at a time per pipeline. Wait for it, or cancel it.
+   */
+  VERIFICATION_RUNNING: 409,
   /** The request body exceeds the size limit. */
   PAYLOAD_TOO_LARGE: 413,
   /** The request body is not `application/json`. */
   UNSUPPORTED_MEDIA_TYPE: 415,
   /** The request is well-formed but its values are not acceptable (pattern, reference, duplicate). */
   VALIDATION_FAILED: 422,
+  /**
+   * The pipeline's sink cannot be read back, so it cannot be verified: a message sink (Redis, NATS,
+   * RabbitMQ, a webhook) hands its changes to consumers. Verification compares SQL sinks
+   * (PostgreSQL, MySQL/MariaDB, DuckDB).
+   */
+  VERIFY_UNSUPPORTED: 422,
   /** The path is a WebSocket (`/v1/live`): open it with an `Upgrade: websocket` request. */
   UPGRADE_REQUIRED: 426,
   /**

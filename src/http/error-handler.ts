@@ -106,7 +106,7 @@ function fromFastifyError(
  */
 function publicDetails(details: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   const shown = Object.fromEntries(
-    (['problems', 'pipelines'] as const).flatMap((key) =>
+    (['problems', 'pipelines', 'verifications'] as const).flatMap((key) =>
       Array.isArray(details?.[key]) ? [[key, details[key]]] : [],
     ),
   );

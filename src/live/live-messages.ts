@@ -3,6 +3,8 @@
  * dashboard imports these types; the server is the only sender.
  */
 
+import type { VerificationView } from '../verify/verification-view.js';
+
 /** Copy progress of one table, as in GET /v1/pipelines/{name}/progress. */
 export interface LiveTableProgress {
   table: string;
@@ -34,6 +36,8 @@ export type LiveMessage =
       proposal_id: string | null;
       status: 'pending' | 'decided';
     }
+  /** A verification of the pipeline started, finished a table, ended, or its repair moved on. */
+  | { type: 'pipeline.verification'; name: string; project_id?: string; verification: VerificationView }
   /** Every second, for each pipeline this instance runs. */
   | {
       type: 'pipeline.stats';

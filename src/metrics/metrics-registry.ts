@@ -1,6 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { SinkBatchObserver } from './pipeline-metrics.js';
 import { type PipelineSource, pipelineSeries, type SeriesReader } from './pipeline-series.js';
+import { VerificationMetrics } from './verification-metrics.js';
 
 /** Labels of the HTTP metrics; `route` is the route pattern, never the raw URL. */
 export type HttpLabel = 'method' | 'route' | 'status';
@@ -18,6 +19,7 @@ export interface ServiceMetrics {
   http: HttpMetrics;
   /** Attach each pipeline's figures here (`supervisor.onStats`) to feed the sink histograms. */
   sinkBatches: SinkBatchObserver;
+  verifications: VerificationMetrics;
 }
 
 /** Default Node.js metrics removed: `nodejs_active_handles{type}` etc. carry the same figures. */
@@ -204,5 +206,5 @@ export function createServiceMetrics(pipelines: PipelineSource): ServiceMetrics 
       collect: prune,
     }),
   });
-  return { registry, http, sinkBatches };
+  return { registry, http, sinkBatches, verifications: new VerificationMetrics(registry) };
 }

@@ -190,6 +190,10 @@ export class PipelineStats {
   }
 
   /** Where the sink is durable, as far as this process knows; null when it cannot tell. */
+  durablePosition(): bigint | null {
+    return this.durableLsn();
+  }
+
   private durableLsn(): bigint | null {
     const acknowledged = this.acknowledgedLsn;
     const confirmed = this.confirmedLsn;

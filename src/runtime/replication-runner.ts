@@ -10,6 +10,7 @@ import {
   SourceNotReadyError,
   TableNotReplicableError,
 } from '../core/source-errors.js';
+import type { SinkComparison, SourceComparison } from '../core/table-comparison.js';
 import { AppError, validationFailed } from '../errors/app-error.js';
 import type { Logger } from '../log/logger.js';
 import { resolveSnapshotOptions } from '../pipelines/snapshot-options.js';
@@ -52,6 +53,23 @@ export interface RunControl {
   backfill?: (tables: readonly string[]) => Promise<void>;
   /** What the data plane is waiting on now, for a stop that takes long to say where. */
   step?: string;
+  /** Set while streaming: what a verification of the sink against the source reads and waits on. */
+  verification?: VerifiableRun;
+}
+
+/** A streaming pipeline, as a verification sees it. */
+export interface VerifiableRun {
+  source: SourceComparison;
+  /** The sink's side; undefined for a sink that cannot be read back. */
+  sink(): Promise<SinkComparison | undefined>;
+  /** The tables it streams, in the shapes it writes them with. */
+  tables(): TableSchema[];
+  /** Where the sink is durable; null when not known yet. */
+  durable(): bigint | null;
+  /** Copies the rows of `keys` of a table again while the stream applies (see BackfillCoordinator.requestRepair). */
+  repair(table: TableSchema, keys: string[][]): Promise<void>;
+  /** Copies whole tables again (a backfill); resolves once they stream again. */
+  copyAgain(tables: string[]): Promise<void>;
 }
 
 export interface RunnerDeps {
@@ -262,6 +280,19 @@ export class ReplicationRunner {
         }
         backfill.request([...shapes.known.values()].filter((s) => tables.includes(tableKey(s))));
       };
+      const opened = sink;
+      control.verification = {
+        source: source.comparison(),
+        sink: async () => opened.comparison?.(),
+        tables: () => [...shapes.known.values()],
+        durable: () => stats.durablePosition(),
+        repair: (table, keys) => backfill.requestRepair(table, keys),
+        copyAgain: async (tables) => {
+          await pipelineTablesStore.markBackfill(this.deps.pool, pipelineId, tables);
+          await control.backfill?.(tables);
+          await backfill.whenCopied(tables);
+        },
+      };
       const schema = new SchemaGuard({
         pool: this.deps.pool,
         pipelineId,
@@ -358,6 +389,7 @@ export class ReplicationRunner {
         stats.clearWarnings();
         stats.sourcePendingSinceMs = undefined;
         control.backfill = undefined;
+        control.verification = undefined;
         control.step = 'ending the backfill and the stream';
         await backfill.close();
         await stream.close();

@@ -204,9 +204,10 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     if (!backfill?.needsTurn) return;
     await settle();
     // Changes of a table that just started a backfill, still waiting in the batch, come from
-    // transactions its snapshot will see: the copy carries them, so they are dropped here.
-    const committed = batch.slice(0, committedCount).filter((c) => !backfill.claims(c));
-    const rest = batch.slice(committedCount).filter((c) => !backfill.claims(c));
+    // transactions its snapshot will see: the copy carries them, so they are dropped here (a
+    // repair of rows keeps them, to apply before its rows).
+    const committed = backfill.keepInBatch(batch.slice(0, committedCount));
+    const rest = backfill.keepInBatch(batch.slice(committedCount));
     batch = [...committed, ...rest];
     committedCount = committed.length;
     await backfill.turn((changes) => apply(changes, durableLsn));

@@ -14,7 +14,7 @@ import { PipelineActors, type ResumeAs } from './pipeline-actors.js';
 import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
 import { PipelineRequests } from './pipeline-requests.js';
 import type { PipelineStats } from './pipeline-stats.js';
-import type { DefinitionToCheck, ReplicationRunner } from './replication-runner.js';
+import type { DefinitionToCheck, ReplicationRunner, VerifiableRun } from './replication-runner.js';
 import { SOURCE_PROBE_INTERVAL_MS, SourceProbe } from './source-probe.js';
 import { StateRecorder } from './state-recorder.js';
 import { StatsPublisher } from './stats-publisher.js';
@@ -124,6 +124,22 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
 
   statsOf(pipelineId: string): PipelineStats | undefined {
     return this.publisher.statsOf(pipelineId);
+  }
+
+  /** The pipelines this process runs, with what a verification reads of a streaming one. */
+  verifiable(): { id: string; name: string; projectId: string; state: PipelineState; run?: VerifiableRun }[] {
+    return [...this.handles.values()].map((h) => ({
+      id: h.id,
+      name: h.name,
+      projectId: h.projectId,
+      state: h.state,
+      ...(h.control.verification ? { run: h.control.verification } : {}),
+    }));
+  }
+
+  /** The state of a pipeline running in this process; undefined for the others. */
+  stateHere(pipelineId: string): PipelineState | undefined {
+    return this.handles.get(pipelineId)?.state;
   }
 
   /** The state of a pipeline as this instance knows it: its actor's when it runs here, else the stored one. */

@@ -20,6 +20,11 @@ export const ErrorBody = Type.Object(
               description: 'PRUNE_REFUSED, CONNECTION_IN_USE: the pipelines that stand in the way',
             }),
           ),
+          verifications: Type.Optional(
+            Type.Array(Type.String(), {
+              description: 'VERIFICATION_RUNNING: the id of the verification queued or running',
+            }),
+          ),
         },
         { description: 'What a program needs to act on some errors, besides the message' },
       ),
@@ -45,7 +50,7 @@ export const Name = Type.String({
 });
 
 /** What no name can hold: control characters (PostgreSQL text cannot even hold NUL). */
-const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001F\\u007F-\\u009F]*$';
+export const NO_CONTROL_CHARACTERS = '^[^\\u0000-\\u001F\\u007F-\\u009F]*$';
 
 /** A connection named in a body: it is looked up (unknown: 422); only what no name holds is refused. */
 export const ConnectionReference = Type.String({

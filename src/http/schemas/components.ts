@@ -7,6 +7,7 @@ import { Pipeline, PipelineSummary } from './pipelines.js';
 import { SINK_PROPERTIES_SCHEMAS } from './sink-properties.js';
 import { Provider } from './sso.js';
 import { Project, RoleBinding, Workspace } from './tenancy.js';
+import { Verification } from './verifications.js';
 
 /**
  * The main resources, named: each route plugin adds them to its scope and its routes answer with
@@ -28,6 +29,7 @@ const COMPONENT_SCHEMAS: readonly (TSchema & { $id?: string })[] = [
   Project,
   RoleBinding,
   Provider,
+  Verification,
   ...SINK_PROPERTIES_SCHEMAS,
 ];
 

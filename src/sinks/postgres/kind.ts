@@ -16,6 +16,7 @@ export const postgresSinkKind: SinkKind<PostgresSinkConfig, pg.ClientConfig> = {
   properties: POSTGRES_SINK_PROPERTIES,
   parseProperties: parsePostgresSinkProperties,
   create: createPostgresSink,
+  comparable: true,
   targetTables: (props, tables) => {
     const config = parsePostgresSinkProperties(props);
     return tables.map((t) => targetTableOf(config, t));

@@ -68,3 +68,17 @@ export function partitionCopySql(table: TableSchema, partition: PlannedPartition
   const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : '';
   return `COPY (SELECT ${columns} FROM ${quoted(table)}${where}) TO STDOUT`;
 }
+
+/** The COPY that reads the rows of `keys` (each the key's values as source text), in `table.columns` order. */
+export function keysCopySql(table: TableSchema, keys: readonly string[][]): string {
+  const columns = table.columns.map((c) => pg.escapeIdentifier(c.name)).join(', ');
+  const keyColumns = table.keyColumns.map((name) => {
+    const column = table.columns.find((c) => c.name === name);
+    if (!column) throw new Error(`key column ${name} of ${table.schema}.${table.table} not found`);
+    return column;
+  });
+  const tuple = (values: readonly string[]) =>
+    `(${keyColumns.map((c, i) => `${pg.escapeLiteral(values[i] ?? '')}::${c.typeName}`).join(', ')})`;
+  const names = `(${keyColumns.map((c) => pg.escapeIdentifier(c.name)).join(', ')})`;
+  return `COPY (SELECT ${columns} FROM ${quoted(table)} WHERE ${names} IN (${keys.map(tuple).join(', ')})) TO STDOUT`;
+}

@@ -33,6 +33,7 @@ import {
   slotStatus,
 } from './slot.js';
 import { exportSnapshot, slotSnapshot } from './snapshot.js';
+import { sourceComparison } from './source-comparison.js';
 import { tablesWithRows } from './table-rows.js';
 import { verifyPublication } from './user-publication.js';
 
@@ -199,6 +200,10 @@ class PostgresSource implements Source {
 
   exportSnapshot(): Promise<SourceSnapshot> {
     return exportSnapshot(this.connection);
+  }
+
+  comparison() {
+    return sourceComparison(this.connection);
   }
 
   async describeRelation(relation: SourceRelation) {

@@ -1,7 +1,8 @@
 import type { Readable } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import type { TableSchema } from '../../core/change.js';
+import type { Row, TableSchema } from '../../core/change.js';
+import { copyTextRows } from '../../core/copy-text.js';
 import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import { SnapshotVisibility } from '../../core/snapshot-visibility.js';
 import type {
@@ -11,7 +12,7 @@ import type {
   SourceSnapshot,
   TransactionVisibility,
 } from '../../core/source.js';
-import { partitionCopySql, planPartitions } from './partition-planner.js';
+import { keysCopySql, partitionCopySql, planPartitions } from './partition-planner.js';
 import { SOURCE_SESSION_OPTIONS } from './replication-connection.js';
 import type { SlotWithSnapshot } from './slot.js';
 
@@ -102,6 +103,16 @@ class PostgresSnapshotReader implements SnapshotReader {
 
   copyPartition(table: TableSchema, partition: PlannedPartition): Readable {
     return this.client.query(copyTo(partitionCopySql(table, partition)));
+  }
+
+  async readRows(table: TableSchema, keys: readonly string[][]): Promise<Row[]> {
+    const rows: Row[] = [];
+    for (let i = 0; i < keys.length; i += 1_000) {
+      // COPY text: each value as its type's output function prints it, as the stream and the copy carry it.
+      const copy = this.client.query(copyTo(keysCopySql(table, keys.slice(i, i + 1_000))));
+      for await (const batch of copyTextRows(copy, table.columns)) rows.push(...batch);
+    }
+    return rows;
   }
 
   async close(): Promise<void> {
