@@ -102,7 +102,7 @@ describe('comparing a table between a PostgreSQL source and a DuckDB sink', () =
     expect(verdict.sample_keys).toContainEqual({ kind: 'changed', key: { id: '7' } });
   });
 
-  it('compares text, composite and uuid keys in one order at both sides', async () => {
+  it('compares text, composite, uuid, date and decimal keys in one order at both sides', async () => {
     const uuid = (await sqlOn(source, `SELECT md5('2500')::uuid::text AS u`))[0].u as string;
     await inSink(
       `UPDATE public.words SET n = -1 WHERE word = 'w3000Z'; DELETE FROM public.pairs WHERE a = 7 AND b = 'b1007';
@@ -110,6 +110,8 @@ describe('comparing a table between a PostgreSQL source and a DuckDB sink', () =
     );
     expect((await verify('words')).keys).toEqual([['w3000Z']]);
     expect((await verify('pairs')).keys).toEqual([['7', 'b1007']]);
+    await inSink(`DELETE FROM public.dated WHERE day = '2024-01-05' AND amount = -7.50`);
+    expect((await verify('dated')).keys).toEqual([['2024-01-05', '-7.50']]);
     expect((await verify('things')).keys).toEqual([[uuid]]);
   });
 });

@@ -92,13 +92,15 @@ describe('comparing a table between a PostgreSQL source and a MySQL sink', () =>
     expect(verdict.sample_keys).toContainEqual({ kind: 'changed', key: { id: '7' } });
   });
 
-  it('compares text, composite and uuid keys in one order at both sides', async () => {
+  it('compares text, composite, uuid, date and decimal keys in one order at both sides', async () => {
     await inSink(
       `UPDATE words SET n = -1 WHERE word = 'w3000Z'; DELETE FROM pairs WHERE a = 7 AND b = 'b1007';
       UPDATE things SET v = 0 WHERE id = '${(await sqlOn(source, `SELECT md5('2500')::uuid::text AS u`))[0].u}';`,
     );
     expect((await verify('words')).keys).toEqual([['w3000Z']]);
     expect((await verify('pairs')).keys).toEqual([['7', 'b1007']]);
+    await inSink(`DELETE FROM dated WHERE day = '2024-01-05' AND amount = -7.50`);
+    expect((await verify('dated')).keys).toEqual([['2024-01-05', '-7.50']]);
     expect((await verify('things')).keys).toEqual([
       [(await sqlOn(source, `SELECT md5('2500')::uuid::text AS u`))[0].u],
     ]);

@@ -13,7 +13,7 @@ import { sourceComparison } from '../../src/source/postgres/source-comparison.js
 import { DEFAULT_VERIFY_LIMITS, TableVerifier, type VerifyLimits } from '../../src/verify/table-verifier.js';
 import { sqlOn } from './replication-fixture.js';
 
-export const VERIFY_TABLES = ['items', 'words', 'pairs', 'things'];
+export const VERIFY_TABLES = ['items', 'words', 'pairs', 'things', 'dated'];
 
 const TABLES = `
   CREATE TABLE items (id bigint PRIMARY KEY, small smallint, n integer, price numeric(12,2), name text,
@@ -22,6 +22,7 @@ const TABLES = `
   CREATE TABLE words (word text PRIMARY KEY, n integer);
   CREATE TABLE pairs (a integer, b text, v text, PRIMARY KEY (a, b));
   CREATE TABLE things (id uuid PRIMARY KEY, v integer);
+  CREATE TABLE dated (day date, amount numeric(10,2), v text, PRIMARY KEY (day, amount));
 `;
 
 // Every seventh row (id % 7 = 5) has NULLs; row 1 has the edge values (24:00, an emoji, quotes and tabs).
@@ -44,6 +45,7 @@ const SEED = `
     FROM generate_series(1, 3000) i;
   INSERT INTO pairs SELECT i % 50, 'b' || i, 'v' || i FROM generate_series(1, 3000) i;
   INSERT INTO things SELECT md5(i::text)::uuid, i FROM generate_series(1, 3000) i;
+  INSERT INTO dated SELECT '2024-01-01'::date + (i % 40), (i / 40) * 2.5 - 50, 'v' || i FROM generate_series(1, 3000) i;
 `;
 
 /** Creates and fills the source tables; their shapes as the source describes them. */
