@@ -17,6 +17,7 @@ import { RefusedChangeError } from '../refused-change.js';
 import { partitionsOfMarkers, writingPartition } from '../snapshot-partitions.js';
 import { planBatch, type Step } from './apply-plan.js';
 import { type DuckdbColumn, duckdbColumnOf } from './column-types.js';
+import { duckdbComparison } from './comparison.js';
 import { type DuckdbSinkConfig, duckdbTargetOf, parseDuckdbSinkProperties, targetKey } from './config.js';
 import {
   BOOKKEEPING_SQL,
@@ -423,6 +424,11 @@ class DuckdbSink implements Sink {
         `column ${JSON.stringify(column.name)}: the value cannot be stored as DuckDB ${column.type}`,
       );
     }
+  }
+
+  /** Reads the target tables through this process's instance of the file, on connections of its own. */
+  async comparison() {
+    return duckdbComparison(this.ctx.connection.path, (table) => this.targetOf(table));
   }
 
   async close(): Promise<void> {

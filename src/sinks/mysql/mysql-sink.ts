@@ -16,6 +16,7 @@ import {
 import { RefusedChangeError } from '../refused-change.js';
 import { partitionsOfMarkers, writingPartition } from '../snapshot-partitions.js';
 import { planBatch, STATEMENT_LIMITS, type Statement, type TargetTable } from './apply-plan.js';
+import { mysqlComparison } from './comparison.js';
 import { type MysqlSinkConfig, mysqlTargetOf, parseMysqlSinkProperties } from './config.js';
 import { CHECKPOINTS_TABLE, PARTITIONS_TABLE, qualifiedName, truncateSql } from './ddl.js';
 import { alreadyDone, refusesData } from './mysql-errors.js';
@@ -319,6 +320,11 @@ class MysqlSink implements Sink {
     } finally {
       await conn.query('ROLLBACK TO SAVEPOINT probe');
     }
+  }
+
+  /** Reads the target tables on connections of its own, never the writing pool's. */
+  async comparison() {
+    return mysqlComparison(this.ctx.connection, (table) => this.targetOf(table));
   }
 
   async close(): Promise<void> {
