@@ -4,7 +4,7 @@ import type { Sink } from '../core/sink.js';
  * A sink whose implementation, and the client library it brings in (a database driver, a broker
  * client, DuckDB's engine), is loaded when the sink is first used rather than when the service
  * starts: a process keeps in memory only the libraries of the sinks it runs. A sink that
- * `writesTables` can look at them (`inspectTargets`), which the runtime must know before loading it.
+ * `writesTables` can look at them (`inspectTargets`) and be read back (`comparison`), which the runtime must know before loading it.
  */
 export function lazySink(load: () => Promise<Sink>, options: { writesTables?: boolean } = {}): Sink {
   let sink: Sink | undefined;
@@ -16,12 +16,17 @@ export function lazySink(load: () => Promise<Sink>, options: { writesTables?: bo
     });
     return loading;
   };
-  const inspect: Pick<Sink, 'inspectTargets'> = options.writesTables
+  const inspect: Pick<Sink, 'inspectTargets' | 'comparison'> = options.writesTables
     ? {
         inspectTargets: async (tables) => {
           const loadedSink = await loaded();
           if (!loadedSink.inspectTargets) throw new Error('the sink cannot look at its tables');
           return loadedSink.inspectTargets(tables);
+        },
+        comparison: async () => {
+          const loadedSink = await loaded();
+          if (!loadedSink.comparison) throw new Error('the sink cannot be read back');
+          return loadedSink.comparison();
         },
       }
     : {};

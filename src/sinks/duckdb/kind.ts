@@ -14,8 +14,10 @@ export const duckdbSinkKind: SinkKind<DuckdbSinkConfig, DuckdbSettings> = {
   type: 'duckdb',
   properties: DUCKDB_SINK_PROPERTIES,
   parseProperties: parseDuckdbSinkProperties,
+  comparable: true,
   // Its client library is loaded with the first sink of the kind.
-  create: (ctx) => lazySink(async () => (await import('./duckdb-sink.js')).createDuckdbSink(ctx)),
+  create: (ctx) =>
+    lazySink(async () => (await import('./duckdb-sink.js')).createDuckdbSink(ctx), { writesTables: true }),
   // No targetTables: the sink writes a file of its own, never the source's database.
   writtenTables: (props, tables) => {
     const config = parseDuckdbSinkProperties(props);

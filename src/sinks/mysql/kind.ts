@@ -23,6 +23,7 @@ export const mysqlSinkKind: SinkKind<MysqlSinkConfig, ConnectionOptions> = {
   type: 'mysql',
   properties: MYSQL_SINK_PROPERTIES,
   parseProperties: parseMysqlSinkProperties,
+  comparable: true,
   // Its client library is loaded with the first sink of the kind.
   create: (ctx) =>
     lazySink(async () => (await import('./mysql-sink.js')).createMysqlSink(ctx), { writesTables: true }),
