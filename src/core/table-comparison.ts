@@ -90,6 +90,11 @@ export interface SourceComparisonReader extends ComparisonReader {
   position(): Promise<bigint>;
   /** About how many rows the table holds, from the source's statistics. */
   rowsEstimate(table: TableRef): Promise<number>;
+  /**
+   * Runs `sql` in a snapshot of its own, and says which transactions that snapshot sees (the
+   * source's text for them, see SnapshotVisibility) and a position past the commit of each.
+   */
+  inSnapshot(sql: string): Promise<{ rows: (string | null)[][]; visibility: string; lsn: bigint }>;
   /** The clause reading a sample of about `percent` of a table's rows (cheap on a large table). */
   sample(percent: number): string;
 }

@@ -19,7 +19,7 @@ import { type PipelineTableRow, pipelineTablesStore } from '../store/pipeline-ta
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { resyncStore } from '../store/resync-store.js';
 import { schemaStore } from '../store/schema-store.js';
-import { BackfillCoordinator } from './backfill/backfill-coordinator.js';
+import { BackfillCoordinator, type PositionedReads } from './backfill/backfill-coordinator.js';
 import {
   checkDefinition,
   type DefinitionToCheck,
@@ -70,6 +70,10 @@ export interface VerifiableRun {
   repair(table: TableSchema, keys: string[][]): Promise<void>;
   /** Copies whole tables again (a backfill); resolves once they stream again. */
   copyAgain(tables: string[]): Promise<void>;
+  /** Changes whenever a hold of the table (`schema.table`) begins or ends; odd while one is under way. */
+  holdGeneration(table: string): number;
+  /** Reads a table at both sides at one source position (see BackfillCoordinator.compareAtSourcePosition). */
+  compareAtSourcePosition(table: TableSchema, reads: PositionedReads): Promise<void>;
 }
 
 export interface RunnerDeps {
@@ -287,6 +291,8 @@ export class ReplicationRunner {
         tables: () => [...shapes.known.values()],
         durable: () => stats.durablePosition(),
         repair: (table, keys) => backfill.requestRepair(table, keys),
+        holdGeneration: (table) => backfill.holdGeneration(table),
+        compareAtSourcePosition: (table, reads) => backfill.compareAtSourcePosition(table, reads),
         copyAgain: async (tables) => {
           await pipelineTablesStore.markBackfill(this.deps.pool, pipelineId, tables);
           await control.backfill?.(tables);

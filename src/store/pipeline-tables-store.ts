@@ -85,6 +85,20 @@ export const pipelineTablesStore = {
       sink_changed = NULL
       WHERE pipeline_id = ${pipelineId} AND table_name = ANY(${sql.array(tables, 'text')})`),
 
+  /**
+   * A streaming table whose rows are being repaired: its changes are held meanwhile, past the
+   * position acknowledged to the source, so a crash before the repair ends must copy it whole
+   * at the next start, as a backfill. Its progress figures are kept.
+   */
+  markRepairing: (db: CommonQueryMethods, pipelineId: string, table: string) =>
+    db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'backfill'
+      WHERE pipeline_id = ${pipelineId} AND table_name = ${table} AND status = 'streaming'`),
+
+  /** The repair of a table's rows is written, its held changes too: it streams again. */
+  endRepairing: (db: CommonQueryMethods, pipelineId: string, table: string) =>
+    db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'streaming'
+      WHERE pipeline_id = ${pipelineId} AND table_name = ${table} AND status = 'backfill'`),
+
   /** The data plane ended cleanly: whether each table's (`schema.table`) sink table holds rows now. */
   noteSinkRows: (
     db: CommonQueryMethods,

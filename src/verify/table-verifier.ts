@@ -8,6 +8,7 @@ import {
   type SourceComparison,
   type SourceComparisonReader,
 } from '../core/table-comparison.js';
+import type { PositionedReads } from '../runtime/backfill/backfill-coordinator.js';
 import {
   type ComparedTable,
   checksumSql,
@@ -65,6 +66,12 @@ export interface TableVerifyDeps {
   limits: VerifyLimits;
   /** Told of rows read, on either side, as they are. */
   onRowsRead(rows: number): void;
+  /**
+   * Reads both sides at one source position, the table's changes held meanwhile (see
+   * BackfillCoordinator.compareAtSourcePosition): how the rows the source keeps changing are
+   * compared in the end. Absent, they are left unsettled.
+   */
+  atSourcePosition?(reads: PositionedReads): Promise<void>;
 }
 
 interface Plan {
@@ -267,9 +274,62 @@ export class TableVerifier {
         }
       }
       pending = moving;
-      if (pending.length > 0) await sleep(100 * round, undefined, { signal: this.deps.signal });
+      if (pending.length > 0 && round < limits.recheckRounds)
+        await sleep(100 * round, undefined, { signal: this.deps.signal });
     }
+    if (pending.length > 0 && this.deps.atSourcePosition)
+      pending = await this.atOnePosition(plan, pending, found);
     return this.findings(plan, name, found, pending);
+  }
+
+  /**
+   * Compares rows the source changed at every re-read with the table's changes held, both sides at
+   * one source position: exact, at the cost of holding the table's changes for about the pipeline's
+   * lag. Returns the keys it could not compare (the table was being copied again meanwhile).
+   */
+  private async atOnePosition(
+    plan: Plan,
+    pending: string[][],
+    found: Map<string, { key: string[]; kind: DifferenceKind }>,
+  ): Promise<string[][]> {
+    const { sourceReader, signal } = this.deps;
+    const left: string[][] = [];
+    for (let i = 0; i < pending.length; i += 500) {
+      const keys = pending.slice(i, i + 500);
+      let source = new Map<string, { key: string[]; hash: string }>();
+      let sink = source;
+      try {
+        await this.deps.atSourcePosition?.({
+          readSource: async () => {
+            const read = await this.timed(() =>
+              sourceReader.inSnapshot(rowHashesSql(plan.source, keysCondition(plan.source, keys))),
+            );
+            source = this.byKey(plan.source, read.rows);
+            return read;
+          },
+          waitDurable: (lsn) => this.deps.waitDurable(lsn, signal),
+          readSink: async () => {
+            sink = await this.hashes('sink', plan.sink, keysCondition(plan.sink, keys));
+          },
+        });
+      } catch (error) {
+        signal.throwIfAborted();
+        if (!(error instanceof Error && /being copied again or repaired/.test(error.message))) throw error;
+        left.push(...keys);
+        continue;
+      }
+      for (const key of keys) {
+        const id = keyId(key);
+        const was = source.get(id)?.hash;
+        const held = sink.get(id)?.hash;
+        if (held !== was)
+          found.set(id, {
+            key,
+            kind: was === undefined ? 'extra' : held === undefined ? 'missing' : 'changed',
+          });
+      }
+    }
+    return left;
   }
 
   private findings(
@@ -335,6 +395,14 @@ export class TableVerifier {
       side === 'source'
         ? await this.timed(() => this.deps.sourceReader.query(sql))
         : await this.deps.sinkReader.query(sql);
+    return this.byKey(table, rows);
+  }
+
+  /** Rows of (key values, hash) by key. */
+  private byKey(
+    table: ComparedTable,
+    rows: (string | null)[][],
+  ): Map<string, { key: string[]; hash: string }> {
     this.read(rows.length);
     const width = table.keys.length;
     const byKey = new Map<string, { key: string[]; hash: string }>();

@@ -1,6 +1,7 @@
 import type { DatabasePool } from 'slonik';
 import { type ChangeEvent, type Row, type TableSchema, tableKey } from '../../core/change.js';
 import type { Sink } from '../../core/sink.js';
+import { SnapshotVisibility } from '../../core/snapshot-visibility.js';
 import type { PartitionPlan, Source, SourceSnapshot, TransactionVisibility } from '../../core/source.js';
 import type { Logger } from '../../log/logger.js';
 import type { SnapshotOptions } from '../../pipelines/snapshot-options.js';
@@ -19,6 +20,8 @@ interface Gate {
   table: TableSchema;
   /** Set for a repair: only these rows are copied again (see requestRepair). */
   repair?: Repair;
+  /** Set for a comparison at one source position (see compareAtSourcePosition). */
+  check?: Check;
   held: HeldChanges;
   visibility?: TransactionVisibility;
   snapshot?: SourceSnapshot;
@@ -37,6 +40,27 @@ interface Repair {
   rows?: ChangeEvent[];
   done: () => void;
   failed: (error: unknown) => void;
+}
+
+/** A comparison of a table's sink rows with the source at one position, while its changes are held. */
+interface Check {
+  phase: 'start' | 'reading-source' | 'applying-seen' | 'reading-sink' | 'release';
+  earlier: ChangeEvent[];
+  readSource: () => Promise<{ visibility: string; lsn: bigint }>;
+  waitDurable: (lsn: bigint) => Promise<void>;
+  readSink: () => Promise<void>;
+  done: () => void;
+  failed: (error: unknown) => void;
+}
+
+/** What a comparison at one source position reads at each side (see compareAtSourcePosition). */
+export interface PositionedReads {
+  /** Reads the source in a snapshot, and says which transactions it sees and a position past them. */
+  readSource: () => Promise<{ visibility: string; lsn: bigint }>;
+  /** Resolves once the pipeline has made `lsn` durable. */
+  waitDurable: (lsn: bigint) => Promise<void>;
+  /** Reads the sink: its table then holds exactly what the source's snapshot held. */
+  readSink: () => Promise<void>;
 }
 
 export interface BackfillDeps {
@@ -63,6 +87,8 @@ export class BackfillCoordinator {
   private readonly gates = new Map<string, Gate>();
   private readonly afterRepair = new Map<string, TableSchema>();
   private closed = false;
+  /** Per table, how many times a hold of it began or ended: what a verification checks it read across none. */
+  private readonly holdChanges = new Map<string, number>();
   /** Told once, when a gate is gone (its copy or repair ended). */
   private settleListeners = new Set<() => void>();
   private readonly wakeListeners = new Set<() => void>();
@@ -82,9 +108,11 @@ export class BackfillCoordinator {
     for (const table of tables) {
       const key = tableKey(table);
       // A table whose rows are being repaired is copied once the repair is done.
-      if (this.gates.get(key)?.repair) this.afterRepair.set(key, table);
+      const gate = this.gates.get(key);
+      if (gate?.repair || gate?.check) this.afterRepair.set(key, table);
       if (this.gates.has(key)) continue;
       this.deps.copyGate?.forget(key);
+      this.holdMoved(key);
       this.gates.set(key, { table, held: new HeldChanges(), abort: new AbortController(), copied: false });
       this.deps.logger.info({ table: key }, 'backfill requested');
     }
@@ -99,12 +127,15 @@ export class BackfillCoordinator {
    * changes it already saw, applied again over its rows, leave each row as the stream leaves it.
    * Resolves once all of it is written.
    */
-  requestRepair(table: TableSchema, keys: string[][]): Promise<void> {
+  async requestRepair(table: TableSchema, keys: string[][]): Promise<void> {
     const key = tableKey(table);
-    if (this.gates.has(key)) {
-      return Promise.reject(new Error(`${key} is being copied again; repair it once that is done`));
-    }
-    return new Promise<void>((done, failed) => {
+    if (this.gates.has(key)) throw new Error(`${key} is being copied again; repair it once that is done`);
+    // Held changes lie before positions acknowledged meanwhile: a crash before the repair ends
+    // must find the table to copy whole at the next start.
+    await pipelineTablesStore.markRepairing(this.deps.pool, this.deps.pipelineId, key);
+    if (this.gates.has(key)) throw new Error(`${key} is being copied again; repair it once that is done`);
+    await new Promise<void>((done, failed) => {
+      this.holdMoved(key);
       this.gates.set(key, {
         table,
         repair: { keys, earlier: [], done, failed },
@@ -119,13 +150,14 @@ export class BackfillCoordinator {
 
   /**
    * The changes of a batch being gathered that stay in it: a table being copied again drops its own
-   * (its copy's snapshot sees them), a table whose rows are repaired keeps them to apply first.
+   * (its copy's snapshot sees them), a table whose rows are repaired or compared keeps them to apply
+   * first.
    */
   keepInBatch(changes: readonly ChangeEvent[]): ChangeEvent[] {
     return changes.filter((change) => {
       const gate = this.gates.get(tableKey(change.table));
       if (!gate) return true;
-      gate.repair?.earlier.push(change);
+      (gate.repair ?? gate.check)?.earlier.push(change);
       return false;
     });
   }
@@ -136,6 +168,19 @@ export class BackfillCoordinator {
       await new Promise<void>((resolve) => this.settleListeners.add(resolve));
       if (this.closed) throw new Error('the pipeline stopped before the copy was done');
     }
+  }
+
+  /**
+   * A number that changes whenever a hold of the table begins or ends (a backfill, a repair; not a
+   * comparison's own); odd while one is under way. A sink read while a table is held lacks its
+   * held changes.
+   */
+  holdGeneration(table: string): number {
+    return this.holdChanges.get(table) ?? 0;
+  }
+
+  private holdMoved(table: string): void {
+    this.holdChanges.set(table, this.holdGeneration(table) + 1);
   }
 
   get active(): boolean {
@@ -150,7 +195,7 @@ export class BackfillCoordinator {
   route(change: ChangeEvent): Route {
     const gate = this.gates.get(tableKey(change.table));
     if (!gate) return 'apply';
-    if (!gate.repair && gate.visibility?.sees(change.xid)) return 'skip';
+    if (!gate.repair && !gate.check && gate.visibility?.sees(change.xid)) return 'skip';
     gate.held.add(change);
     return 'hold';
   }
@@ -164,6 +209,10 @@ export class BackfillCoordinator {
     for (const [key, gate] of this.gates) {
       if (gate.repair) {
         await this.repairTurn(key, gate, gate.repair, applyHeld);
+        continue;
+      }
+      if (gate.check) {
+        await this.checkTurn(key, gate, gate.check, applyHeld);
         continue;
       }
       if (gate.failure) throw gate.failure;
@@ -210,6 +259,10 @@ export class BackfillCoordinator {
       for (let i = 0; i < changes.length; i += 5_000) await applyHeld(changes.slice(i, i + 5_000));
     }
     for await (const chunk of gate.held.drain(5_000, () => true)) await applyHeld(chunk);
+    // Unless a backfill of the table was asked for meanwhile: it is copied next.
+    if (!this.afterRepair.has(key)) {
+      await pipelineTablesStore.endRepairing(this.deps.pool, this.deps.pipelineId, key);
+    }
     this.settled(key);
     if (gate.failure) {
       this.deps.logger.warn({ table: key, err: gate.failure }, 'repair of rows failed');
@@ -218,6 +271,86 @@ export class BackfillCoordinator {
       this.deps.logger.info({ table: key, rows: repair.keys.length }, 'repair of rows done');
       repair.done();
     }
+    this.queueAfterRepair(key);
+  }
+
+  /**
+   * Reads a table at both sides at one source position: its changes are held from now on; the
+   * source is read in a snapshot; once the pipeline has made that snapshot's position durable,
+   * the held changes the snapshot saw are applied, and the sink is read, holding then exactly what
+   * the snapshot held; then the other held changes are applied and the table streams on. A crash
+   * meanwhile leaves it to be copied whole at the next start, as a repair does.
+   */
+  async compareAtSourcePosition(table: TableSchema, reads: PositionedReads): Promise<void> {
+    const key = tableKey(table);
+    if (this.gates.has(key)) throw new Error(`${key} is being copied again or repaired`);
+    await pipelineTablesStore.markRepairing(this.deps.pool, this.deps.pipelineId, key);
+    if (this.gates.has(key)) throw new Error(`${key} is being copied again or repaired`);
+    // Not a hold a verification must know of: it is the verification's own.
+    await new Promise<void>((done, failed) => {
+      this.gates.set(key, {
+        table,
+        check: { phase: 'start', earlier: [], ...reads, done, failed },
+        held: new HeldChanges(),
+        abort: new AbortController(),
+        copied: false,
+      });
+      this.wake();
+    });
+  }
+
+  private async checkTurn(
+    key: string,
+    gate: Gate,
+    check: Check,
+    applyHeld: (changes: ChangeEvent[]) => Promise<void>,
+  ): Promise<void> {
+    const next = (phase: Check['phase'], work: () => Promise<void>) => {
+      check.phase = phase;
+      gate.copy = work().then(
+        () => {
+          check.phase = phase === 'reading-source' ? 'applying-seen' : 'release';
+          this.wake();
+        },
+        (error: unknown) => {
+          gate.failure = error;
+          check.phase = 'release';
+          this.wake();
+        },
+      );
+    };
+    if (check.phase === 'start') {
+      for (let i = 0; i < check.earlier.length; i += 5_000)
+        await applyHeld(check.earlier.slice(i, i + 5_000));
+      check.earlier = [];
+      next('reading-source', async () => {
+        const at = await check.readSource();
+        gate.visibility = SnapshotVisibility.parse(at.visibility);
+        await check.waitDurable(at.lsn);
+      });
+    } else if (check.phase === 'applying-seen') {
+      const seen = gate.visibility as TransactionVisibility;
+      const later = new HeldChanges();
+      // A change the snapshot did not see never comes before one it saw of the same row.
+      for await (const chunk of gate.held.drain(5_000, () => true)) {
+        await applyHeld(chunk.filter((c) => seen.sees(c.xid)));
+        for (const change of chunk) if (!seen.sees(change.xid)) later.add(change);
+      }
+      gate.held = later;
+      next('reading-sink', check.readSink);
+    } else if (check.phase === 'release') {
+      for await (const chunk of gate.held.drain(5_000, () => true)) await applyHeld(chunk);
+      if (!this.afterRepair.has(key)) {
+        await pipelineTablesStore.endRepairing(this.deps.pool, this.deps.pipelineId, key);
+      }
+      this.settled(key);
+      if (gate.failure) check.failed(gate.failure);
+      else check.done();
+      this.queueAfterRepair(key);
+    }
+  }
+
+  private queueAfterRepair(key: string): void {
     const next = this.afterRepair.get(key);
     if (next) {
       this.afterRepair.delete(key);
@@ -249,6 +382,7 @@ export class BackfillCoordinator {
       await gate.snapshot?.release();
       gate.held.discard();
       gate.repair?.failed(new Error('the pipeline stopped before the repair was written'));
+      gate.check?.failed(new Error('the pipeline stopped during the comparison'));
     }
     this.gates.clear();
     this.afterRepair.clear();
@@ -326,7 +460,8 @@ export class BackfillCoordinator {
   }
 
   private settled(key: string): void {
-    this.gates.delete(key);
+    const gate = this.gates.get(key);
+    if (this.gates.delete(key) && !gate?.check) this.holdMoved(key);
     const listeners = this.settleListeners;
     this.settleListeners = new Set();
     for (const listener of listeners) listener();

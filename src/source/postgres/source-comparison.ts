@@ -55,6 +55,19 @@ async function openReader(connection: pg.ClientConfig): Promise<SourceComparison
       );
       return Number(rows[0]?.[0] ?? 0);
     },
+    inSnapshot: async (sql) => {
+      await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      try {
+        // The snapshot is taken by this first statement, so its position is past every commit it sees.
+        const [at] = await reader.query(
+          `SELECT txid_current_snapshot()::text, (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text`,
+        );
+        const rows = await reader.query(sql);
+        return { rows, visibility: at?.[0] ?? '', lsn: parseLsn(at?.[1] ?? '0/0') };
+      } finally {
+        await reader.query('COMMIT');
+      }
+    },
     sample: (percent) => ` TABLESAMPLE SYSTEM (${Math.min(100, Math.max(0.0001, percent))})`,
   };
 }
