@@ -1,5 +1,6 @@
 import type { PipelineState } from '../../machines/pipeline.js';
 import type { PipelineRow } from '../store/pipelines-store.js';
+import { DEFAULT_SOURCE_SHARE } from '../verify/verdict.js';
 import { resolveSnapshotOptions, type SnapshotOptions } from './snapshot-options.js';
 
 const snapshotJson = (o: SnapshotOptions) => ({
@@ -67,6 +68,10 @@ export const toPipelineView = (row: PipelineRow, stats: PipelineLiveStats) => {
     },
     sink: { connection: row.sink_connection, properties: row.sink_properties },
     snapshot: snapshotJson(resolveSnapshotOptions(row.snapshot_options)),
+    verify: {
+      interval: row.verify_options.interval ?? null,
+      source_share: row.verify_options.source_share ?? DEFAULT_SOURCE_SHARE,
+    },
     schema_policy: row.schema_policy,
     state: current.state,
     desired_state: row.desired_state,

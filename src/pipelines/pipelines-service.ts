@@ -4,6 +4,7 @@ import {
   sql,
   UniqueIntegrityConstraintViolationError,
 } from 'slonik';
+import { parseDuration } from '../config/duration.js';
 import { findConnectionType } from '../connections/connection-types.js';
 import type { RequestContext } from '../context.js';
 import type { TableRef } from '../core/change.js';
@@ -24,6 +25,7 @@ export interface PipelineDefinitionInput {
   source: { connection: string; tables: string[]; publication?: string };
   sink: { connection: string; properties?: Record<string, string> };
   snapshot?: SnapshotOptionsJson;
+  verify?: { interval?: string; source_share?: number };
   schema_policy?: 'review' | 'auto' | 'ignore';
 }
 
@@ -172,7 +174,26 @@ function toWrite(input: PipelineDefinitionInput): PipelineDefinitionWrite {
     sinkConnection: input.sink.connection,
     sinkProperties: input.sink.properties ?? {},
     snapshotOptions: input.snapshot ?? {},
+    verifyOptions: verifyOptionsOf(input.verify),
     schemaPolicy: input.schema_policy ?? 'review',
+  };
+}
+
+/** The shortest verification schedule: a verification reads every row of every table. */
+const MIN_VERIFY_INTERVAL_MS = 60_000;
+
+function verifyOptionsOf(
+  verify: PipelineDefinitionInput['verify'],
+): PipelineDefinitionWrite['verifyOptions'] {
+  if (verify?.interval !== undefined) {
+    const ms = parseDuration(verify.interval);
+    if (ms === undefined)
+      throw validationFailed('verify.interval', 'must be a duration such as 6h, 90m or 1d');
+    if (ms < MIN_VERIFY_INTERVAL_MS) throw validationFailed('verify.interval', 'must be at least 1m');
+  }
+  return {
+    ...(verify?.interval === undefined ? {} : { interval: verify.interval }),
+    ...(verify?.source_share === undefined ? {} : { source_share: verify.source_share }),
   };
 }
 
@@ -256,6 +277,7 @@ function changedFields(row: PipelineRow, d: PipelineDefinitionWrite): string[] {
     ['sink.properties', row.sink_properties, d.sinkProperties],
     // Compared as they take effect: an option left out is its default, as the API shows it.
     ['snapshot', resolveSnapshotOptions(row.snapshot_options), resolveSnapshotOptions(d.snapshotOptions)],
+    ['verify', row.verify_options, d.verifyOptions],
     ['schema_policy', row.schema_policy, d.schemaPolicy],
   ];
   return fields.filter(([, stored, wanted]) => !sameValue(stored, wanted)).map(([field]) => field);

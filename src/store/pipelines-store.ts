@@ -12,6 +12,7 @@ const PipelineRow = z.object({
   sink_properties: z.record(z.string()),
   schema_policy: z.enum(['review', 'auto', 'ignore']),
   snapshot_options: z.object({ parallelism: z.number().optional(), partition_rows: z.number().optional() }),
+  verify_options: z.object({ interval: z.string().optional(), source_share: z.number().optional() }),
   generation: z.number(),
   owner_worker_id: z.string().nullable(),
   desired_state: z.string(),
@@ -28,7 +29,7 @@ const PipelineRow = z.object({
 export type PipelineRow = z.infer<typeof PipelineRow>;
 
 const COLUMNS = sql.fragment`id, project_id, name, source_connection, source_tables, source_publication, sink_connection,
-  sink_properties, schema_policy, snapshot_options, generation, owner_worker_id, desired_state, state, state_reason, error, last_checkpoint_at,
+  sink_properties, schema_policy, snapshot_options, verify_options, generation, owner_worker_id, desired_state, state, state_reason, error, last_checkpoint_at,
   last_checkpoint_lsn, events_total, sink_errors_total, created_at, updated_at`;
 
 /** The user-given part of a pipeline. */
@@ -40,6 +41,8 @@ export interface PipelineDefinitionWrite {
   sinkConnection: string;
   sinkProperties: Record<string, string>;
   snapshotOptions: { parallelism?: number; partition_rows?: number };
+  /** The verification schedule and throttle, as given (`{}`: no schedule, no throttle). */
+  verifyOptions: { interval?: string; source_share?: number };
   schemaPolicy: 'review' | 'auto' | 'ignore';
 }
 
@@ -63,9 +66,10 @@ export const pipelinesStore = {
   insert: (db: CommonQueryMethods, projectId: string, name: string, d: PipelineDefinitionWrite) =>
     db.one(sql.type(PipelineRow)`INSERT INTO pipelines
         (project_id, name, source_connection, source_tables, source_publication, sink_connection, sink_properties,
-         snapshot_options, schema_policy)
+         snapshot_options, verify_options, schema_policy)
       VALUES (${projectId}, ${name}, ${d.sourceConnection}, ${sql.array(d.sourceTables, 'text')}, ${d.sourcePublication},
-        ${d.sinkConnection}, ${sql.jsonb(d.sinkProperties)}, ${sql.jsonb(d.snapshotOptions)}, ${d.schemaPolicy})
+        ${d.sinkConnection}, ${sql.jsonb(d.sinkProperties)}, ${sql.jsonb(d.snapshotOptions)},
+        ${sql.jsonb(d.verifyOptions)}, ${d.schemaPolicy})
       RETURNING ${COLUMNS}`),
 
   /** Replaces the definition and bumps the generation so a running pipeline reloads it. */
@@ -74,7 +78,8 @@ export const pipelinesStore = {
         source_connection = ${d.sourceConnection}, source_tables = ${sql.array(d.sourceTables, 'text')},
         source_publication = ${d.sourcePublication},
         sink_connection = ${d.sinkConnection}, sink_properties = ${sql.jsonb(d.sinkProperties)},
-        snapshot_options = ${sql.jsonb(d.snapshotOptions)}, schema_policy = ${d.schemaPolicy},
+        snapshot_options = ${sql.jsonb(d.snapshotOptions)}, verify_options = ${sql.jsonb(d.verifyOptions)},
+        schema_policy = ${d.schemaPolicy},
         generation = generation + 1, updated_at = now()
       WHERE project_id = ${projectId} AND name = ${name} RETURNING ${COLUMNS}`),
 

@@ -40,6 +40,15 @@ export interface NewVerification {
   repairOf?: string;
 }
 
+const ScheduleRow = z.object({
+  pipeline_id: z.string(),
+  project_id: z.string(),
+  interval: z.string(),
+  source_share: z.number().nullable(),
+  last_at: z.string().nullable(),
+});
+export type ScheduleRow = z.infer<typeof ScheduleRow>;
+
 /** Verifications of pipelines: what was asked, where each stands, and what it found. */
 export const verificationsStore = {
   /** Queues a verification; throws UniqueIntegrityConstraintViolationError when one is queued or running. */
@@ -145,6 +154,16 @@ export const verificationsStore = {
     db.query(sql.unsafe`UPDATE verifications SET repair_status = ${end.error ? 'failed' : 'completed'},
         repair_error = ${end.error ?? null}, repaired_by = COALESCE(${end.verifiedBy ?? null}::uuid, repaired_by)
       WHERE id = ${id}`),
+
+  /** The schedules of these pipelines, with when each was last verified (however asked). */
+  schedules: (db: CommonQueryMethods, pipelineIds: readonly string[]) =>
+    db.any(sql.type(
+      ScheduleRow,
+    )`SELECT p.id AS pipeline_id, p.project_id, p.verify_options->>'interval' AS interval,
+        (p.verify_options->>'source_share')::float8 AS source_share,
+        (SELECT to_json(max(v.created_at)) #>> '{}' FROM verifications v WHERE v.pipeline_id = p.id) AS last_at
+      FROM pipelines p
+      WHERE p.id = ANY(${sql.array([...pipelineIds], 'uuid')}) AND p.verify_options ? 'interval'`),
 
   /** Marks verifications a worker no longer runs (it stopped, or lost the pipeline) as failed. */
   interrupt: (db: CommonQueryMethods, ids: readonly string[], why: string) =>

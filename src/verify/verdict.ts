@@ -27,6 +27,9 @@ export interface TableVerdict {
   rows_read: number;
 }
 
+/** The share of the source's time a verification takes unless asked otherwise: no rest (README, "Verify and repair"). */
+export const DEFAULT_SOURCE_SHARE = 1;
+
 /** Where a verification is. */
 export type VerificationStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
 

@@ -7,10 +7,8 @@ import { findSinkKind } from '../sinks/registry.js';
 import { connectionsStore } from '../store/connections-store.js';
 import type { PipelineRow } from '../store/pipelines-store.js';
 import { verificationsStore } from '../store/verifications-store.js';
+import { DEFAULT_SOURCE_SHARE } from './verdict.js';
 import { toVerificationView, type VerificationView } from './verification-view.js';
-
-/** The share of the source's time a verification takes unless asked otherwise (see the README's "Verify"). */
-export const DEFAULT_SOURCE_SHARE = 1;
 
 export interface VerifyRequest {
   tables?: string[];

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DatabasePool } from 'slonik';
+import { type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
 import type { PipelineState } from '../../machines/pipeline.js';
+import { parseDuration } from '../config/duration.js';
 import { type TableSchema, tableKey } from '../core/change.js';
 import { formatLsn } from '../core/lsn.js';
 import type { ComparisonReader, SourceComparisonReader } from '../core/table-comparison.js';
@@ -9,7 +10,7 @@ import type { VerifiableRun } from '../runtime/replication-runner.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type VerificationRow, verificationsStore } from '../store/verifications-store.js';
 import { DEFAULT_VERIFY_LIMITS, TableVerifier, type VerifyLimits } from './table-verifier.js';
-import { overallResult, type TableVerdict } from './verdict.js';
+import { DEFAULT_SOURCE_SHARE, overallResult, type TableVerdict } from './verdict.js';
 
 /** A pipeline this process runs, as verifications see it. */
 export interface VerifiablePipeline {
@@ -81,6 +82,7 @@ export class VerificationWorker {
   private async tick(): Promise<void> {
     const here = new Map(this.pipelines().map((p) => [p.id, p]));
     if (here.size === 0) return;
+    await this.schedule([...here.values()].filter((p) => p.run && p.state === 'running'));
     for (const row of await verificationsStore.activeOf(this.pool, [...here.keys()])) {
       const pipeline = here.get(row.pipeline_id) as VerifiablePipeline;
       const control = this.verifying.get(row.id);
@@ -109,6 +111,29 @@ export class VerificationWorker {
       } else if (row.repair_status === 'queued' && pipeline.run && !this.repairing.has(row.id)) {
         if (await verificationsStore.claimRepair(this.pool, row.id))
           void this.repair(row, pipeline, pipeline.run);
+      }
+    }
+  }
+
+  /** Queues the verifications a schedule (`verify.interval`) makes due: the first as soon as the pipeline streams. */
+  private async schedule(streaming: readonly VerifiablePipeline[]): Promise<void> {
+    if (streaming.length === 0) return;
+    const ids = streaming.map((p) => p.id);
+    for (const due of await verificationsStore.schedules(this.pool, ids)) {
+      const interval = parseDuration(due.interval);
+      if (interval === undefined) continue;
+      if (due.last_at !== null && Date.now() - Date.parse(due.last_at) < interval) continue;
+      try {
+        await verificationsStore.create(this.pool, {
+          projectId: due.project_id,
+          pipelineId: due.pipeline_id,
+          tables: [],
+          sourceShare: due.source_share ?? DEFAULT_SOURCE_SHARE,
+          trigger: 'schedule',
+        });
+      } catch (error) {
+        // One is queued or running already (asked by hand meanwhile): the schedule waits for the next.
+        if (!(error instanceof UniqueIntegrityConstraintViolationError)) throw error;
       }
     }
   }

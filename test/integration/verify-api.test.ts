@@ -49,6 +49,11 @@ describe('verify and repair through the API', { timeout: 240_000 }, () => {
       return ['completed', 'failed', 'cancelled'].includes(body.status) ? (body as Verification) : undefined;
     }, `verification ${id} to end`)) as Verification;
 
+  const definition = async () => {
+    const { body } = await api('GET', '/v1/pipelines/shop');
+    return { source: body.source, sink: body.sink };
+  };
+
   const verify = async (body: unknown = {}) => {
     const started = await api('POST', '/v1/pipelines/shop/verify', body);
     expect(started.status, JSON.stringify(started.body)).toBe(202);
@@ -120,6 +125,37 @@ describe('verify and repair through the API', { timeout: 240_000 }, () => {
     expect(again.result).toBe('matched');
     await waitConverged(dbs.source, dbs.sink, 'orders');
     await waitConverged(dbs.source, dbs.sink, 'codes', 'code');
+  });
+
+  it('verifies on a schedule, counted from the last verification', async () => {
+    expect(
+      (await api('PUT', '/v1/pipelines/shop', { ...(await definition()), verify: { interval: '30s' } })).body,
+    ).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      error: expect.stringContaining('verify.interval'),
+    });
+    const put = await api('PUT', '/v1/pipelines/shop', {
+      ...(await definition()),
+      verify: { interval: '6h', source_share: 0.5 },
+    });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(put.body.verify).toEqual({ interval: '6h', source_share: 0.5 });
+    // Verified a moment ago by hand: the schedule waits 6 h from then.
+    const before = (await api('GET', '/v1/pipelines/shop/verifications')).body.verifications.length;
+    await sqlOn(dbs.store, `UPDATE verifications SET created_at = created_at - interval '7 hours'`);
+    const scheduled = (await waitFor(async () => {
+      const list = (await api('GET', '/v1/pipelines/shop/verifications')).body
+        .verifications as (Verification & { trigger: string; source_share: number })[];
+      return list.find((v) => v.trigger === 'schedule');
+    }, 'a scheduled verification')) as Verification & { source_share: number };
+    expect(scheduled.source_share).toBe(0.5);
+    expect((await ended(scheduled.id)).result).toBe('matched');
+    expect((await api('GET', '/v1/pipelines/shop/verifications')).body.verifications.length).toBe(before + 1);
+    const { verify: _, ...withoutSchedule } = { ...(await definition()), verify: undefined };
+    expect((await api('PUT', '/v1/pipelines/shop', withoutSchedule)).body.verify).toEqual({
+      interval: null,
+      source_share: 1,
+    });
   });
 
   it('answers what cannot be verified with its code', async () => {

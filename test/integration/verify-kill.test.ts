@@ -68,10 +68,10 @@ describe('a verification across a hard kill of the service', { timeout: 240_000 
     expect(interrupted.error).toMatch(/interrupted/);
     await waitConverged(dbs.source, dbs.sink, 'big');
 
-    const again = await waitFor(async () => {
+    const again = (await waitFor(async () => {
       const res = await api('POST', '/v1/pipelines/kill/verify', {});
       return res.status === 202 ? res : undefined;
-    }, 'a new verification to be accepted');
+    }, 'a new verification to be accepted')) as { body: { id: string } };
     const done = await waitFor(async () => {
       const { body } = await verification(again.body.id);
       return ['completed', 'failed'].includes(body.status) ? body : undefined;

@@ -69,12 +69,34 @@ const SchemaPolicy = Type.Union([Type.Literal('review'), Type.Literal('auto'), T
     "the sink's columns and replicates only those",
 });
 
+const VerifyOptions = Type.Object(
+  {
+    interval: Type.Optional(
+      Type.String({
+        description:
+          'Verify the pipeline against its source this often (a duration: 6h, 90m, 1d; at least 1m), the first as ' +
+          'soon as it streams, while it runs; left out: never on its own. See the README, Verify and repair',
+      }),
+    ),
+    source_share: Type.Optional(
+      Type.Number({
+        exclusiveMinimum: 0,
+        maximum: 1,
+        description:
+          "The share of the source's time the scheduled verifications may take (0 < s <= 1, default 1: no rest)",
+      }),
+    ),
+  },
+  { additionalProperties: false, description: 'Scheduled verification of the sink against the source' },
+);
+
 export const PipelineCreateBody = Type.Object(
   {
     name: Name,
     source: Source,
     sink: Sink,
     snapshot: Type.Optional(SnapshotOptions),
+    verify: Type.Optional(VerifyOptions),
     schema_policy: Type.Optional(SchemaPolicy),
   },
   { additionalProperties: false },
@@ -86,6 +108,7 @@ export const PipelineReplaceBody = Type.Object(
     source: Source,
     sink: Sink,
     snapshot: Type.Optional(SnapshotOptions),
+    verify: Type.Optional(VerifyOptions),
     schema_policy: Type.Optional(SchemaPolicy),
   },
   { additionalProperties: false },
@@ -140,6 +163,12 @@ export const Pipeline = Type.Object(
     }),
     sink: Type.Object({ connection: Type.String(), properties: Type.Record(Type.String(), Type.String()) }),
     snapshot: Type.Object({ parallelism: Type.Integer(), partition_rows: Type.Integer() }),
+    verify: Type.Object({
+      interval: Type.Union([Type.String(), Type.Null()], {
+        description: 'The verification schedule; null: none',
+      }),
+      source_share: Type.Number(),
+    }),
     schema_policy: Type.String({ description: 'review, auto or ignore' }),
     state: Type.String({
       description: 'stopped, starting, running, stopping, paused, pending_schema_approval',
