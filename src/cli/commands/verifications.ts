@@ -5,7 +5,7 @@ import { CliError, EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
 import { formatVerification, formatVerificationList } from '../output/verification.js';
 import { waitForVerification } from '../wait-for-verification.js';
-import { endWith } from './verify.js';
+import { endWith, positiveNumber } from './verify.js';
 
 const outputOption = () =>
   new Option('-o, --output <format>', 'text, or the API objects as json')
@@ -46,10 +46,7 @@ export function registerVerifications(program: Command, io: CliIo): void {
         flags: { wait?: boolean; timeout: string; output: string },
         command: Command,
       ) => {
-        const timeoutSeconds = Number(flags.timeout);
-        if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) {
-          throw new CliError(`--timeout: must be a number of seconds (got "${flags.timeout}")`, EXIT.usage);
-        }
+        const timeoutSeconds = positiveNumber('--timeout', flags.timeout);
         const api = clientFor(command, io);
         const json = flags.output === 'json';
         const v = flags.wait

@@ -39,7 +39,8 @@ export function endWith(v: Verification): void {
   }
 }
 
-function positiveNumber(flag: string, value: string, max = Number.POSITIVE_INFINITY): number {
+/** A flag's number, above 0 and at most `max`; anything else is bad usage. */
+export function positiveNumber(flag: string, value: string, max = Number.POSITIVE_INFINITY): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0 || n > max) {
     throw new CliError(
