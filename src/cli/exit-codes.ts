@@ -11,6 +11,10 @@ export const EXIT = {
   unreachable: 4,
   /** The service wants a token (401), or the token's role is not enough (403). */
   unauthorized: 5,
+  /** `verify`: the sink differs from the source (after `--repair`: still differs). */
+  differs: 6,
+  /** `verify`: nothing differs, but some tables (or columns' rows) could not be compared. */
+  notVerified: 7,
 } as const;
 
 /** A failure the CLI reports as one message and an exit status. */

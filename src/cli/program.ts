@@ -7,6 +7,8 @@ import { registerGet } from './commands/get.js';
 import { registerLifecycle } from './commands/lifecycle.js';
 import { registerResync } from './commands/resync.js';
 import { registerStatus } from './commands/status.js';
+import { registerVerifications } from './commands/verifications.js';
+import { registerVerify } from './commands/verify.js';
 import { EXIT } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { runServerCommand } from './server-commands.js';
@@ -19,7 +21,8 @@ Client commands reach a running service at --url or REPLICATOR_URL, with the API
 
 Exit status: ${EXIT.ok} done, ${EXIT.failed} the request failed or was refused, ${EXIT.usage} bad usage or an unreadable document
 (for serve: an invalid configuration), ${EXIT.dataDirInUse} the data directory is in use by another process,
-${EXIT.unreachable} the service cannot be reached, ${EXIT.unauthorized} the token is missing, refused or lacks the role.
+${EXIT.unreachable} the service cannot be reached, ${EXIT.unauthorized} the token is missing, refused or lacks the role;
+verify --wait: ${EXIT.differs} the sink differs from the source, ${EXIT.notVerified} some tables could not be compared.
 `;
 
 /** The `replicator` command line: the service itself, and the client commands that drive one. */
@@ -61,6 +64,8 @@ export function buildProgram(io: CliIo): Command {
   registerLifecycle(program, io);
   registerResync(program, io);
   registerBackfill(program, io);
+  registerVerify(program, io);
+  registerVerifications(program, io);
   return program;
 }
 

@@ -560,6 +560,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/pipelines/{name}/verifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The verifications of a pipeline, newest first */
+        get: operations["listVerifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}/verifications/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One verification: where it stands, and per table what it found */
+        get: operations["getVerification"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}/verifications/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a queued or running verification; the instance running it stops within about a second. 409 INVALID_TRANSITION once it has ended. No body */
+        post: operations["cancelVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}/verifications/{id}/repair": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Copy again the rows a completed verification found differing (202), through the backfill path while the pipeline streams, then verify those tables again (`repair.verification_id`). 409 INVALID_TRANSITION when the verification is not completed, found nothing, or is being repaired; 409 PIPELINE_NOT_RUNNING. No body */
+        post: operations["repairVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pipelines/{name}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a verification of a running pipeline (202): each table (or the named ones) is compared between the source and the sink by key ranges, live, and the differing rows found by key. One at a time per pipeline (409 VERIFICATION_RUNNING); 409 PIPELINE_NOT_RUNNING unless running; 422 VERIFY_UNSUPPORTED for a message sink */
+        post: operations["verifyPipeline"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/projects": {
         parameters: {
             query?: never;
@@ -936,6 +1021,8 @@ export interface components {
                     message: string;
                     path: string;
                 }[];
+                /** @description VERIFICATION_RUNNING: the id of the verification queued or running */
+                verifications?: string[];
             };
             /** @description Human-readable message */
             error: string;
@@ -1203,6 +1290,75 @@ export interface components {
             password_set: boolean;
             /** @description ISO 8601 UTC timestamp */
             updated_at: string;
+        };
+        Verification: {
+            /** @description ISO 8601 UTC timestamp */
+            created_at: string;
+            duration_ms: number | null;
+            /** @description Why it failed */
+            error: string | null;
+            /** @description ISO 8601 UTC timestamp */
+            finished_at: string | null;
+            /** Format: uuid */
+            id: string;
+            pipeline: string;
+            repair: {
+                error: string | null;
+                status: "queued" | "running" | "completed" | "failed";
+                /** @description The verification of the repaired tables that follows a completed repair */
+                verification_id: string | null;
+            } | null;
+            /** @description For a verification of a repair: the verification whose rows were repaired */
+            repair_of: string | null;
+            /** @description The worst of the tables' statuses, once completed; null before */
+            result: "matched" | "differs" | "not_verified" | (never | null);
+            /** @description Rows read at both sides */
+            rows_read: number;
+            source_share: number;
+            /** @description ISO 8601 UTC timestamp */
+            started_at: string | null;
+            /** @description `queued` until the instance running the pipeline takes it (within about a second) */
+            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+            /** @description One verdict per table, as each is done */
+            tables: {
+                /** @description Rows at both sides with other values */
+                changed: number;
+                /** @description Columns the sink cannot compare exactly, left out of the comparison (never silently) */
+                columns_not_verified: {
+                    column: string;
+                    reason: string;
+                }[];
+                /** @description Rows the sink has and the source does not */
+                extra: number;
+                /** @description Rows the source has and the sink lacks */
+                missing: number;
+                /** @description Why the table is not verified, or what qualifies its verdict */
+                reason?: string;
+                /** @description Rows read at both sides for this table */
+                rows_read: number;
+                /** @description Up to 100 keys, the differing ones first */
+                sample_keys: {
+                    /** @description The key, by column, as the source prints it */
+                    key: {
+                        [key: string]: string;
+                    };
+                    kind: "missing" | "extra" | "changed" | "unsettled";
+                }[];
+                /** @description Rows counted in the sink */
+                sink_rows: number;
+                /** @description Rows counted at the source (each range at its own moment) */
+                source_rows: number;
+                /** @description `matched`: every compared row is equal at both sides; `differs`: some rows are missing, extra or changed in the sink; `not_verified`: the table could not be compared (`reason` says why: a key type without an order both sides share, or the table is being copied) */
+                status: "matched" | "differs" | "not_verified";
+                /** @description `<schema>.<table>` at the source */
+                table: string;
+                /** @description Rows the source changed at every re-read: compared neither way */
+                unsettled: number;
+            }[];
+            /** @description The tables asked for; empty for all */
+            tables_requested: string[];
+            /** @description Who asked: a user, the pipeline's schedule, or a repair verifying what it copied */
+            trigger: "request" | "schedule" | "repair";
         };
         /** @description sink.properties of a pipeline whose sink connection is of type webhook */
         WebhookSinkProperties: {
@@ -3582,6 +3738,276 @@ export interface operations {
             };
             /** @description Error */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    listVerifications: {
+        parameters: {
+            query?: {
+                /** @description how many, newest first, 1 to 100 (default 20) */
+                limit?: string;
+            };
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        verifications: components["schemas"]["Verification"][];
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a verification id (UUID) */
+                id: string;
+                /** @description a pipeline name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Verification"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    cancelVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a verification id (UUID) */
+                id: string;
+                /** @description a pipeline name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Verification"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    repairVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a verification id (UUID) */
+                id: string;
+                /** @description a pipeline name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Verification"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    verifyPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The share of the source's time (of the one session it reads with) the verification may take: after a read that took t, it rests t × (1 − share) / share. 1 (the default) reads without rest; 0.25 keeps it to a quarter */
+                    source_share?: number;
+                    /** @description The tables to verify; every table of the pipeline when absent or empty */
+                    tables?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Verification"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -7,7 +7,13 @@ import { parse } from 'yaml';
 import { runCommandLine } from '../../src/cli/run.js';
 import { ADMIN, ApiCaller, enableAuth } from '../support/auth-client.js';
 import { runCliAsync } from '../support/cli-process.js';
-import { replicationDatabases, sqlOn, waitConverged } from '../support/replication-fixture.js';
+import {
+  replicationDatabases,
+  replicationService,
+  sqlOn,
+  startConvergedPipeline,
+  waitConverged,
+} from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
 const [cluster] = inject('pgClusters');
@@ -259,6 +265,61 @@ pipelines:
     expect(run.stderr).toBe(
       `replicator: cannot reach the service at http://127.0.0.1:${port}/: ECONNREFUSED\n`,
     );
+  });
+});
+
+describe('the CLI verifies a pipeline and repairs its sink', { timeout: 180_000 }, () => {
+  let service: TestService;
+  let dbs: { source: string; sink: string; store: string };
+  const cli = (...args: string[]) => runInProcess([...args, '--url', service.url], {});
+
+  beforeAll(async () => {
+    ({ service, dbs } = await replicationService(
+      cluster?.adminUrl as string,
+      'cli_verify',
+      'CREATE TABLE items (id int PRIMARY KEY, v text); INSERT INTO items SELECT g, g::text FROM generate_series(1, 300) g;',
+    ));
+    await startConvergedPipeline(service, dbs, 'items', ['public.items']);
+  });
+  afterAll(() => service?.stop());
+
+  it('verify --wait exits 0 and lists the table matched; verifications and verification show it', async () => {
+    const run = await cli('verify', 'items', '--wait');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^verification [0-9a-f-]{36} of pipeline items: completed, matched$/m);
+    expect(run.stdout).toMatch(/^public\.items\s+matched\s+0\s+0\s+0\s+0\s+600$/m);
+    const id = /verification ([0-9a-f-]{36})/.exec(run.stdout)?.[1] as string;
+
+    const list = await cli('verifications', 'items');
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout.split('\n')[1]).toMatch(new RegExp(`^${id}\\s.*\\scompleted\\s+matched\\s+1\\s`));
+    const one = await cli('verification', 'items', id, '-o', 'json');
+    expect(JSON.parse(one.stdout)).toMatchObject({
+      id,
+      result: 'matched',
+      tables: [{ table: 'public.items' }],
+    });
+  });
+
+  it('verify --repair finds a row changed by hand in the sink, repairs it and exits 0 once verified again', async () => {
+    await sqlOn(dbs.sink, "UPDATE items SET v = 'changed by hand' WHERE id = 42");
+    const run = await cli('verify', 'items', '--repair');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/: completed, differs$/m);
+    expect(run.stdout).toMatch(/^public\.items\s+differs\s+0\s+0\s+1\s+0\s+[\d,]+$/m);
+    expect(run.stdout).toContain('public.items: keys: changed id=42');
+    expect(run.stdout).toMatch(/^repair of verification [0-9a-f-]{36}: completed$/m);
+    // The follow-up verification of the repaired table, printed last.
+    expect(run.stdout).toMatch(/repair of\s+[0-9a-f-]{36}\n(.*\n)*public\.items\s+matched/);
+    await waitConverged(dbs.source, dbs.sink, 'items');
+  });
+
+  it('a sink that differs exits 6 with --wait', async () => {
+    await sqlOn(dbs.sink, 'DELETE FROM items WHERE id = 7');
+    const run = await cli('verify', 'items', '--wait', '--table', 'public.items');
+    expect(run.code).toBe(6);
+    expect(run.stdout).toContain('public.items: keys: missing id=7');
+    expect(run.stderr).toMatch(/the sink differs from the source/);
   });
 });
 

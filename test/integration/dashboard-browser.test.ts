@@ -176,6 +176,26 @@ describe('the dashboard in a real browser', () => {
     );
   });
 
+  it('verifies from the pipeline page: a row changed in the sink shows as differing, and Repair mends it', async () => {
+    await open('pipelines/orders', 'orders');
+    const panel = page.getByTestId('verification');
+    await panel.getByText('Not verified yet').waitFor();
+    await sqlOn(dbs.sink, "UPDATE orders SET item = 'changed by hand' WHERE id = 5");
+    await panel.getByTestId('verify-now').click();
+    const result = () => panel.getByTestId('verification-result').textContent();
+    await expect.poll(result, { timeout: 60_000 }).toBe('differs');
+    const row = panel.getByTestId('verdict-public.orders');
+    expect(await row.textContent()).toContain('differs');
+    await row.getByText('Keys (1)').click();
+    expect(await row.textContent()).toContain('changed id=5');
+    await screenshot(page, '05b-verification-differs');
+    // The live feed brings the repair's follow-up verification, without a reload.
+    await panel.getByTestId('verification-repair').click();
+    await expect.poll(result, { timeout: 60_000 }).toBe('matched');
+    expect(await panel.getByText('checking a repair').count()).toBe(1);
+    await waitConverged(dbs.source, dbs.sink, 'orders');
+  });
+
   it('draws the state machine from its definition, with the pipeline state highlighted', async () => {
     await open('machine/orders', 'State machine');
     const diagram = page.getByTestId('machine-diagram');

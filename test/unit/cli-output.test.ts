@@ -4,6 +4,7 @@ import { formatAgo, formatDuration } from '../../src/cli/output/durations.js';
 import { formatPlan } from '../../src/cli/output/plan.js';
 import { progressBar } from '../../src/cli/output/progress-bar.js';
 import { formatTable } from '../../src/cli/output/table.js';
+import { formatVerification } from '../../src/cli/output/verification.js';
 
 describe('CLI output', () => {
   it('prints a plan: + create, ~ update with its fields, - delete, then the counts', () => {
@@ -134,5 +135,73 @@ describe('CLI output', () => {
       /public\.orders\s+snapshot\s+\[######------------------\]\s+25%\s+500 \/ 2,000\s+30 s/,
     );
     expect(text).toMatch(/public\.lines\s+streaming\s+10\n/);
+  });
+  it('prints a verification per table, with the reason, the columns left out and at most 10 keys', () => {
+    const key = (id: number) => ({ kind: 'changed' as const, key: { region: 'eu', id: String(id) } });
+    const text = formatVerification(
+      {
+        id: 'v1',
+        pipeline: 'shop',
+        status: 'completed',
+        result: 'differs',
+        trigger: 'request',
+        tables_requested: [],
+        rows_read: 2_400,
+        source_share: 1,
+        error: null,
+        repair: { status: 'running', error: null, verification_id: null },
+        repair_of: null,
+        created_at: '2026-01-01T00:00:00Z',
+        started_at: '2026-01-01T00:00:00Z',
+        finished_at: '2026-01-01T00:00:01.5Z',
+        duration_ms: 1_500,
+        tables: [
+          {
+            table: 'public.orders',
+            status: 'differs',
+            columns_not_verified: [{ column: 'doc', reason: 'json is compared as text by neither side' }],
+            source_rows: 1_000,
+            sink_rows: 1_000,
+            missing: 0,
+            extra: 0,
+            changed: 12,
+            unsettled: 0,
+            sample_keys: Array.from({ length: 12 }, (_, i) => key(i + 1)),
+            rows_read: 2_000,
+          },
+          {
+            table: 'public.geo',
+            status: 'not_verified',
+            reason: 'its key type has no order both sides share',
+            columns_not_verified: [],
+            source_rows: 0,
+            sink_rows: 0,
+            missing: 0,
+            extra: 0,
+            changed: 0,
+            unsettled: 0,
+            sample_keys: [],
+            rows_read: 0,
+          },
+        ],
+      },
+      Date.parse('2026-01-01T00:00:05Z'),
+    );
+    expect(text).toBe(
+      [
+        'verification v1 of pipeline shop: completed, differs',
+        '  asked            5 s ago (request, every table)',
+        '  duration         1.5 s',
+        '  rows read        2,400',
+        '  repair           running',
+        'TABLE          STATUS        MISSING  EXTRA  CHANGED  UNSETTLED  ROWS READ',
+        'public.orders  differs             0      0       12          0      2,000',
+        'public.geo     not_verified        0      0        0          0          0',
+        '  public.orders: column doc not verified: json is compared as text by neither side',
+        `  public.orders: keys: ${Array.from({ length: 10 }, (_, i) => `changed (region=eu, id=${i + 1})`).join(', ')}, and 2 more`,
+        '  public.geo: its key type has no order both sides share',
+        '',
+      ].join('\n'),
+    );
   });
 });

@@ -19,6 +19,7 @@ import type {
   PipelineSummary as PipelineSummarySchema,
 } from '../../../src/http/schemas/pipelines.js';
 import type { SchemaProposalView as SchemaProposalSchema } from '../../../src/http/schemas/schema-review.js';
+import type { Verification as VerificationSchema } from '../../../src/http/schemas/verifications.js';
 
 export type PipelineSummary = Static<typeof PipelineSummarySchema>;
 export type Pipeline = Static<typeof PipelineSchema>;
@@ -30,6 +31,8 @@ export type Run = RunHistory['runs'][number];
 export type SchemaProposal = Static<typeof SchemaProposalSchema>;
 export type ProposalColumn = SchemaProposal['current_columns'][number];
 export type Connection = Static<typeof ConnectionSchema>;
+export type Verification = Static<typeof VerificationSchema>;
+export type TableVerdict = Verification['tables'][number];
 export type Health = Static<typeof HealthSchema>;
 /** GET /v1/connections/{name}/tables: one table of a source connection. */
 export type SourceTable = Static<typeof SourceTableSchema>;

@@ -4,6 +4,7 @@
  * project changes.
  */
 import type { LiveTableProgress } from '../../../src/live/live-messages';
+import type { VerificationView } from '../../../src/verify/verification-view';
 import { type FeedMessage, onFeedMessage } from './live-feed.svelte';
 
 export type Phase = 'idle' | 'snapshot' | 'streaming';
@@ -22,6 +23,8 @@ export interface LivePipeline {
   copying?: LiveTableProgress[];
   /** The last schema review message: a proposal waiting, or decided. */
   schema?: { proposal_id: string | null; status: 'pending' | 'decided' };
+  /** The last verification a message was about: started, a table done, ended, or its repair moved. */
+  verification?: VerificationView;
 }
 
 /** Samples kept per pipeline: one a second, ten minutes. */
@@ -81,6 +84,9 @@ export function applyFeedMessage(message: FeedMessage): void {
       break;
     case 'pipeline.schema':
       entry.schema = { proposal_id: message.proposal_id, status: message.status };
+      break;
+    case 'pipeline.verification':
+      entry.verification = message.verification;
       break;
   }
   livePipelines[message.name] = entry;
