@@ -1100,6 +1100,11 @@ export interface components {
             state: string;
             /** @description ISO 8601 UTC timestamp */
             updated_at: string;
+            verify: {
+                /** @description The verification schedule; null: none */
+                interval: string | null;
+                source_share: number;
+            };
             /** @description Something to look at while it runs, e.g. the source keeping too much WAL for the pipeline's slot, or a table of the pipeline dropped at the source (see the table states of GET /v1/pipelines/{name}/progress) */
             warning: string | null;
         };
@@ -2894,6 +2899,13 @@ export interface operations {
                         /** @description Tables to replicate, each "<schema>.<table>" */
                         tables: string[];
                     };
+                    /** @description Scheduled verification of the sink against the source */
+                    verify?: {
+                        /** @description Verify the pipeline against its source this often (a duration: 6h, 90m, 1d; at least 1m), the first as soon as it streams, while it runs; left out: never on its own. See the README, Verify and repair */
+                        interval?: string;
+                        /** @description The share of the source's time the scheduled verifications may take (0 < s <= 1, default 1: no rest) */
+                        source_share?: number;
+                    };
                 };
             };
         };
@@ -3016,6 +3028,13 @@ export interface operations {
                         publication?: string;
                         /** @description Tables to replicate, each "<schema>.<table>" */
                         tables: string[];
+                    };
+                    /** @description Scheduled verification of the sink against the source */
+                    verify?: {
+                        /** @description Verify the pipeline against its source this often (a duration: 6h, 90m, 1d; at least 1m), the first as soon as it streams, while it runs; left out: never on its own. See the README, Verify and repair */
+                        interval?: string;
+                        /** @description The share of the source's time the scheduled verifications may take (0 < s <= 1, default 1: no rest) */
+                        source_share?: number;
                     };
                 };
             };

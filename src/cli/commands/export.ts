@@ -29,6 +29,14 @@ function pipelineElement(p: Schemas['Pipeline']) {
       ...(Object.keys(p.sink.properties).length > 0 ? { properties: p.sink.properties } : {}),
     },
     snapshot: p.snapshot,
+    ...(p.verify.interval !== null || p.verify.source_share !== 1
+      ? {
+          verify: {
+            ...(p.verify.interval === null ? {} : { interval: p.verify.interval }),
+            ...(p.verify.source_share === 1 ? {} : { source_share: p.verify.source_share }),
+          },
+        }
+      : {}),
     schema_policy: p.schema_policy,
   };
 }
