@@ -111,6 +111,24 @@ export function verifySplitTable(v: VerifyResults): string {
   );
 }
 
+export function verifyHandTable(v: VerifyResults): string {
+  const r = v.runs.find((x) => x.hand);
+  const h = r?.hand;
+  if (!r || !h) return '';
+  return table(
+    ['query (whole table, run by hand after run 1)', 'source s', 'sink s'],
+    [
+      ['`SELECT count(*)`', secs(h.sourceCount), secs(h.sinkCount)],
+      [
+        "the engine's checksum query, `WHERE TRUE` instead of its range",
+        secs(h.sourceChecksum),
+        secs(h.sinkChecksum),
+      ],
+      ['both checksums at once, each on its server (wall)', secs(h.bothAtOnce), ''],
+    ],
+  );
+}
+
 export function verifyTargets(v: VerifyResults): string[] {
   const lines = figures(v)
     .filter((f) => f.goal)
@@ -140,6 +158,7 @@ export function verifyMarkdown(v: VerifyResults, date: Date, command: string): s
   const d = v.differences;
   const rows = v.rows.toLocaleString('en-US');
   const sql = v.runs.find((r) => r.split.sourceSql)?.split.sourceSql?.replace(/\s+/g, ' ');
+  const sinkSql = v.runs.find((r) => r.split.sinkSql)?.split.sinkSql?.replace(/\s+/g, ' ');
   return `## Verification
 
 How long our service takes to verify a table against its sink, next to how long it took to copy
@@ -198,5 +217,7 @@ ${verifyTargets(v)
 #### Where the time of the matching verification goes
 
 ${verifySplitTable(v)}
-${sql ? `\nA source checksum as the source ran it: \`${sql.slice(0, 600)}\`\n` : ''}`;
+${sql ? `\nA source checksum as the source ran it: \`${sql.slice(0, 600)}\`\n` : ''}${sinkSql ? `\nA sink checksum: \`${sinkSql.slice(0, 600)}\`\n` : ''}
+${verifyHandTable(v)}
+`;
 }

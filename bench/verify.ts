@@ -62,6 +62,17 @@ export interface TimeSplit {
   idle: number;
   /** One of the checksum queries as the source ran it. */
   sourceSql?: string;
+  sinkSql?: string;
+}
+
+/** The engine's checksum query over the whole table, run by hand on each side, and a plain count(*). */
+export interface HandTimings {
+  sourceChecksum: number;
+  sinkChecksum: number;
+  sourceCount: number;
+  sinkCount: number;
+  /** Both checksums at once, each on its own server. */
+  bothAtOnce: number;
 }
 
 export interface VerifyRun {
@@ -87,6 +98,8 @@ export interface VerifyRun {
   afterRepair?: TimedVerification;
   /** First run only: a verification of the matching table with source_share 0.5. */
   shared?: TimedVerification;
+  /** First run only: the checksum SQL timed by hand. */
+  hand?: HandTimings;
   /** VmHWM of the fresh process at the end of the verifications and the repair. */
   verifyPeakMiB: number;
   /** Highest VmRSS sampled (every 100 ms) during the verifications and the repair. */
@@ -174,8 +187,10 @@ async function activitySampler(sourceUrl: string, sinkUrl: string) {
       if (source?.some(isChecksum)) {
         split.sourceChecksum++;
         split.sourceSql ??= source.find(isChecksum);
-      } else if (sink?.some(isChecksum)) split.sinkChecksum++;
-      else if ((source?.length ?? 0) + (sink?.length ?? 0) > 0) split.otherQuery++;
+      } else if (sink?.some(isChecksum)) {
+        split.sinkChecksum++;
+        split.sinkSql ??= sink.find(isChecksum);
+      } else if ((source?.length ?? 0) + (sink?.length ?? 0) > 0) split.otherQuery++;
       else split.idle++;
       const rest = next - performance.now();
       if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));
@@ -194,6 +209,39 @@ async function activitySampler(sourceUrl: string, sinkUrl: string) {
       idle: split.idle / n,
     };
   };
+}
+
+/** A checksum query as the engine ran it, over the whole table instead of its range. */
+const wholeTable = (sql: string) => `${sql.slice(0, sql.lastIndexOf(' WHERE '))} WHERE TRUE`;
+
+async function timeSql(url: string, sql: string): Promise<number> {
+  const started = performance.now();
+  await sqlOn(url, sql);
+  return (performance.now() - started) / 1000;
+}
+
+async function handTimings(
+  sourceUrl: string,
+  sinkUrl: string,
+  split: TimeSplit,
+): Promise<HandTimings | undefined> {
+  // pg_stat_activity keeps the first track_activity_query_size (1024) bytes of a query.
+  const whole = (sql?: string) => sql && sql.length < 1000 && sql.includes(' WHERE ');
+  if (!whole(split.sourceSql) || !whole(split.sinkSql)) return undefined;
+  const source = wholeTable(split.sourceSql as string);
+  const sink = wholeTable(split.sinkSql as string);
+  const count = `SELECT count(*) FROM ${SNAPSHOT_TABLE}`;
+  const hand = {
+    sourceCount: await timeSql(sourceUrl, count),
+    sinkCount: await timeSql(sinkUrl, count),
+    sourceChecksum: await timeSql(sourceUrl, source),
+    sinkChecksum: await timeSql(sinkUrl, sink),
+    bothAtOnce: 0,
+  };
+  const started = performance.now();
+  await Promise.all([sqlOn(sourceUrl, source), sqlOn(sinkUrl, sink)]);
+  hand.bothAtOnce = (performance.now() - started) / 1000;
+  return hand;
 }
 
 /** The service's peak VmRSS sampled every 100 ms, until stopped. */
@@ -395,7 +443,19 @@ async function oneRun(o: {
       ]);
       if (a.md5 !== b.md5) throw new Error('after the repair the sink differs from the source');
       await call(service, 'DELETE', `/v1/pipelines/${NAME}`);
+      const hand = o.withShare
+        ? await handTimings(sourceUrl, sinkUrl, split).catch((error) => {
+            log(`  the checksum queries could not be timed by hand: ${error}`);
+            return undefined;
+          })
+        : undefined;
+      if (hand)
+        log(
+          `  by hand, whole table: checksum source ${hand.sourceChecksum.toFixed(2)} s, sink ${hand.sinkChecksum.toFixed(2)} s, ` +
+            `both at once ${hand.bothAtOnce.toFixed(2)} s; count(*) source ${hand.sourceCount.toFixed(2)} s, sink ${hand.sinkCount.toFixed(2)} s`,
+        );
       return {
+        ...(hand ? { hand } : {}),
         run,
         load,
         rows: a.rows,
