@@ -178,6 +178,8 @@ export class ReplicationRunner {
       // through `prepare` in this process, and the source may have changed since.
       control.step = 'checking the source';
       await source.checkReady();
+      // A repair a crash cut short held changes it had acknowledged: those tables are copied again.
+      await pipelineTablesStore.backfillRepairing(this.deps.pool, pipelineId);
       const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
       await source.checkAccess(schemas, pipelineId);
       // The sink's connection may have been repointed since.

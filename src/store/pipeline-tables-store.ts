@@ -82,22 +82,28 @@ export const pipelineTablesStore = {
   markBackfill: (db: CommonQueryMethods, pipelineId: string, tables: readonly string[]) =>
     db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'backfill', partitions_total = 0, partitions_done = 0,
       rows_done = 0, snapshot_started_at = NULL, snapshot_done_at = NULL, dropped_reason = NULL, dropped_at = NULL,
-      sink_changed = NULL
+      sink_changed = NULL, repairing = false
       WHERE pipeline_id = ${pipelineId} AND table_name = ANY(${sql.array(tables, 'text')})`),
 
   /**
    * A streaming table whose rows are being repaired: its changes are held meanwhile, past the
-   * position acknowledged to the source, so a crash before the repair ends must copy it whole
-   * at the next start, as a backfill. Its progress figures are kept.
+   * position acknowledged to the source, so a crash before the repair ends must copy it whole at
+   * the next start (see backfillRepairing). It stays `streaming` to the API and to the fleet.
    */
   markRepairing: (db: CommonQueryMethods, pipelineId: string, table: string) =>
-    db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'backfill'
+    db.query(sql.unsafe`UPDATE pipeline_tables SET repairing = true
       WHERE pipeline_id = ${pipelineId} AND table_name = ${table} AND status = 'streaming'`),
 
-  /** The repair of a table's rows is written, its held changes too: it streams again. */
+  /** The repair of a table's rows is written, its held changes too. */
   endRepairing: (db: CommonQueryMethods, pipelineId: string, table: string) =>
-    db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'streaming'
-      WHERE pipeline_id = ${pipelineId} AND table_name = ${table} AND status = 'backfill'`),
+    db.query(sql.unsafe`UPDATE pipeline_tables SET repairing = false
+      WHERE pipeline_id = ${pipelineId} AND table_name = ${table}`),
+
+  /** At a start: tables a repair left unfinished (a crash) are copied again, as a backfill. */
+  backfillRepairing: (db: CommonQueryMethods, pipelineId: string) =>
+    db.query(sql.unsafe`UPDATE pipeline_tables SET status = 'backfill', partitions_total = 0, partitions_done = 0,
+      rows_done = 0, snapshot_started_at = NULL, snapshot_done_at = NULL, repairing = false
+      WHERE pipeline_id = ${pipelineId} AND repairing`),
 
   /** The data plane ended cleanly: whether each table's (`schema.table`) sink table holds rows now. */
   noteSinkRows: (

@@ -78,4 +78,25 @@ describe('a verification across a hard kill of the service', { timeout: 240_000 
     }, 'the new verification to end');
     expect(done).toMatchObject({ status: 'completed', result: 'matched' });
   });
+
+  it('copies again at the next start a table whose repair a kill cut short', async () => {
+    const copiedAt = async () =>
+      (
+        await sqlOn(
+          dbs.store,
+          `SELECT snapshot_done_at::text AS at FROM pipeline_tables WHERE table_name = 'public.big'`,
+        )
+      )[0].at as string;
+    const before = await copiedAt();
+    await stopChild(server?.child as never, 'SIGKILL');
+    // What a repair holding the table's changes leaves when the process dies.
+    await sqlOn(dbs.store, `UPDATE pipeline_tables SET repairing = true WHERE table_name = 'public.big'`);
+    await sqlOn(dbs.sink, `UPDATE big SET v = 'lost with the held changes' WHERE id = 5`);
+    server = await serve();
+    await waitFor(async () => {
+      const at = await copiedAt();
+      return at !== null && at !== before;
+    }, 'the table to be copied again');
+    await waitConverged(dbs.source, dbs.sink, 'big');
+  });
 });

@@ -259,10 +259,7 @@ export class BackfillCoordinator {
       for (let i = 0; i < changes.length; i += 5_000) await applyHeld(changes.slice(i, i + 5_000));
     }
     for await (const chunk of gate.held.drain(5_000, () => true)) await applyHeld(chunk);
-    // Unless a backfill of the table was asked for meanwhile: it is copied next.
-    if (!this.afterRepair.has(key)) {
-      await pipelineTablesStore.endRepairing(this.deps.pool, this.deps.pipelineId, key);
-    }
+    await pipelineTablesStore.endRepairing(this.deps.pool, this.deps.pipelineId, key);
     this.settled(key);
     if (gate.failure) {
       this.deps.logger.warn({ table: key, err: gate.failure }, 'repair of rows failed');
@@ -340,9 +337,7 @@ export class BackfillCoordinator {
       next('reading-sink', check.readSink);
     } else if (check.phase === 'release') {
       for await (const chunk of gate.held.drain(5_000, () => true)) await applyHeld(chunk);
-      if (!this.afterRepair.has(key)) {
-        await pipelineTablesStore.endRepairing(this.deps.pool, this.deps.pipelineId, key);
-      }
+      await pipelineTablesStore.endRepairing(this.deps.pool, this.deps.pipelineId, key);
       this.settled(key);
       if (gate.failure) check.failed(gate.failure);
       else check.done();
