@@ -45,7 +45,9 @@ export interface VerifyLimits {
 
 export const DEFAULT_VERIFY_LIMITS: VerifyLimits = {
   segmentRows: 50_000,
-  downloadRows: 2_000,
+  // A differing range of the first pass is read row by row at once: a few MB a side, where cutting
+  // it smaller would hash its rows again at each level.
+  downloadRows: 60_000,
   bisectParts: 16,
   waveRanges: 8,
   maxKeys: 10_000,
@@ -149,7 +151,7 @@ export class TableVerifier {
   constructor(private readonly deps: TableVerifyDeps) {}
 
   async run(): Promise<TableFindings> {
-    const { table, source, sink, limits } = this.deps;
+    const { table, source, sink } = this.deps;
     const name = `${table.schema}.${table.table}`;
     const plan = planComparison(table, source, sink);
     if ('reason' in plan) {
@@ -158,25 +160,61 @@ export class TableVerifier {
         keys: [],
       };
     }
-    const queue = await this.topRanges(plan);
-    while (queue.length > 0 && !this.truncated) {
-      this.deps.signal.throwIfAborted();
-      const wave = queue.splice(0, limits.waveRanges);
-      const sourceSums = [];
-      for (const range of wave) sourceSums.push(await this.checksum('source', plan.source, range));
-      await this.sinkCaughtUp();
-      for (const [i, range] of wave.entries()) {
-        const at = sourceSums[i] as Checksum;
-        const other = await this.checksum('sink', plan.sink, range);
-        this.sourceRows += at.rows;
-        this.sinkRows += other.rows;
-        if (at.rows === other.rows && at.sum === other.sum) continue;
-        const smaller = await this.cut(plan, range, Math.max(at.rows, other.rows));
-        if (smaller) queue.unshift(...smaller);
+    // The whole table first (its rows counted), then the parts of the ranges that differed.
+    let ranges = await this.topRanges(plan);
+    for (let depth = 0; ranges.length > 0 && !this.truncated; depth++) {
+      const differing = await this.compareRanges(plan, ranges, depth === 0);
+      ranges = [];
+      for (const { range, rows } of differing) {
+        if (this.truncated) break;
+        const smaller = await this.cut(plan, range, rows);
+        if (smaller) ranges.push(...smaller);
         else await this.readRows(plan, range);
       }
     }
     return this.recheck(plan, name);
+  }
+
+  /**
+   * Compares ranges by checksum, a wave of them at a time: the source's checksums of a wave, then,
+   * once the sink holds what they saw, the sink's, read while the source computes the next wave's
+   * (the two servers work at once). Returns the ranges that differ, with their larger row count.
+   */
+  private async compareRanges(
+    plan: Plan,
+    ranges: readonly KeyRange[],
+    count: boolean,
+  ): Promise<{ range: KeyRange; rows: number }[]> {
+    const { limits, signal } = this.deps;
+    const differing: { range: KeyRange; rows: number }[] = [];
+    let sinkSide: Promise<void> = Promise.resolve();
+    let sinkFailure: { error: unknown } | undefined;
+    for (let at = 0; at < ranges.length; at += limits.waveRanges) {
+      signal.throwIfAborted();
+      const wave = ranges.slice(at, at + limits.waveRanges);
+      const sourceSums: Checksum[] = [];
+      for (const range of wave) sourceSums.push(await this.checksum('source', plan.source, range));
+      await sinkSide;
+      if (sinkFailure) throw sinkFailure.error;
+      await this.sinkCaughtUp();
+      sinkSide = (async () => {
+        for (const [i, range] of wave.entries()) {
+          const source = sourceSums[i] as Checksum;
+          const sink = await this.checksum('sink', plan.sink, range);
+          if (count) {
+            this.sourceRows += source.rows;
+            this.sinkRows += sink.rows;
+          }
+          if (source.rows !== sink.rows || source.sum !== sink.sum)
+            differing.push({ range, rows: Math.max(source.rows, sink.rows) });
+        }
+      })().catch((error: unknown) => {
+        sinkFailure = { error };
+      });
+    }
+    await sinkSide;
+    if (sinkFailure) throw sinkFailure.error;
+    return differing;
   }
 
   private emptyVerdict(name: string): TableVerdict {
