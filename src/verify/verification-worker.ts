@@ -149,6 +149,8 @@ export class VerificationWorker {
     const verdicts: TableVerdict[] = [];
     const keys: Record<string, string[][]> = {};
     let rowsRead = 0;
+    // Time spent waiting for the sink to hold what the source reads saw: logged, to tell it from reading.
+    const waited = { ms: 0 };
     let readers: [SourceComparisonReader, ComparisonReader] | undefined;
     this.events.started(pipeline);
     this.events.changed(pipeline, row.id);
@@ -184,7 +186,11 @@ export class VerificationWorker {
           sourceReader,
           sink,
           sinkReader,
-          waitDurable: (lsn, signal) => this.caughtUp(pipeline.id, run, lsn, signal),
+          waitDurable: async (lsn, signal) => {
+            const started = performance.now();
+            await this.caughtUp(pipeline.id, run, lsn, signal);
+            waited.ms += performance.now() - started;
+          },
           atSourcePosition: (reads) => run.compareAtSourcePosition(table, reads),
           signal: control.signal,
           limits: { ...this.limits, sourceShare: row.source_share },
@@ -209,7 +215,10 @@ export class VerificationWorker {
         rowsRead,
         differingKeys: keys,
       });
-      log.info({ result, rowsRead, ms: Date.now() - startedAt }, 'verification done');
+      log.info(
+        { result, rowsRead, ms: Date.now() - startedAt, waitedMs: Math.round(waited.ms) },
+        'verification done',
+      );
       this.events.ended(pipeline, {
         status: 'completed',
         result,
