@@ -266,18 +266,16 @@ export class TableVerifier {
     const sourceRows = await this.hashes('source', plan.source, rangeCondition(plan.source, range));
     await this.sinkCaughtUp();
     const sinkRows = await this.hashes('sink', plan.sink, rangeCondition(plan.sink, range));
-    for (const [id, row] of sourceRows) {
-      if (sinkRows.get(id)?.hash !== row.hash) this.candidate(id, row.key);
-    }
-    for (const [id, row] of sinkRows) if (!sourceRows.has(id)) this.candidate(id, row.key);
+    for (const [id, hash] of sourceRows) if (sinkRows.get(id) !== hash) this.candidate(id);
+    for (const id of sinkRows.keys()) if (!sourceRows.has(id)) this.candidate(id);
   }
 
-  private candidate(id: string, key: string[]): void {
+  private candidate(id: string): void {
     if (this.candidates.size >= this.deps.limits.maxKeys) {
       this.truncated = true;
       return;
     }
-    this.candidates.set(id, key);
+    this.candidates.set(id, JSON.parse(id) as string[]);
   }
 
   /**
@@ -300,9 +298,9 @@ export class TableVerifier {
         const after = await this.hashes('source', plan.source, keysCondition(plan.source, keys));
         for (const key of keys) {
           const id = keyId(key);
-          const was = before.get(id)?.hash;
-          const is = after.get(id)?.hash;
-          const held = sink.get(id)?.hash;
+          const was = before.get(id);
+          const is = after.get(id);
+          const held = sink.get(id);
           if (was !== is) moving.push(key);
           else if (held !== was)
             found.set(id, {
@@ -334,7 +332,7 @@ export class TableVerifier {
     const left: string[][] = [];
     for (let i = 0; i < pending.length; i += 500) {
       const keys = pending.slice(i, i + 500);
-      let source = new Map<string, { key: string[]; hash: string }>();
+      let source = new Map<string, string>();
       let sink = source;
       try {
         await this.deps.atSourcePosition?.({
@@ -358,8 +356,8 @@ export class TableVerifier {
       }
       for (const key of keys) {
         const id = keyId(key);
-        const was = source.get(id)?.hash;
-        const held = sink.get(id)?.hash;
+        const was = source.get(id);
+        const held = sink.get(id);
         if (held !== was)
           found.set(id, {
             key,
@@ -427,7 +425,7 @@ export class TableVerifier {
     side: 'source' | 'sink',
     table: ComparedTable,
     where: string,
-  ): Promise<Map<string, { key: string[]; hash: string }>> {
+  ): Promise<Map<string, string>> {
     const sql = rowHashesSql(table, where);
     const rows =
       side === 'source'
@@ -436,18 +434,12 @@ export class TableVerifier {
     return this.byKey(table, rows);
   }
 
-  /** Rows of (key values, hash) by key. */
-  private byKey(
-    table: ComparedTable,
-    rows: (string | null)[][],
-  ): Map<string, { key: string[]; hash: string }> {
+  /** Each row's hash by its key (keyId of the key's values): a string a row, not an object. */
+  private byKey(table: ComparedTable, rows: (string | null)[][]): Map<string, string> {
     this.read(rows.length);
     const width = table.keys.length;
-    const byKey = new Map<string, { key: string[]; hash: string }>();
-    for (const row of rows) {
-      const key = texts(row.slice(0, width));
-      byKey.set(keyId(key), { key, hash: row[width] ?? '' });
-    }
+    const byKey = new Map<string, string>();
+    for (const row of rows) byKey.set(keyId(texts(row.slice(0, width))), row[width] ?? '');
     return byKey;
   }
 

@@ -121,6 +121,9 @@ describe('verify and repair through the API', { timeout: 240_000 }, () => {
         : undefined;
     }, 'the repair to end')) as Verification;
     expect(done.repair).toMatchObject({ status: 'completed', error: null });
+    const audited = (await api('GET', '/v1/audit-events?action=pipeline.repair')).body.events;
+    expect(audited[0]).toMatchObject({ action: 'pipeline.repair', target: 'pipeline:shop', status: 202, outcome: 'success' });
+    expect((await api('GET', '/v1/audit-events?action=pipeline.verify')).body.events.length).toBeGreaterThanOrEqual(2);
     const again = await ended(done.repair?.verification_id as string);
     expect(again.result).toBe('matched');
     await waitConverged(dbs.source, dbs.sink, 'orders');
