@@ -21,7 +21,7 @@ import {
   splitPointsSql,
   WHOLE_TABLE,
 } from './comparison-sql.js';
-import type { DifferenceKind, TableVerdict } from './verdict.js';
+import { type DifferenceKind, emptyVerdict, type TableVerdict } from './verdict.js';
 
 /** How a verification reads, and how much it keeps. */
 export interface VerifyLimits {
@@ -156,7 +156,7 @@ export class TableVerifier {
     const plan = planComparison(table, source, sink);
     if ('reason' in plan) {
       return {
-        verdict: { ...this.emptyVerdict(name), status: 'not_verified', reason: plan.reason },
+        verdict: { ...emptyVerdict(name), status: 'not_verified', reason: plan.reason },
         keys: [],
       };
     }
@@ -215,22 +215,6 @@ export class TableVerifier {
     await sinkSide;
     if (sinkFailure) throw sinkFailure.error;
     return differing;
-  }
-
-  private emptyVerdict(name: string): TableVerdict {
-    return {
-      table: name,
-      status: 'matched',
-      columns_not_verified: [],
-      source_rows: 0,
-      sink_rows: 0,
-      missing: 0,
-      extra: 0,
-      changed: 0,
-      unsettled: 0,
-      sample_keys: [],
-      rows_read: 0,
-    };
   }
 
   private async topRanges(plan: Plan): Promise<KeyRange[]> {
@@ -384,7 +368,7 @@ export class TableVerifier {
       ...unsettled.map((key) => ({ kind: 'unsettled' as const, key: keyObject(key) })),
     ].slice(0, limits.sampleKeys);
     const verdict: TableVerdict = {
-      ...this.emptyVerdict(name),
+      ...emptyVerdict(name),
       status: differences.length > 0 || this.truncated ? 'differs' : 'matched',
       columns_not_verified: plan.notVerified,
       source_rows: this.sourceRows,

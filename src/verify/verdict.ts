@@ -39,3 +39,20 @@ export function overallResult(tables: readonly TableVerdict[]): TableStatus {
   if (tables.some((t) => t.status === 'not_verified')) return 'not_verified';
   return 'matched';
 }
+
+/** A table's verdict before anything is found: matched, nothing counted. */
+export function emptyVerdict(table: string): TableVerdict {
+  return {
+    table,
+    status: 'matched',
+    columns_not_verified: [],
+    source_rows: 0,
+    sink_rows: 0,
+    missing: 0,
+    extra: 0,
+    changed: 0,
+    unsettled: 0,
+    sample_keys: [],
+    rows_read: 0,
+  };
+}

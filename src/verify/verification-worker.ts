@@ -10,7 +10,7 @@ import type { VerifiableRun } from '../runtime/replication-runner.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type VerificationRow, verificationsStore } from '../store/verifications-store.js';
 import { DEFAULT_VERIFY_LIMITS, TableVerifier, type VerifyLimits } from './table-verifier.js';
-import { DEFAULT_SOURCE_SHARE, overallResult, type TableVerdict } from './verdict.js';
+import { DEFAULT_SOURCE_SHARE, emptyVerdict, overallResult, type TableVerdict } from './verdict.js';
 
 /** A pipeline this process runs, as verifications see it. */
 export interface VerifiablePipeline {
@@ -340,17 +340,8 @@ class Cancelled extends Error {
 
 function notStreaming(table: string, status: string): TableVerdict {
   return {
-    table,
+    ...emptyVerdict(table),
     status: 'not_verified',
     reason: `the table is not streaming (${status}): it is compared once it is copied and streams`,
-    columns_not_verified: [],
-    source_rows: 0,
-    sink_rows: 0,
-    missing: 0,
-    extra: 0,
-    changed: 0,
-    unsettled: 0,
-    sample_keys: [],
-    rows_read: 0,
   };
 }

@@ -3,10 +3,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { TableSchema } from '../../src/core/change.js';
 import { postgresComparison } from '../../src/sinks/postgres/comparison.js';
 import { createPostgresSource } from '../../src/source/postgres/postgres-source.js';
-import { sourceComparison } from '../../src/source/postgres/source-comparison.js';
-import { DEFAULT_VERIFY_LIMITS, TableVerifier, type VerifyLimits } from '../../src/verify/table-verifier.js';
 import { createDatabase } from '../support/pg-cluster.js';
 import { sqlOn } from '../support/replication-fixture.js';
+import { verifyTable } from '../support/verify-fixture.js';
 
 const TABLES = `
   CREATE TABLE items (id bigint PRIMARY KEY, name text, price numeric(12,2), at timestamptz, flag boolean, code char(5), data bytea);
@@ -49,26 +48,12 @@ describe('comparing a table between a PostgreSQL source and sink', () => {
     await sqlOn(adminUrl, `DROP DATABASE IF EXISTS ${prefix}_dst WITH (FORCE)`);
   });
 
-  async function verify(table: string, limits: Partial<VerifyLimits> = {}) {
-    const srcSide = sourceComparison({ connectionString: source });
-    const sinkSide = postgresComparison({ connectionString: sink }, (t) => t);
-    const [sourceReader, sinkReader] = await Promise.all([srcSide.open(), sinkSide.open()]);
-    try {
-      return await new TableVerifier({
-        table: shapes.get(table) as TableSchema,
-        source: srcSide,
-        sourceReader,
-        sink: sinkSide,
-        sinkReader,
-        waitDurable: async () => {},
-        signal: new AbortController().signal,
-        limits: { ...DEFAULT_VERIFY_LIMITS, segmentRows: 1000, downloadRows: 100, ...limits },
-        onRowsRead: () => {},
-      }).run();
-    } finally {
-      await Promise.all([sourceReader.close(), sinkReader.close()]);
-    }
-  }
+  const verify = (table: string) =>
+    verifyTable(
+      source,
+      postgresComparison({ connectionString: sink }, (t) => t),
+      shapes.get(table) as TableSchema,
+    );
 
   it('finds equal tables equal, reading each side once', async () => {
     for (const t of ['items', 'words', 'pairs', 'things']) {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { VerificationView } from '../../src/verify/verification-view.js';
 import { seriesValue } from '../support/metrics-text.js';
 import {
   replicationService,
@@ -20,22 +21,7 @@ const SCHEMA = `
   INSERT INTO codes SELECT 'k' || i, 'label ' || i FROM generate_series(1, 500) i;
 `;
 
-interface Verification {
-  id: string;
-  status: string;
-  result: string | null;
-  tables: {
-    table: string;
-    status: string;
-    missing: number;
-    extra: number;
-    changed: number;
-    sample_keys: { kind: string; key: Record<string, string> }[];
-  }[];
-  repair: { status: string; verification_id: string | null; error: string | null } | null;
-  rows_read: number;
-  error: string | null;
-}
+type Verification = VerificationView;
 
 describe('verify and repair through the API', { timeout: 240_000 }, () => {
   const { adminUrl } = inject('pgClusters')[0] as { adminUrl: string };
@@ -122,8 +108,15 @@ describe('verify and repair through the API', { timeout: 240_000 }, () => {
     }, 'the repair to end')) as Verification;
     expect(done.repair).toMatchObject({ status: 'completed', error: null });
     const audited = (await api('GET', '/v1/audit-events?action=pipeline.repair')).body.events;
-    expect(audited[0]).toMatchObject({ action: 'pipeline.repair', target: 'pipeline:shop', status: 202, outcome: 'success' });
-    expect((await api('GET', '/v1/audit-events?action=pipeline.verify')).body.events.length).toBeGreaterThanOrEqual(2);
+    expect(audited[0]).toMatchObject({
+      action: 'pipeline.repair',
+      target: 'pipeline:shop',
+      status: 202,
+      outcome: 'success',
+    });
+    expect(
+      (await api('GET', '/v1/audit-events?action=pipeline.verify')).body.events.length,
+    ).toBeGreaterThanOrEqual(2);
     const again = await ended(done.repair?.verification_id as string);
     expect(again.result).toBe('matched');
     await waitConverged(dbs.source, dbs.sink, 'orders');

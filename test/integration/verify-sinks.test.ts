@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { acquireInstance, releaseInstance } from '../../src/sinks/duckdb/instances.js';
+import type { VerificationView } from '../../src/verify/verification-view.js';
 import { availableBinDirs, createDatabase } from '../support/pg-cluster.js';
 import { sqlOn, waitFor } from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
@@ -94,23 +95,7 @@ async function duckdbSink(dataDir: string, prefix: string): Promise<SinkUnderTes
   };
 }
 
-interface Verification {
-  id: string;
-  status: string;
-  result: string | null;
-  error: string | null;
-  tables: {
-    table: string;
-    status: string;
-    missing: number;
-    extra: number;
-    changed: number;
-    unsettled: number;
-    columns_not_verified: unknown[];
-    sample_keys: { kind: string; key: Record<string, string> }[];
-  }[];
-  repair: { status: string; verification_id: string | null; error: string | null } | null;
-}
+type Verification = VerificationView;
 
 /**
  * Verify and repair through the service, for every SQL sink: a correct pipeline verifies clean
