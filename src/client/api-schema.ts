@@ -2903,7 +2903,7 @@ export interface operations {
                     verify?: {
                         /** @description Verify the pipeline against its source this often (a duration: 6h, 90m, 1d; at least 1m), the first as soon as it streams, while it runs; left out: never on its own. See the README, Verify and repair */
                         interval?: string;
-                        /** @description The share of the source's time the scheduled verifications may take (0 < s <= 1, default 1: no rest) */
+                        /** @description The share of the source's time the scheduled verifications may take (0.01 to 1, default 1: no rest) */
                         source_share?: number;
                     };
                 };
@@ -3033,7 +3033,7 @@ export interface operations {
                     verify?: {
                         /** @description Verify the pipeline against its source this often (a duration: 6h, 90m, 1d; at least 1m), the first as soon as it streams, while it runs; left out: never on its own. See the README, Verify and repair */
                         interval?: string;
-                        /** @description The share of the source's time the scheduled verifications may take (0 < s <= 1, default 1: no rest) */
+                        /** @description The share of the source's time the scheduled verifications may take (0.01 to 1, default 1: no rest) */
                         source_share?: number;
                     };
                 };

@@ -39,7 +39,7 @@ export interface VerifyLimits {
   sampleKeys: number;
   /** Times a differing key is read again before it is called a difference or left unsettled. */
   recheckRounds: number;
-  /** Share of the source's time (of one session) the verification may take, 0 < share <= 1. */
+  /** Share of the source's time (of one session) the verification may take, 0.01 <= share <= 1. */
   sourceShare: number;
 }
 

@@ -80,10 +80,10 @@ const VerifyOptions = Type.Object(
     ),
     source_share: Type.Optional(
       Type.Number({
-        exclusiveMinimum: 0,
+        minimum: 0.01,
         maximum: 1,
         description:
-          "The share of the source's time the scheduled verifications may take (0 < s <= 1, default 1: no rest)",
+          "The share of the source's time the scheduled verifications may take (0.01 to 1, default 1: no rest)",
       }),
     ),
   },

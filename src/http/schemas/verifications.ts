@@ -10,7 +10,7 @@ export const VerifyBody = Type.Object(
     ),
     source_share: Type.Optional(
       Type.Number({
-        exclusiveMinimum: 0,
+        minimum: 0.01,
         maximum: 1,
         description:
           "The share of the source's time (of the one session it reads with) the verification may take: after a " +
