@@ -510,7 +510,7 @@ async function main(): Promise<void> {
   const sink = await startPgCluster('live-sink', binDir, ['track_commit_timestamp=on']);
   const service = await startTestService({
     ...testConfig(await createDatabase(sink.adminUrl, 'live_store')),
-    log: { level: 'warn' },
+    log: { level: 'warn', format: 'json' },
   });
   const results: Result[] = [];
   const drains: BacklogDrain[] = [];

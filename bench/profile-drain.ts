@@ -17,7 +17,7 @@ const { binDir } = availableBinDirs()[0]!;
 const source = await startPgCluster('profile-source', binDir);
 const sink = await startPgCluster('profile-sink', binDir);
 const store = await createDatabase(sink.adminUrl, 'replicator_store');
-const config = { ...testConfig(store), log: { level: 'warn' as const } };
+const config = { ...testConfig(store), log: { level: 'warn' as const, format: 'json' as const } };
 const service = await startTestService(config);
 try {
   const src = await createDatabase(source.adminUrl, 'src_ours');

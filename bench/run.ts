@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   log(`1-minute load average before the runs: ${machine.load.toFixed(2)}`);
 
   const store = await createDatabase(sink.adminUrl, 'replicator_store');
-  const config = { ...testConfig(store), log: { level: 'warn' as const } };
+  const config = { ...testConfig(store), log: { level: 'warn' as const, format: 'json' as const } };
   cleanups.push({
     what: 'service data dir',
     run: () => rmSync(config.dataDir, { recursive: true, force: true }),

@@ -325,7 +325,7 @@ async function main(): Promise<void> {
 
   const config = {
     ...testConfig(await createDatabase(storePg.adminUrl, 'replicator_store')),
-    log: { level: 'warn' as const },
+    log: { level: 'warn' as const, format: 'json' as const },
   };
   // The webhook sink's receiver is on loopback, which a webhook may reach only with this setting.
   config.connections.webhookAllowPrivate = true;

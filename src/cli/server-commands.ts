@@ -30,7 +30,7 @@ export async function runServerCommand(argv: string[], io: CliIo): Promise<void>
     return;
   }
   const config = loadConfig(cli);
-  const logger = createLogger(config.log.level);
+  const logger = createLogger(config.log.level, config.log.format);
 
   if (cli.command === 'migrate') {
     const location = await locateMetadataStore(config, logger);

@@ -41,7 +41,7 @@ export interface Config {
   };
   /** Limits and checks of the HTTP server (see http/connection-limits.ts and http/request-origin.ts). */
   http: HttpSettings;
-  log: { level: LogLevel };
+  log: { level: LogLevel; format: LogFormat };
   /** Retained WAL of a pipeline's slot above which the pipeline shows a warning. */
   slotWalWarningBytes: number;
   /** How long a worker's leases last without a heartbeat: the bound on a dead worker's pipelines waiting. */
@@ -73,6 +73,8 @@ export interface HttpSettings {
 
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** Thrown for any bad configuration value; the message is the one line printed before exiting. */
 export class ConfigError extends Error {
@@ -200,6 +202,13 @@ export const OPTIONS: readonly OptionSpec[] = [
     description: 'open /v1/live WebSockets per client address',
   },
   { key: 'log.level', flag: 'log-level', default: 'info', description: LOG_LEVELS.join(', ') },
+  {
+    key: 'log.format',
+    flag: 'log-format',
+    default: 'auto',
+    description:
+      'json (a JSON object a line), pretty (coloured lines for a person), or auto: pretty on a terminal, else json',
+  },
   {
     key: 'fleet.lease_ttl',
     flag: 'lease-ttl',
@@ -422,6 +431,9 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
       maxTokensPerUser: wholeNumber('auth.max_tokens_per_user', value('auth.max_tokens_per_user') as string),
     },
     http: parseHttp(value),
-    log: { level: oneOf('log.level', value('log.level') as string, LOG_LEVELS) },
+    log: {
+      level: oneOf('log.level', value('log.level') as string, LOG_LEVELS),
+      format: oneOf('log.format', value('log.format') as string, LOG_FORMATS),
+    },
   };
 }

@@ -5,7 +5,8 @@ import { RefusalThrottle, type RefusalThrottleOptions } from '../audit/refusal-t
 export const MAX_LOGGED_URL_CHARS = 512;
 
 /**
- * One log line per request, written when it is answered (Fastify's own two lines a request are
+ * One log line per request, written when it is answered: at debug for a read answered below 400,
+ * at info for a write or a refusal (Fastify's own two lines a request are
  * turned off in app.ts). A refused request of a caller who is nobody (anyone can send as many as
  * they like) is logged up to a rate per address and route, the rest counted into one line per
  * window: a flood of anonymous calls costs a bounded number of lines, whatever its rate.
@@ -37,7 +38,10 @@ export function installRequestLog(
       request.url.length > MAX_LOGGED_URL_CHARS
         ? `${request.url.slice(0, MAX_LOGGED_URL_CHARS)}…[truncated]`
         : request.url;
-    request.log.info(
+    // A read that succeeded is the dashboard's polling, most of the time: there for debugging only.
+    const read = request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS';
+    const level = read && status < 400 ? 'debug' : 'info';
+    request.log[level](
       {
         req: { method: request.method, url, remoteAddress: request.ip },
         res: { statusCode: status },

@@ -1,5 +1,5 @@
 import { type Logger, pino } from 'pino';
-import type { LogLevel } from '../config/options.js';
+import type { LogFormat, LogLevel } from '../config/options.js';
 
 /** Field names used across the service's logs, so they can be searched for consistently. */
 export const LOG_FIELDS = { component: 'component', pipeline: 'pipeline', connection: 'connection' } as const;
@@ -23,8 +23,29 @@ const REDACT_PATHS = [
   'res.headers["set-cookie"]',
 ];
 
-export function createLogger(level: LogLevel): Logger {
-  return pino({ level, redact: { paths: REDACT_PATHS, censor: '****' } });
+/**
+ * The service's logger. JSON, a line an entry, for machines; with `pretty` (or `auto` when stdout
+ * is a terminal) coloured lines for a person, through pino's own pretty transport (a worker
+ * thread). Secrets are censored before either.
+ */
+export function createLogger(
+  level: LogLevel,
+  format: LogFormat = 'json',
+  stdoutIsTty = process.stdout.isTTY === true,
+): Logger {
+  const options = { level, redact: { paths: REDACT_PATHS, censor: '****' } };
+  if (!prettyLogs(format, stdoutIsTty)) return pino(options);
+  return pino(
+    options,
+    pino.transport({
+      target: 'pino-pretty',
+      options: { colorize: stdoutIsTty, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
+    }),
+  );
 }
+
+/** Whether the logs are written for a person: asked for, or `auto` on a terminal. */
+export const prettyLogs = (format: LogFormat, stdoutIsTty: boolean): boolean =>
+  format === 'pretty' || (format === 'auto' && stdoutIsTty);
 
 export type { Logger };

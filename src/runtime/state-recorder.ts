@@ -76,6 +76,7 @@ export class StateRecorder {
     state: PipelineState,
     error: string | null,
   ): void {
+    this.logChange(handle, previous, state, error);
     handle.writes = handle.writes
       .then(() =>
         this.untilStored(handle, async () => {
@@ -122,6 +123,20 @@ export class StateRecorder {
         await new Promise((r) => setTimeout(r, STATE_RETRY_MS));
       }
     }
+  }
+
+  /** One line a state change, with the pipeline's name: a failure as a warning, with its error. */
+  private logChange(
+    handle: PipelineHandle,
+    from: PipelineState,
+    to: PipelineState,
+    error: string | null,
+  ): void {
+    if (from === to) return;
+    const fields = { pipeline: handle.name, from, to };
+    if (to === 'failed') this.logger.warn({ ...fields, error }, `pipeline ${handle.name} failed`);
+    else if (from === 'failed') this.logger.info(fields, `pipeline ${handle.name} is recovering: ${to}`);
+    else this.logger.info(fields, `pipeline ${handle.name}: ${from} -> ${to}`);
   }
 
   /** The service stops: writes still waiting for the store give up (the next start restores from it). */

@@ -17,7 +17,7 @@ function capturedLogger() {
       done();
     },
   });
-  return { logger: pino({ level: 'info' }, stream), lines };
+  return { logger: pino({ level: 'debug' }, stream), lines };
 }
 
 describe('the request log', () => {
@@ -37,6 +37,8 @@ describe('the request log', () => {
     // Written once the answer is sent, a moment after the caller has it.
     await waitFor(async () => logged('/v1/pipelines').length === 5, 'five lines');
     expect(lines.filter((l) => l.msg === 'incoming request')).toHaveLength(0);
+    // Reads that succeed are the dashboard's polling: at debug, out of an info log.
+    expect(logged('/v1/pipelines').map((l) => l.level)).toEqual([20, 20, 20, 20, 20]);
 
     for (let i = 0; i < 100; i++) expect((await get('/v1/pipelines/nobody-has-this')).status).toBe(404);
     // A request answered after the flood is logged: every earlier line is written by then.
@@ -44,6 +46,7 @@ describe('the request log', () => {
     await waitFor(async () => logged('/v1/health').length === 1, 'the line after the flood');
     const refused = logged('/v1/pipelines/nobody-has-this');
     expect(refused.length).toBe(30);
+    expect(new Set(refused.map((l) => l.level))).toEqual(new Set([30]));
   });
 
   it('cuts a long request target', async () => {

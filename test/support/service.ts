@@ -42,7 +42,10 @@ export function testConfig(databaseUrl: string | undefined, dataDir?: string): C
       liveSocketsPerUser: 20,
       liveSocketsPerAddress: 20,
     },
-    log: { level: (process.env.TEST_LOG_LEVEL as Config['log']['level'] | undefined) ?? 'silent' },
+    log: {
+      level: (process.env.TEST_LOG_LEVEL as Config['log']['level'] | undefined) ?? 'silent',
+      format: 'json',
+    },
     slotWalWarningBytes: 10 * 1024 ** 3,
     leaseTtlMs: 3_000,
     connections: { ...NO_LOCAL_ACCESS, dataDir: resolve(dir) },

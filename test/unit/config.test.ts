@@ -42,7 +42,7 @@ describe('configuration', () => {
         liveSocketsPerUser: 20,
         liveSocketsPerAddress: 20,
       },
-      log: { level: 'info' },
+      log: { level: 'info', format: 'auto' },
       slotWalWarningBytes: 10 * 1024 ** 3,
       leaseTtlMs: 15_000,
       connections: {
