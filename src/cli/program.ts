@@ -69,9 +69,33 @@ export function buildProgram(io: CliIo): Command {
   return program;
 }
 
-/** With no command, or only flags, the command is `serve`, as before there were others. */
-export function withDefaultCommand(argv: readonly string[]): string[] {
+/** Flags that say where the service is and as whom: a client command takes them before its name too. */
+const TARGET_FLAGS = ['--url', '--token', '--token-file', '--request-timeout', '--project'];
+
+/**
+ * With no command, or only flags, the command is `serve`, as before there were others. Flags that
+ * say where the service is, given before a client command (`replicator --url X get pipelines`), are
+ * moved after it, where that command reads them.
+ */
+export function withDefaultCommand(
+  argv: readonly string[],
+  clientCommands: ReadonlySet<string> = new Set(),
+): string[] {
   const first = argv[0];
   const programFlag = first === '-h' || first === '--help' || first === '-V' || first === '--version';
+  const leading: string[] = [];
+  let i = 0;
+  while (i < argv.length) {
+    const arg = argv[i] as string;
+    const flag = TARGET_FLAGS.find((f) => arg === f || arg.startsWith(`${f}=`));
+    if (!flag) break;
+    const takesNext = arg === flag && i + 1 < argv.length;
+    leading.push(...argv.slice(i, i + (takesNext ? 2 : 1)));
+    i += takesNext ? 2 : 1;
+  }
+  const command = argv[i];
+  if (leading.length > 0 && command !== undefined && clientCommands.has(command)) {
+    return [command, ...argv.slice(i + 1), ...leading];
+  }
   return first === undefined || (first.startsWith('-') && !programFlag) ? ['serve', ...argv] : [...argv];
 }
