@@ -13,6 +13,7 @@ import {
   sqlOn,
   startConvergedPipeline,
   waitConverged,
+  waitFor,
 } from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
@@ -183,6 +184,13 @@ describe('the CLI against a running service', () => {
       stdout: 'pipeline orders: stopped\n',
     });
     expect((await cli('pause', 'orders', '--wait')).code).toBe(1);
+    // Until the copy is done and the pipeline streams: here at once, every table copied before.
+    const streaming = await cli('start', 'orders', '--wait', '--until', 'streaming');
+    expect(streaming.code, streaming.stderr).toBe(0);
+    expect(streaming.stdout.trimEnd().split('\n').at(-1)).toBe(
+      'pipeline orders: running, 1 of 1 tables copied',
+    );
+    expect((await cli('stop', 'orders', '--wait')).code).toBe(0);
   });
 
   it('exports a document that apply takes back unchanged, and a change to it shows in the plan', async () => {
@@ -320,6 +328,62 @@ describe('the CLI verifies a pipeline and repairs its sink', { timeout: 180_000 
     expect(run.code).toBe(6);
     expect(run.stdout).toContain('public.items: keys: missing id=7');
     expect(run.stderr).toMatch(/the sink differs from the source/);
+  });
+});
+
+describe('the CLI reviews a schema change, lists runs and deletes a pipeline', { timeout: 180_000 }, () => {
+  let service: TestService;
+  let dbs: { source: string; sink: string; store: string };
+  // The flags that reach the service, before the command as well.
+  const cli = (...args: string[]) => runInProcess(['--url', service.url, ...args], {});
+
+  beforeAll(async () => {
+    ({ service, dbs } = await replicationService(
+      cluster?.adminUrl as string,
+      'cli_day_two',
+      'CREATE TABLE items (id int PRIMARY KEY, v text); INSERT INTO items SELECT g, g::text FROM generate_series(1, 50) g;',
+    ));
+    await startConvergedPipeline(service, dbs, 'items', ['public.items']);
+  });
+  afterAll(() => service?.stop());
+
+  it('approve shows the pending change and its DDL, then decides it; the pipeline resumes', async () => {
+    await sqlOn(
+      dbs.source,
+      "ALTER TABLE items ADD COLUMN note text; INSERT INTO items VALUES (51, '51', 'n')",
+    );
+    await waitFor(
+      async () =>
+        (await service.request('GET', '/v1/pipelines/items')).body.state === 'pending_schema_approval',
+      'the review',
+    );
+    const run = await cli('approve', 'items');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^schema change of public\.items \(proposal [0-9a-f-]{36}, since .+\):$/m);
+    expect(run.stdout).toMatch(/^ {2}add_column .*"note"/m);
+    expect(run.stdout).toMatch(/^ {2}ALTER TABLE .*ADD COLUMN .*note/m);
+    expect(run.stdout).toMatch(/^pipeline items: approved the change of public\.items$/m);
+    await waitConverged(dbs.source, dbs.sink, 'items');
+    const none = await cli('reject', 'items');
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/NOT_FOUND|no schema change|does not exist/i);
+  });
+
+  it('runs lists the runs newest first; delete deletes the pipeline and its slot', async () => {
+    const runs = await cli('runs', 'items');
+    expect(runs.code, runs.stderr).toBe(0);
+    expect(runs.stdout.split('\n')[0]).toMatch(/^STARTED\s+DURATION\s+EVENTS\s+OUTCOME\s+ERROR$/);
+    expect(runs.stdout.split('\n')[1]).toMatch(/\srunning\s*$/);
+    const deleted = await cli('delete', 'items');
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(deleted.stdout).toBe('pipeline items: deleted\n');
+    expect((await service.request('GET', '/v1/pipelines/items')).status).toBe(404);
+    expect(
+      await sqlOn(
+        dbs.source,
+        'SELECT slot_name FROM pg_replication_slots WHERE database = current_database()',
+      ),
+    ).toEqual([]);
   });
 });
 

@@ -4,6 +4,7 @@ import { type ApiClient, ApiError, ok } from '../../client/api-client.js';
 import { clientCommand, clientFor } from '../client-command.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import type { CliIo } from '../io.js';
+import { waitForCopy } from '../wait-for-copy.js';
 
 /** The state each action leads to, which `--wait` waits for. */
 const TARGET: Record<PipelineAction, string> = {
@@ -17,10 +18,21 @@ const POLL_MS = 500;
 
 export function registerLifecycle(program: Command, io: CliIo): void {
   for (const action of PIPELINE_ACTIONS) {
-    clientCommand(program, `${action} <name>`, `${action} a pipeline`)
+    const command = clientCommand(program, `${action} <name>`, `${action} a pipeline`)
       .option('--wait', `wait until the pipeline is ${TARGET[action]} (done at once if it already is)`)
-      .addOption(new Option('--timeout <seconds>', 'with --wait: give up after this long').default('300'))
-      .action(async (name: string, flags: { wait?: boolean; timeout: string }, command: Command) => {
+      .addOption(new Option('--timeout <seconds>', 'with --wait: give up after this long').default('300'));
+    if (action === 'start') {
+      command.addOption(
+        new Option(
+          '--until <phase>',
+          'with --wait: running (the default), or streaming: every table copied and the pipeline streaming',
+        )
+          .choices(['running', 'streaming'])
+          .default('running'),
+      );
+    }
+    command.action(
+      async (name: string, flags: { wait?: boolean; timeout: string; until?: string }, command: Command) => {
         const timeoutSeconds = Number(flags.timeout);
         if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) {
           throw new CliError(`--timeout: must be a number of seconds (got "${flags.timeout}")`, EXIT.usage);
@@ -40,7 +52,10 @@ export function registerLifecycle(program: Command, io: CliIo): void {
         if (flags.wait && pipeline.state !== TARGET[action]) {
           await waitForState(api, name, TARGET[action], timeoutSeconds * 1000, io);
         }
-      });
+        if (flags.wait && flags.until === 'streaming')
+          await waitForCopy(api, name, timeoutSeconds * 1000, io);
+      },
+    );
   }
 }
 
