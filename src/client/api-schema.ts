@@ -424,6 +424,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/pipelines/{name}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The pipeline's figures over time, oldest first: a point every 10 s an instance ran it, in every state (the peak lag and the mean throughput of those seconds), kept 48 h; what the charts start from */
+        get: operations["getPipelineHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/pipelines/{name}/metrics": {
         parameters: {
             query?: never;
@@ -3211,6 +3228,70 @@ export interface operations {
             };
             /** @description Error */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    getPipelineHistory: {
+        parameters: {
+            query?: {
+                /** @description How far back: a duration up to 48h (15m, 1h, 24h); default 1h */
+                window?: string;
+            };
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Oldest first; a gap is a time no instance ran the pipeline */
+                        points: {
+                            /** @description ISO 8601 UTC timestamp */
+                            at: string;
+                            /** @description Mean of the seconds of the point */
+                            events_per_second: number;
+                            /** @description Largest lag in bytes; null when not measured */
+                            lag_bytes: number | null;
+                            /** @description Largest lag of the seconds of the point */
+                            lag_ms: number;
+                            /** @description `idle`, `snapshot` or `streaming` */
+                            phase: string;
+                            /** @description Sink batches that failed in those seconds */
+                            sink_errors: number;
+                            /** @description The pipeline state at the end of the point */
+                            state: string;
+                        }[];
+                        /** @description Seconds each point covers (10) */
+                        resolution_seconds: number;
+                    };
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -2,6 +2,8 @@ import type { DatabasePool } from 'slonik';
 import type { Phase, PipelineAction, PipelineState } from '../../machines/pipeline.js';
 import type { RequestContext } from '../context.js';
 import { badRequest } from '../errors/app-error.js';
+import { HISTORY_RESOLUTION_S } from '../runtime/figure-history.js';
+import { pipelineHistoryStore } from '../store/pipeline-history-store.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { runsStore } from '../store/runs-store.js';
 import { snapshotPartitionsStore } from '../store/snapshot-partitions-store.js';
@@ -75,6 +77,13 @@ export class PipelineStatusService {
       events_total: row.events_total + unsaved.events,
       sink_errors_total: row.sink_errors_total + unsaved.sinkErrors,
     };
+  }
+
+  /** The pipeline's figures over the last `windowMs`, oldest first, a point every 10 s it ran. */
+  async history(ctx: RequestContext, name: string, windowMs: number) {
+    const row = await requirePipeline(this.pool, ctx, name);
+    const points = await pipelineHistoryStore.since(this.pool, row.id, new Date(Date.now() - windowMs));
+    return { resolution_seconds: HISTORY_RESOLUTION_S, points: [...points] };
   }
 
   async progress(ctx: RequestContext, name: string) {

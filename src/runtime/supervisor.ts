@@ -9,6 +9,7 @@ import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import type { OrphanedSlot, PipelineLifecycle } from '../pipelines/pipelines-service.js';
 import type { PipelineRow } from '../store/pipelines-store.js';
 import { ActionRelay } from './action-relay.js';
+import { FigureHistory } from './figure-history.js';
 import { FleetFigures } from './fleet-figures.js';
 import { PipelineActors, type ResumeAs } from './pipeline-actors.js';
 import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
@@ -39,6 +40,7 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
   private readonly requests: PipelineRequests;
   private readonly probe: SourceProbe;
   private readonly figures: FleetFigures;
+  private readonly history: FigureHistory;
   private timer: NodeJS.Timeout | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
 
@@ -54,6 +56,7 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
   ) {
     this.recorder = new StateRecorder(pool, logger, fleet.workerId, this.handles);
     this.figures = new FleetFigures(pool, this.handles, logger);
+    this.history = new FigureHistory(pool, this.handles, logger);
     this.publisher = new StatsPublisher(hub, this.handles, this.figures);
     this.actors = new PipelineActors(
       pool,
@@ -98,6 +101,7 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
       void this.recorder.recordProgress();
       void this.figures.sync();
       this.publisher.publish();
+      this.history.sample();
     }, PERSIST_INTERVAL_MS);
     this.timer.unref();
     this.probeTimer = setInterval(() => void this.probe.tick(), SOURCE_PROBE_INTERVAL_MS);

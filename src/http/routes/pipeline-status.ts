@@ -1,11 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { parseDuration } from '../../config/duration.js';
 import { badRequest } from '../../errors/app-error.js';
 import type { PipelineStatusService } from '../../pipelines/pipeline-status-service.js';
+import { HISTORY_KEEP_MS } from '../../runtime/figure-history.js';
 import { errorResponses, NameParams, ref } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 import {
   BackfillAccepted,
   BackfillBody,
+  HistoryQuery,
+  PipelineHistory,
   PipelineMetrics,
   ResyncAccepted,
   RunHistory,
@@ -125,6 +129,31 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
       const limit = request.query.limit === undefined ? 20 : Number(request.query.limit);
       if (limit < 1 || limit > 100) throw badRequest('limit', 'must be from 1 to 100');
       return status.runs(request.ctx, request.params.name, limit, request.query.cursor);
+    },
+  );
+
+  app.get(
+    '/pipelines/:name/history',
+    {
+      config: { permission: 'read' },
+      schema: {
+        operationId: 'getPipelineHistory',
+        tags,
+        summary:
+          "The pipeline's figures over time, oldest first: a point every 10 s an instance ran it, in every state " +
+          '(the peak lag and the mean throughput of those seconds), kept 48 h; what the charts start from',
+        params: NameParams,
+        querystring: HistoryQuery,
+        response: { 200: PipelineHistory, ...errorResponses(400, 404) },
+      },
+    },
+    (request) => {
+      const text = request.query.window ?? '1h';
+      const windowMs = parseDuration(text);
+      if (windowMs === undefined || windowMs > HISTORY_KEEP_MS) {
+        throw badRequest('window', 'must be a duration up to 48h, such as 15m, 1h or 24h');
+      }
+      return status.history(request.ctx, request.params.name, windowMs);
     },
   );
 };

@@ -148,3 +148,30 @@ export const RunHistory = Type.Object({
     description: 'Pass as `cursor` for the next page',
   }),
 });
+
+export const HistoryQuery = Type.Object(
+  {
+    window: Type.Optional(
+      Type.String({ description: 'How far back: a duration up to 48h (15m, 1h, 24h); default 1h' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const PipelineHistory = Type.Object({
+  resolution_seconds: Type.Integer({ description: 'Seconds each point covers (10)' }),
+  points: Type.Array(
+    Type.Object({
+      at: Timestamp,
+      state: Type.String({ description: 'The pipeline state at the end of the point' }),
+      phase: Type.String({ description: '`idle`, `snapshot` or `streaming`' }),
+      events_per_second: Type.Number({ description: 'Mean of the seconds of the point' }),
+      lag_ms: Type.Integer({ description: 'Largest lag of the seconds of the point' }),
+      lag_bytes: Type.Union([Type.Integer(), Type.Null()], {
+        description: 'Largest lag in bytes; null when not measured',
+      }),
+      sink_errors: Type.Integer({ description: 'Sink batches that failed in those seconds' }),
+    }),
+    { description: 'Oldest first; a gap is a time no instance ran the pipeline' },
+  ),
+});

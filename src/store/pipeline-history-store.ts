@@ -1,0 +1,65 @@
+import { type CommonQueryMethods, sql } from 'slonik';
+import { z } from 'zod';
+
+const HistoryRow = z.object({
+  at: z.string(),
+  state: z.string(),
+  phase: z.string(),
+  events_per_second: z.coerce.number(),
+  lag_ms: z.coerce.number(),
+  lag_bytes: z.coerce.number().nullable(),
+  sink_errors: z.coerce.number(),
+});
+export type HistoryRow = z.infer<typeof HistoryRow>;
+
+/** One point of a pipeline's history: its figures over the seconds before `at`. */
+export interface HistoryPoint {
+  pipelineId: string;
+  state: string;
+  phase: string;
+  /** The mean of those seconds. */
+  eventsPerSecond: number;
+  /** The largest of those seconds. */
+  lagMs: number;
+  lagBytes: number | null;
+  /** Sink batches that failed in those seconds. */
+  sinkErrors: number;
+}
+
+/** Pipelines' figures over time (see migration 0022). */
+export const pipelineHistoryStore = {
+  record: (db: CommonQueryMethods, points: readonly HistoryPoint[]) =>
+    points.length === 0
+      ? Promise.resolve()
+      : db.query(sql.unsafe`INSERT INTO pipeline_history
+            (pipeline_id, at, state, phase, events_per_second, lag_ms, lag_bytes, sink_errors)
+          SELECT * FROM ${sql.unnest(
+            points.map((p) => [
+              p.pipelineId,
+              new Date().toISOString(),
+              p.state,
+              p.phase,
+              p.eventsPerSecond,
+              Math.round(p.lagMs),
+              p.lagBytes,
+              p.sinkErrors,
+            ]),
+            ['uuid', 'timestamptz', 'text', 'text', 'float8', 'int8', 'int8', 'int8'],
+          )}
+          ON CONFLICT DO NOTHING`),
+
+  /** The points of a pipeline since `since`, oldest first. */
+  since: (db: CommonQueryMethods, pipelineId: string, since: Date) =>
+    db.any(sql.type(
+      HistoryRow,
+    )`SELECT to_json(at) #>> '{}' AS at, state, phase, events_per_second, lag_ms, lag_bytes,
+        sink_errors
+      FROM pipeline_history WHERE pipeline_id = ${pipelineId} AND at >= ${since.toISOString()}
+      ORDER BY at`),
+
+  /** Forgets points older than `keepMs`. */
+  prune: (db: CommonQueryMethods, keepMs: number) =>
+    db.query(
+      sql.unsafe`DELETE FROM pipeline_history WHERE at < now() - make_interval(secs => ${keepMs / 1000})`,
+    ),
+};
