@@ -1,8 +1,18 @@
-import type { ConnectionInput, ConnectionsService } from '../connections/connections-service.js';
+import type {
+  ConnectionInput,
+  ConnectionsService,
+  ResolvedConnection,
+} from '../connections/connections-service.js';
 import type { RequestContext } from '../context.js';
+import { TableNotReplicableError } from '../core/source-errors.js';
 import { AppError } from '../errors/app-error.js';
-import type { PipelineDefinitionInput, PipelinesService } from '../pipelines/pipelines-service.js';
+import type {
+  ConnectionResolver,
+  PipelineDefinitionInput,
+  PipelinesService,
+} from '../pipelines/pipelines-service.js';
 import { sharedTarget } from '../pipelines/shared-targets.js';
+import { parseTableName } from '../pipelines/table-name.js';
 
 export type ConnectionElement = ConnectionInput & { name: string };
 export type PipelineElement = PipelineDefinitionInput & { name: string };
@@ -46,6 +56,26 @@ function problemAt(prefix: string, error: unknown): Problem {
   return { path: field ? `${prefix}.${field}` : prefix, message };
 }
 
+/**
+ * A refusal of the live checks at its path; a refusal of tables is one problem per table, at its
+ * index in `source.tables`.
+ */
+function liveProblemsAt(prefix: string, p: PipelineElement, error: unknown): Problem[] {
+  const cause = error instanceof Error ? error.cause : undefined;
+  if (!(cause instanceof TableNotReplicableError)) return [problemAt(prefix, error)];
+  const refs = p.source.tables.map((t) => parseTableName(t));
+  return cause.problems.map((problem) => {
+    const index = refs.findIndex((r) => r?.schema === problem.schema && r?.table === problem.table);
+    return {
+      path: index < 0 ? `${prefix}.source.tables` : `${prefix}.source.tables[${index}]`,
+      message: `${problem.schema}.${problem.table} ${problem.message}`,
+    };
+  });
+}
+
+const unreachableNote = (connection: string) =>
+  `source connection '${connection}' could not be reached: its tables, keys and privileges are checked when the pipeline starts`;
+
 function duplicates(kind: string, names: string[]): Problem[] {
   const seen = new Map<string, number>();
   const problems: Problem[] = [];
@@ -61,8 +91,9 @@ function duplicates(kind: string, names: string[]): Problem[] {
 /**
  * Brings a project to what a document declares: creates what is missing and updates what differs,
  * connections before pipelines, and with `prune` deletes what the document does not name. The whole
- * document is checked before anything is written: any problem is a 422 listing every problem with
- * its path, and nothing changes. A running pipeline whose definition changes reloads it.
+ * document is checked before anything is written, the checks that reach the servers included (on a
+ * dry run too): any problem is a 422 listing every problem with its path, and nothing changes. A
+ * running pipeline whose definition changes reloads it.
  */
 export class ApplyService {
   constructor(
@@ -74,8 +105,12 @@ export class ApplyService {
     const storedConnections = await this.connections.list(ctx);
     const storedPipelines = await this.pipelines.list(ctx);
     const problems = [...shapeProblems];
-    if (shapeProblems.length === 0)
-      problems.push(...(await this.check(ctx, doc, storedConnections, options.prune)));
+    const unreachable = new Map<number, string>();
+    if (shapeProblems.length === 0) {
+      const { problems: found, valid } = await this.check(ctx, doc, storedConnections, options.prune);
+      problems.push(...found);
+      problems.push(...(await this.checkLive(ctx, doc, valid, storedPipelines, unreachable)));
+    }
     if (problems.length > 0) {
       throw new AppError(
         'VALIDATION_FAILED',
@@ -111,7 +146,11 @@ export class ApplyService {
       }),
     );
     const pipelinePlan = await Promise.all(
-      doc.pipelines.map(async (p) => entry(p.name, await this.pipelines.changes(ctx, p.name, p))),
+      doc.pipelines.map(async (p, i) => {
+        const e = entry(p.name, await this.pipelines.changes(ctx, p.name, p));
+        const source = unreachable.get(i);
+        return source === undefined ? e : { ...e, notes: [unreachableNote(source)] };
+      }),
     );
     const plan = {
       dry_run: options.dryRun,
@@ -136,13 +175,16 @@ export class ApplyService {
     return plan;
   }
 
-  /** Every problem of the document's values, without writing or reaching a source. */
+  /**
+   * Every problem of the document's values, without writing or reaching a source; `valid` are the
+   * indexes of the pipelines without one.
+   */
   private async check(
     ctx: RequestContext,
     doc: ApplyDocument,
     stored: readonly { name: string; type: string; dsn: string }[],
     prune: boolean,
-  ): Promise<Problem[]> {
+  ): Promise<{ problems: Problem[]; valid: number[] }> {
     const problems = [
       ...duplicates(
         'connections',
@@ -174,6 +216,58 @@ export class ApplyService {
       }
     }
     problems.push(...(await this.sharedTargets(ctx, doc, stored, prune, valid)));
+    return { problems, valid };
+  }
+
+  /**
+   * The checks `create` and `replace` run against the servers, for each pipeline the document
+   * creates or changes, with the connections as the document leaves them: the source ready, its
+   * tables there and keyed, the privileges, the sink's preflight. One pipeline after the other,
+   * each over one source connection. A source that cannot be reached is not a problem (the start
+   * checks it again): its pipelines' indexes go into `unreachable`, with the connection's name,
+   * and the other pipelines on it are not tried again.
+   */
+  private async checkLive(
+    ctx: RequestContext,
+    doc: ApplyDocument,
+    valid: readonly number[],
+    storedPipelines: readonly { name: string }[],
+    unreachable: Map<number, string>,
+  ): Promise<Problem[]> {
+    const stored = new Set(storedPipelines.map((p) => p.name));
+    // The document's connections as they will be written; a broken one is a problem of its own.
+    const resolved = new Map<string, Promise<ResolvedConnection>>();
+    for (const c of doc.connections) {
+      const resolving = this.connections.resolveInput(ctx, c.name, c);
+      resolving.catch(() => {});
+      resolved.set(c.name, resolving);
+    }
+    const resolve: ConnectionResolver = (_projectId, name) =>
+      resolved.get(name) ?? this.connections.resolve(ctx, name);
+    const broken = async (name: string) =>
+      (await resolved.get(name)?.then(
+        () => false,
+        () => true,
+      )) ?? false;
+    const unreachableSources = new Set<string>();
+    const problems: Problem[] = [];
+    for (const i of valid) {
+      const p = doc.pipelines[i] as PipelineElement;
+      if ((await broken(p.source.connection)) || (await broken(p.sink.connection))) continue;
+      if (stored.has(p.name) && (await this.pipelines.changes(ctx, p.name, p))?.length === 0) continue;
+      if (unreachableSources.has(p.source.connection)) {
+        unreachable.set(i, p.source.connection);
+        continue;
+      }
+      try {
+        if ((await this.pipelines.checkLive(ctx, p.name, p, resolve)) === 'unreachable') {
+          unreachableSources.add(p.source.connection);
+          unreachable.set(i, p.source.connection);
+        }
+      } catch (error) {
+        problems.push(...liveProblemsAt(`pipelines[${i}]`, p, error));
+      }
+    }
     return problems;
   }
 

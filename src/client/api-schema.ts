@@ -47,7 +47,7 @@ export interface paths {
         put?: never;
         /**
          * Create what is missing and update what differs (connections, then pipelines); with prune, delete what the document does not name
-         * @description The whole document is checked before anything is written: a 422 lists every problem with its path (details.problems) and nothing changes. Running pipelines whose definition changes reload it. The checks that reach a source (wal_level, keys) run as each pipeline is written.
+         * @description The whole document is checked before anything is written: a 422 lists every problem with its path (details.problems) and nothing changes. The checks that reach the servers (wal_level, tables and their keys, privileges, sink preflight) run for every pipeline the document creates or changes, on a dry run too; a source that cannot be reached is not a problem, and the plan notes it. Running pipelines whose definition changes reload it.
          */
         post: operations["applyDocument"];
         delete?: never;
@@ -1557,7 +1557,7 @@ export interface operations {
                             /** @description for updated: the fields that differ */
                             changes?: string[];
                             name: string;
-                            /** @description what the plan tells without comparing: a secret given in clear is never compared with the stored one and always counts as a change ('password supplied: will be replaced') */
+                            /** @description what the plan tells without comparing: a secret given in clear is never compared with the stored one and always counts as a change ('password supplied: will be replaced'); a pipeline whose source could not be reached, so its tables were not checked */
                             notes?: string[];
                             result: "created" | "updated" | "unchanged" | "deleted";
                         }[];
@@ -1566,7 +1566,7 @@ export interface operations {
                             /** @description for updated: the fields that differ */
                             changes?: string[];
                             name: string;
-                            /** @description what the plan tells without comparing: a secret given in clear is never compared with the stored one and always counts as a change ('password supplied: will be replaced') */
+                            /** @description what the plan tells without comparing: a secret given in clear is never compared with the stored one and always counts as a change ('password supplied: will be replaced'); a pipeline whose source could not be reached, so its tables were not checked */
                             notes?: string[];
                             result: "created" | "updated" | "unchanged" | "deleted";
                         }[];

@@ -189,6 +189,22 @@ export class ConnectionsService {
   }
 
   /**
+   * What `resolve` would give once `input` is written as connection `name`, writing nothing: a
+   * masked secret stands for the stored one, as `replace` keeps it. A 422 as `check` would give.
+   */
+  async resolveInput(ctx: RequestContext, name: string, input: ConnectionInput): Promise<ResolvedConnection> {
+    const { type, dsn, secrets: incoming } = this.checkInput(ctx, input);
+    const current = await connectionsStore.find(this.pool, ctx.projectId, name);
+    let secrets = incoming;
+    if (current) {
+      const stored = openSecrets(current, this.secrets);
+      secrets = keepMaskedSecrets(incoming, stored, whySecretsNotKept(type, dsn, incoming, current, stored));
+    } else refuseMasks(incoming);
+    checkSecrets(type, dsn, secrets);
+    return { type: input.type, settings: await type.settings(dsn.publicDsn, secrets, this.policyFor(ctx)) };
+  }
+
+  /**
    * Checks a connection as `create` or `replace` would, writing nothing: a 422 naming the field.
    * `exists` says whether it would replace a stored one (where a masked secret means "keep").
    */

@@ -6,6 +6,7 @@ import {
 } from 'slonik';
 import { parseDuration } from '../config/duration.js';
 import { findConnectionType } from '../connections/connection-types.js';
+import type { ResolvedConnection } from '../connections/connections-service.js';
 import type { RequestContext } from '../context.js';
 import type { TableRef } from '../core/change.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
@@ -49,15 +50,25 @@ export interface PipelineLifecycle {
   /**
    * Refuses (422) a source that is reachable but cannot serve these tables, or a sink that is the
    * source's own tables. For an existing pipeline (`pipelineId`), a table it shows dropped is not refused.
+   * `resolveConnection` finds the connections instead of the store (those of a document not yet
+   * written). `unreachable` when the source could not be reached, and so was not judged.
    */
-  checkDefinition(projectId: string, definition: PipelineDefinitionWrite, pipelineId?: string): Promise<void>;
+  checkDefinition(
+    projectId: string,
+    definition: PipelineDefinitionWrite,
+    pipelineId?: string,
+    resolveConnection?: ConnectionResolver,
+  ): Promise<'checked' | 'unreachable'>;
 }
+
+/** A connection of a project by name, as the data plane connects with it. */
+export type ConnectionResolver = (projectId: string, name: string) => Promise<ResolvedConnection>;
 
 const idle: PipelineLifecycle = {
   stats: () => IDLE_STATS,
   definitionChanged: () => {},
   beforeDelete: async () => undefined,
-  checkDefinition: async () => {},
+  checkDefinition: async () => 'checked',
 };
 
 export class PipelinesService {
@@ -135,6 +146,21 @@ export class PipelinesService {
    */
   async checkAgainst(input: PipelineDefinitionInput, typeOf: ConnectionTypeOf): Promise<void> {
     await checkReferences(toWrite(input), typeOf);
+  }
+
+  /**
+   * The checks `create` or `replace` run against the servers (source ready, tables and their keys,
+   * privileges, sink preflight), writing nothing, with the connections `resolveConnection` gives.
+   * A 422 on the field; `unreachable` when the source could not be reached (not a refusal).
+   */
+  async checkLive(
+    ctx: RequestContext,
+    name: string,
+    input: PipelineDefinitionInput,
+    resolveConnection: ConnectionResolver,
+  ): Promise<'checked' | 'unreachable'> {
+    const existing = await pipelinesStore.find(this.pool, ctx.projectId, name);
+    return this.lifecycle.checkDefinition(ctx.projectId, toWrite(input), existing?.id, resolveConnection);
   }
 
   /** The project's pipelines as far as the tables they write go. */

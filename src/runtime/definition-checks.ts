@@ -5,7 +5,7 @@ import {
   SourceNotReadyError,
   TableNotReplicableError,
 } from '../core/source-errors.js';
-import { validationFailed } from '../errors/app-error.js';
+import { AppError, validationFailed } from '../errors/app-error.js';
 import { parseTableName } from '../pipelines/table-name.js';
 import type { PipelineTableRow } from '../store/pipeline-tables-store.js';
 import type { PipelineDefinitionWrite } from '../store/pipelines-store.js';
@@ -20,6 +20,9 @@ export type DefinitionToCheck = Pick<
   'sourceConnection' | 'sourceTables' | 'sourcePublication' | 'sinkConnection' | 'sinkProperties'
 >;
 
+/** What a check could judge: `unreachable` when the source could not be reached, so nothing was checked. */
+export type DefinitionCheckOutcome = 'checked' | 'unreachable';
+
 /** How long a check waits for a server before it counts as unreachable. */
 export const PREFLIGHT_CONNECT_TIMEOUT_MS = 3_000;
 
@@ -30,7 +33,8 @@ export const PREFLIGHT_CONNECT_TIMEOUT_MS = 3_000;
  * judged (it is checked again at start); any other problem is a 422 naming the connection and
  * what to do. `rows` are the pipeline's tables as stored (none for a new pipeline): a table shown
  * dropped, or copied before and missing now, is left out rather than refused. `pipelineId` for a
- * pipeline that exists, whose own publication may exist already.
+ * pipeline that exists, whose own publication may exist already. A refusal of tables keeps the
+ * TableNotReplicableError as its `cause`, which names each table.
  */
 export async function checkDefinition(
   endpoints: PipelineEndpoints,
@@ -38,7 +42,7 @@ export async function checkDefinition(
   d: DefinitionToCheck,
   rows: readonly PipelineTableRow[] = [],
   pipelineId?: string,
-): Promise<void> {
+): Promise<DefinitionCheckOutcome> {
   const connection = d.sourceConnection;
   const resolved = await endpoints.connection(projectId, connection, 'source.connection');
   const sink = await endpoints.connection(projectId, d.sinkConnection, 'sink.connection');
@@ -54,7 +58,7 @@ export async function checkDefinition(
     await source.connect({ timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS });
   } catch (error) {
     await source.close();
-    if (isUnreachable(error)) return;
+    if (isUnreachable(error)) return 'unreachable';
     if (isRefusal(error)) {
       throw validationFailed('source.connection', new SideRefusalError('source', connection, error).message);
     }
@@ -89,11 +93,19 @@ export async function checkDefinition(
     if (error instanceof SourceNotReadyError) {
       throw validationFailed('source.connection', error.forConnection(connection).message);
     }
-    if (error instanceof TableNotReplicableError) throw validationFailed('source.tables', error.message);
+    if (error instanceof TableNotReplicableError) {
+      throw new AppError(
+        'VALIDATION_FAILED',
+        `source.tables: ${error.message}`,
+        { field: 'source.tables' },
+        { cause: error },
+      );
+    }
     throw error;
   } finally {
     await source.close();
   }
+  return 'checked';
 }
 
 // Network-level failures: the server may simply be down for now, which says nothing about the definition.

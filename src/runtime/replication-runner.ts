@@ -22,6 +22,7 @@ import { schemaStore } from '../store/schema-store.js';
 import { BackfillCoordinator, type PositionedReads } from './backfill/backfill-coordinator.js';
 import {
   checkDefinition,
+  type DefinitionCheckOutcome,
   type DefinitionToCheck,
   PREFLIGHT_CONNECT_TIMEOUT_MS,
 } from './definition-checks.js';
@@ -89,7 +90,7 @@ export interface RunnerDeps {
 /** 10 GiB: a day of a busy database's WAL, long before most disks fill. */
 export const DEFAULT_WARN_RETAINED_WAL_BYTES = 10 * 1024 ** 3;
 
-export type { ConnectionResolver, DefinitionToCheck };
+export type { ConnectionResolver, DefinitionCheckOutcome, DefinitionToCheck };
 
 /**
  * The data plane of a pipeline: checks and prepares the source and sink, snapshots the tables
@@ -512,14 +513,19 @@ export class ReplicationRunner {
   /**
    * Checks a definition against the servers before it is stored or started (see
    * definition-checks); for an existing pipeline (`pipelineId`), its dropped tables are not refused.
+   * `resolveConnection` finds the connections instead of the store's (a document's, not yet written).
    */
   async checkDefinition(
     projectId: string,
     definition: DefinitionToCheck,
     pipelineId?: string,
-  ): Promise<void> {
+    resolveConnection?: ConnectionResolver,
+  ): Promise<DefinitionCheckOutcome> {
     const rows = pipelineId ? await pipelineTablesStore.list(this.deps.pool, pipelineId) : [];
-    return checkDefinition(this.endpoints, projectId, definition, rows, pipelineId);
+    const endpoints = resolveConnection
+      ? new PipelineEndpoints({ pool: this.deps.pool, resolveConnection })
+      : this.endpoints;
+    return checkDefinition(endpoints, projectId, definition, rows, pipelineId);
   }
 
   /**

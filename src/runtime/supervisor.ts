@@ -15,7 +15,13 @@ import { PipelineActors, type ResumeAs } from './pipeline-actors.js';
 import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
 import { PipelineRequests } from './pipeline-requests.js';
 import type { PipelineStats } from './pipeline-stats.js';
-import type { DefinitionToCheck, ReplicationRunner, VerifiableRun } from './replication-runner.js';
+import type {
+  ConnectionResolver,
+  DefinitionCheckOutcome,
+  DefinitionToCheck,
+  ReplicationRunner,
+  VerifiableRun,
+} from './replication-runner.js';
 import { SOURCE_PROBE_INTERVAL_MS, SourceProbe } from './source-probe.js';
 import { StateRecorder } from './state-recorder.js';
 import { StatsPublisher } from './stats-publisher.js';
@@ -171,8 +177,13 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
     return this.requests.beforeDelete(pipelineId, force);
   }
 
-  checkDefinition(projectId: string, definition: DefinitionToCheck, pipelineId?: string): Promise<void> {
-    return this.runner.checkDefinition(projectId, definition, pipelineId);
+  checkDefinition(
+    projectId: string,
+    definition: DefinitionToCheck,
+    pipelineId?: string,
+    resolveConnection?: ConnectionResolver,
+  ): Promise<DefinitionCheckOutcome> {
+    return this.runner.checkDefinition(projectId, definition, pipelineId, resolveConnection);
   }
 
   /** The definition of a pipeline changed: a running one restarts its data plane with it. */

@@ -428,3 +428,42 @@ describe('the CLI with authentication enabled', () => {
     expect(weak.stderr).toContain('403 FORBIDDEN');
   });
 });
+
+describe('the CLI apply runs the checks that reach a source, on a dry run too', () => {
+  let service: TestService;
+  let env: NodeJS.ProcessEnv;
+  const cli = (...args: string[]) => runInProcess([...args, '--url', service.url], env);
+
+  beforeAll(async () => {
+    const dbs = await replicationDatabases(cluster?.adminUrl as string, 'cli_live');
+    await sqlOn(dbs.source, 'CREATE TABLE keyed (id int PRIMARY KEY); CREATE TABLE loose (id int);');
+    service = await startTestService(testConfig(dbs.store));
+    env = { SOURCE_DSN: dbs.source, SINK_DSN: dbs.sink, REPLICATOR_URL: '', REPLICATOR_TOKEN: '' };
+  });
+  afterAll(() => service?.stop());
+
+  it('prints a missing table and a table without a key, one line each, exits 1 and creates nothing', async () => {
+    const doc = file(
+      'live.yaml',
+      `${DOCUMENT.slice(0, DOCUMENT.indexOf('pipelines:'))}pipelines:
+  - name: ghost
+    source: { connection: src, tables: [public.keyed, public.ghost] }
+    sink: { connection: dst }
+  - name: loose
+    source: { connection: src, tables: [public.loose] }
+    sink: { connection: dst }
+`,
+    );
+    for (const flags of [['--dry-run'], []]) {
+      const run = await cli('apply', '-f', doc, ...flags);
+      expect(run.code, run.stderr).toBe(1);
+      expect(run.stdout).toBe('');
+      const lines = run.stderr.split('\n');
+      expect(lines[0]).toBe('replicator: the document has 2 problems (422 VALIDATION_FAILED)');
+      expect(lines[1]).toMatch(/^ {2}pipelines\[0\]\.source\.tables\[1\]: public\.ghost does not exist/);
+      expect(lines[2]).toMatch(/^ {2}pipelines\[1\]\.source\.tables\[0\]: public\.loose has no primary key/);
+      expect((await service.request('GET', '/v1/pipelines')).body).toEqual([]);
+      expect((await service.request('GET', '/v1/connections')).body).toEqual([]);
+    }
+  });
+});

@@ -50,7 +50,8 @@ const Entry = Type.Object({
     Type.Array(Type.String(), {
       description:
         'what the plan tells without comparing: a secret given in clear is never compared with the stored one ' +
-        "and always counts as a change ('password supplied: will be replaced')",
+        "and always counts as a change ('password supplied: will be replaced'); a pipeline whose source could " +
+        'not be reached, so its tables were not checked',
     }),
   ),
 });
@@ -113,8 +114,10 @@ export const applyRoutes: FastifyPluginAsyncTypebox<{ apply: ApplyService }> = a
           'Create what is missing and update what differs (connections, then pipelines); with prune, delete what the document does not name',
         description:
           'The whole document is checked before anything is written: a 422 lists every problem with its path ' +
-          '(details.problems) and nothing changes. Running pipelines whose definition changes reload it. ' +
-          'The checks that reach a source (wal_level, keys) run as each pipeline is written.',
+          '(details.problems) and nothing changes. The checks that reach the servers (wal_level, tables and ' +
+          'their keys, privileges, sink preflight) run for every pipeline the document creates or changes, on ' +
+          'a dry run too; a source that cannot be reached is not a problem, and the plan notes it. Running ' +
+          'pipelines whose definition changes reload it.',
         querystring: ApplyQuery,
         body: ApplyBody,
         response: { 200: ApplyPlan, ...errorResponses(400, 401, 403, 409, 415, 422) },
