@@ -305,6 +305,71 @@ describe('the dashboard in a real browser', () => {
     await screen(page, 'pipelines-1440x900');
   });
 
+  it("shows a copy's phase, rows and rows per second in the list and the pipeline's header", async () => {
+    // The copy of the real pipeline is over in a second: the feed is relayed as it is, with a
+    // copy of pipeline archive added, its rows_done growing by 2,000 every second.
+    const copying = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    await copying.routeWebSocket(/\/v1\/live$/, (ws) => {
+      ws.connectToServer();
+      let done = 0;
+      const timer = setInterval(() => {
+        done += 2_000;
+        ws.send(
+          JSON.stringify({
+            type: 'pipeline.stats',
+            name: 'archive',
+            state: 'running',
+            phase: 'snapshot',
+            events_per_second: 0,
+            replication_lag_ms: 0,
+            replication_lag_bytes: null,
+            retained_wal_bytes: null,
+            last_checkpoint_at: null,
+            copying: [
+              {
+                table: 'public.orders',
+                partitions_total: 4,
+                partitions_done: 0,
+                rows_total: 100_000,
+                rows_done: done,
+                percent: done / 1_000,
+                eta_seconds: null,
+              },
+            ],
+          }),
+        );
+      }, 1_000);
+      ws.onClose(() => clearInterval(timer));
+    });
+    try {
+      const figures = /([\d,.\s]+) \/ 100,000 rows · ([\d,.]+) rows\/s/;
+      const rate = async (text: string | null) =>
+        Number((figures.exec(text ?? '')?.[2] ?? '0').replaceAll(',', ''));
+      await copying.goto(`${service.url}/app/`);
+      const row = copying.getByTestId('pipeline-row-archive');
+      await expect
+        .poll(() => row.getByTestId('phase-archive').getAttribute('data-phase'), { timeout: 10_000 })
+        .toBe('snapshot');
+      await expect
+        .poll(() => row.getByTestId('copy-archive').textContent(), { timeout: 10_000 })
+        .toMatch(figures);
+      const listed = await rate(await row.getByTestId('copy-archive').textContent());
+      expect(listed).toBeGreaterThan(1_000);
+      expect(listed).toBeLessThan(3_000);
+      await screen(copying, 'pipelines-copying-1440x900');
+
+      await copying.goto(`${service.url}/app/pipelines/archive`);
+      await copying.getByRole('heading', { level: 1, name: 'archive' }).waitFor();
+      const header = copying.locator('.page-head');
+      await expect
+        .poll(() => header.getByTestId('copy-archive').textContent(), { timeout: 10_000 })
+        .toMatch(figures);
+      expect(await header.getByTestId('phase-archive').getAttribute('data-phase')).toBe('snapshot');
+    } finally {
+      await copying.close();
+    }
+  });
+
   it('shows the actions next to the state on the pipeline page, and no state diagram', async () => {
     await page.setViewportSize({ width: 1440, height: 900 });
     await open('pipelines/orders', 'orders');
