@@ -30,3 +30,12 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
 }
+
+/** Where the browser tests leave the screenshots of the main pages at a desktop and a phone size. */
+export const SCREENS_DIR = join(process.cwd(), 'test-results', 'screens');
+
+/** Saves a full-page screenshot to test-results/screens/<name>.png. */
+export async function screen(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENS_DIR, { recursive: true });
+  await page.screenshot({ path: join(SCREENS_DIR, `${name}.png`), fullPage: true });
+}

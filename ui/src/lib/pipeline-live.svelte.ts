@@ -5,6 +5,7 @@
  */
 import type { LiveTableProgress } from '../../../src/live/live-messages';
 import type { VerificationView } from '../../../src/verify/verification-view';
+import { type CopyFigures, CopyRate } from './copy-rate';
 import { type FeedMessage, onFeedMessage } from './live-feed.svelte';
 
 export type Phase = 'idle' | 'snapshot' | 'streaming';
@@ -21,6 +22,8 @@ export interface LivePipeline {
   retained_wal_bytes?: number | null;
   last_checkpoint_at?: string | null;
   copying?: LiveTableProgress[];
+  /** The tables being copied as one figure, with the copy's rows per second; absent when none is. */
+  copy?: CopyFigures;
   /** The last schema review message: a proposal waiting, or decided. */
   schema?: { proposal_id: string | null; status: 'pending' | 'decided' };
   /** The last verification a message was about: started, a table done, ended, or its repair moved. */
@@ -43,6 +46,7 @@ export const livePipelines = $state<Record<string, LivePipeline>>({});
 export const statsClock = $state({ tick: 0 });
 
 const histories = new Map<string, StatsHistory>();
+const copyRates = new Map<string, CopyRate>();
 
 /** The throughput and lag samples received for `name` (not reactive: read with statsClock.tick). */
 export function statsHistory(name: string): StatsHistory {
@@ -58,6 +62,7 @@ export function statsHistory(name: string): StatsHistory {
 export function clearLivePipelines(): void {
   for (const name of Object.keys(livePipelines)) delete livePipelines[name];
   histories.clear();
+  copyRates.clear();
   statsClock.tick += 1;
 }
 
@@ -69,7 +74,10 @@ export function applyFeedMessage(message: FeedMessage): void {
     case 'pipeline.state':
       entry.state = message.state;
       entry.error = message.error;
-      if (message.state !== 'running') entry.phase = 'idle';
+      if (message.state !== 'running') {
+        entry.phase = 'idle';
+        entry.copy = undefined;
+      }
       break;
     case 'pipeline.stats':
       entry.state = message.state;
@@ -80,6 +88,7 @@ export function applyFeedMessage(message: FeedMessage): void {
       entry.retained_wal_bytes = message.retained_wal_bytes;
       entry.last_checkpoint_at = message.last_checkpoint_at;
       entry.copying = message.copying;
+      entry.copy = copyRateOf(message.name).add(message.copying, entry.at);
       record(message.name, message.events_per_second, message.replication_lag_ms);
       break;
     case 'pipeline.schema':
@@ -90,6 +99,15 @@ export function applyFeedMessage(message: FeedMessage): void {
       break;
   }
   livePipelines[message.name] = entry;
+}
+
+function copyRateOf(name: string): CopyRate {
+  let rate = copyRates.get(name);
+  if (!rate) {
+    rate = new CopyRate();
+    copyRates.set(name, rate);
+  }
+  return rate;
 }
 
 function record(name: string, eventsPerSecond: number, lagMs: number) {
