@@ -207,7 +207,7 @@ export async function buildApp({ logger, services, auth, http }: AppOptions): Pr
   installProjectSelection(app, auth.mode, services.fleet.pool);
   installAuditHook(app, services.audit);
   await app.register(metricsRoutes, { registry: services.metrics.registry });
-  await installDashboard(app);
+  await installDashboard(app, auth.mode);
   await app.register(
     async (v1) => {
       await v1.register(connectionRoutes, {

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -37,7 +38,11 @@ function secureHeaders(reply: FastifyReply): void {
  * `/app/` is the page (the dashboard routes in the browser). `/` leads to it. The files hold no
  * data, so they need no credentials: everything shown comes from `/v1/` calls, which do.
  */
-export async function installDashboard(app: FastifyInstance, dir = DASHBOARD_DIR): Promise<void> {
+export async function installDashboard(
+  app: FastifyInstance,
+  authMode: 'none' | 'enabled',
+  dir = DASHBOARD_DIR,
+): Promise<void> {
   const built = existsSync(join(dir, 'index.html'));
   const config = { permission: 'public' as const };
   const schema = { hide: true, querystring: AnyQuery };
@@ -60,6 +65,17 @@ export async function installDashboard(app: FastifyInstance, dir = DASHBOARD_DIR
       return reply.sendFile(path, dir, { maxAge: '1h' });
     }
     reply.header('cache-control', 'no-cache');
-    return reply.sendFile('index.html', dir, { cacheControl: false });
+    return reply.type('text/html; charset=utf-8').send(await pageFor(dir, authMode));
   });
+}
+
+/**
+ * The page, telling the dashboard whether authentication is on: with it off there is no session
+ * to ask for (the API answers 409 AUTH_DISABLED, which a browser logs as an error on every load).
+ * Read at each request, so that a new build is served at once.
+ */
+async function pageFor(dir: string, authMode: 'none' | 'enabled'): Promise<string> {
+  const page = await readFile(join(dir, 'index.html'), 'utf8');
+  const meta = `<meta name="replicator-auth" content="${authMode}">`;
+  return page.includes('</head>') ? page.replace('</head>', `${meta}</head>`) : `${meta}${page}`;
 }

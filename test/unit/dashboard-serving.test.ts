@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installDashboard } from '../../src/http/dashboard.js';
 import { installErrorHandling } from '../../src/http/error-handler.js';
 
-async function appServing(dir: string): Promise<FastifyInstance> {
+async function appServing(dir: string, authMode: 'none' | 'enabled' = 'none'): Promise<FastifyInstance> {
   const app = Fastify();
   installErrorHandling(app);
-  await installDashboard(app, dir);
+  await installDashboard(app, authMode, dir);
   return app;
 }
 
@@ -40,6 +40,17 @@ describe('the dashboard at /app/', () => {
     expect(page.headers['content-security-policy']).toContain("default-src 'self'");
     expect(page.headers['content-security-policy']).toContain("frame-ancestors 'none'");
     expect(page.headers['x-content-type-options']).toBe('nosniff');
+  });
+
+  it('tells the page whether authentication is on, so that it asks for a session only then', async () => {
+    expect((await app.inject('/app/')).body).toContain('<meta name="replicator-auth" content="none">');
+    const dir = mkdtempSync(join(tmpdir(), 'dashboard-auth-'));
+    writeFileSync(join(dir, 'index.html'), '<!doctype html><html><head><title>R</title></head></html>');
+    const enabled = await appServing(dir, 'enabled');
+    expect((await enabled.inject('/app/pipelines')).body).toContain(
+      '<meta name="replicator-auth" content="enabled"></head>',
+    );
+    await enabled.close();
   });
 
   it('caches hashed assets for a year, immutable', async () => {

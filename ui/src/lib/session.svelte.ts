@@ -22,8 +22,17 @@ whenUnauthenticated(() => {
   }
 });
 
-/** Asks the service who is signed in. */
+/** Whether the page says authentication is off (the service writes it into the page it serves). */
+const authenticationOff = (): boolean =>
+  document.querySelector('meta[name="replicator-auth"]')?.getAttribute('content') === 'none';
+
+/** Asks the service who is signed in; with authentication off there is nobody to ask about. */
 export async function loadSession(): Promise<void> {
+  if (authenticationOff()) {
+    session.status = 'disabled';
+    session.info = null;
+    return;
+  }
   try {
     signedIn(await api<SessionInfo>('GET', '/auth/session'));
   } catch (error) {
