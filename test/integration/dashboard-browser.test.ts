@@ -267,6 +267,23 @@ describe('the dashboard in a real browser', () => {
     await expect.poll(() => now.getByTestId('problem-orders').count(), { timeout: 30_000 }).toBe(0);
   });
 
+  it('moves the counters and the run history with the pipeline, without a reload', async () => {
+    await open('pipelines/orders', 'orders');
+    const total = page.getByTestId('events-total');
+    await total.waitFor();
+    const before = Number((await total.textContent())?.replace(/[^0-9]/g, ''));
+    await sqlOn(dbs.source, `UPDATE orders SET item = 'counted' WHERE id <= 20`);
+    await expect
+      .poll(async () => Number((await total.textContent())?.replace(/[^0-9]/g, '')), { timeout: 30_000 })
+      .toBeGreaterThanOrEqual(before + 20);
+    // Stopped from elsewhere: the newest run ends as stopped on this page, read again until it has.
+    expect((await service.request('PUT', '/v1/pipelines/orders/state', { state: 'stop' })).status).toBe(200);
+    const newest = page.getByTestId('run-history').locator('tbody tr').first();
+    await expect.poll(() => newest.textContent(), { timeout: 30_000 }).toContain('stopped');
+    expect((await service.request('PUT', '/v1/pipelines/orders/state', { state: 'start' })).status).toBe(200);
+    await expect.poll(() => badge().getAttribute('data-state'), { timeout: 60_000 }).toBe('running');
+  });
+
   it('narrows the list by name and state, sorts it, and keeps the choices in the address', async () => {
     const made = await service.request('POST', '/v1/pipelines', {
       name: 'archive',
