@@ -8,7 +8,7 @@ import { jsonRequest, testConfig } from '../support/service.js';
 const [cluster] = inject('pgClusters');
 
 /** At info, one line a pipeline state change, naming the pipeline; a failure as a warning with its error. */
-describe('the log of pipeline states', () => {
+describe('the log of pipeline states', { timeout: 120_000 }, () => {
   const lines: Record<string, any>[] = [];
   const logger = pino(
     { level: 'info' },
@@ -44,6 +44,11 @@ describe('the log of pipeline states', () => {
     await waitFor(async () => changes().some(([, to]) => to === 'running'), 'running logged');
     await api('PUT', '/v1/pipelines/logged/state', { state: 'stop' });
     await waitFor(async () => changes().some(([, to]) => to === 'stopped'), 'stopped logged');
+    // The line is written as the state is reached; the store has it a moment later.
+    await waitFor(
+      async () => (await api('GET', '/v1/pipelines/logged')).body.state === 'stopped',
+      'stopped stored',
+    );
     expect(changes()).toEqual([
       ['stopped', 'starting', 30],
       ['starting', 'running', 30],
@@ -55,7 +60,7 @@ describe('the log of pipeline states', () => {
 
   it('writes a failure as a warning with its error, and the way back as recovering', async () => {
     await sqlOn(dbs.sink, 'DROP TABLE t');
-    await api('PUT', '/v1/pipelines/logged/state', { state: 'start' });
+    expect((await api('PUT', '/v1/pipelines/logged/state', { state: 'start' })).status).toBe(200);
     const failed = await waitFor(
       async () => lines.find((l) => l.pipeline === 'logged' && l.to === 'failed'),
       'failed logged',
