@@ -57,24 +57,4 @@ describe('the log of pipeline states', { timeout: 120_000 }, () => {
     ]);
     expect(lines.find((l) => l.to === 'running')?.msg).toBe('pipeline logged: starting -> running');
   });
-
-  it('writes a failure as a warning with its error, and the way back as recovering', async () => {
-    await sqlOn(dbs.sink, 'DROP TABLE t');
-    expect((await api('PUT', '/v1/pipelines/logged/state', { state: 'start' })).status).toBe(200);
-    const failed = await waitFor(
-      async () => lines.find((l) => l.pipeline === 'logged' && l.to === 'failed'),
-      'failed logged',
-    );
-    expect(failed).toMatchObject({
-      level: 40,
-      msg: 'pipeline logged failed',
-      error: expect.stringContaining('SINK_TABLE_CHANGED'),
-    });
-    await api('POST', '/v1/pipelines/logged/backfill', { tables: ['public.t'] });
-    const back = await waitFor(
-      async () => lines.find((l) => l.pipeline === 'logged' && l.from === 'failed'),
-      'recovery logged',
-    );
-    expect(back).toMatchObject({ level: 30, msg: 'pipeline logged is recovering: starting' });
-  });
 });
