@@ -8,7 +8,7 @@ import {
   type SourceComparison,
   type SourceComparisonReader,
 } from '../core/table-comparison.js';
-import type { PositionedReads } from '../runtime/backfill/backfill-coordinator.js';
+import { type PositionedReads, TableBusyError } from '../runtime/backfill/backfill-coordinator.js';
 import {
   type ComparedTable,
   checksumSql,
@@ -86,6 +86,8 @@ interface Plan {
 export interface TableFindings {
   verdict: TableVerdict;
   keys: string[][];
+  /** More rows differ than were kept: a repair copies the whole table again. */
+  truncated: boolean;
 }
 
 /**
@@ -158,6 +160,7 @@ export class TableVerifier {
       return {
         verdict: { ...emptyVerdict(name), status: 'not_verified', reason: plan.reason },
         keys: [],
+        truncated: false,
       };
     }
     // The whole table first (its rows counted), then the parts of the ranges that differed.
@@ -334,7 +337,7 @@ export class TableVerifier {
         });
       } catch (error) {
         signal.throwIfAborted();
-        if (!(error instanceof Error && /being copied again or repaired/.test(error.message))) throw error;
+        if (!(error instanceof TableBusyError)) throw error;
         left.push(...keys);
         continue;
       }
@@ -384,7 +387,7 @@ export class TableVerifier {
       verdict.reason = `more than ${limits.maxKeys} rows differ: the counts are of the first ${limits.maxKeys} found, and a repair copies the whole table again`;
     else if (unsettled.length > 0 && differences.length === 0)
       verdict.reason = `${unsettled.length} row(s) changed at the source at every re-read and could not be compared; every other row matches`;
-    return { verdict, keys: this.truncated ? [] : differences.map((d) => d.key) };
+    return { verdict, keys: this.truncated ? [] : differences.map((d) => d.key), truncated: this.truncated };
   }
 
   /** Waits until the sink holds everything the source's reads so far saw. */

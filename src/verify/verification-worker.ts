@@ -202,8 +202,7 @@ export class VerificationWorker {
         verdicts.push(
           held() ? notStreaming(name, 'copied again or repaired during the verification') : found.verdict,
         );
-        if (!held() && (found.keys.length > 0 || found.verdict.reason?.startsWith('more than')))
-          keys[name] = found.keys;
+        if (!held() && (found.keys.length > 0 || found.truncated)) keys[name] = found.keys;
         await verificationsStore.progress(this.pool, row.id, verdicts, rowsRead);
         this.events.changed(pipeline, row.id);
       }

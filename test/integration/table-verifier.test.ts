@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { TableSchema } from '../../src/core/change.js';
 import { postgresComparison } from '../../src/sinks/postgres/comparison.js';
 import { createPostgresSource } from '../../src/source/postgres/postgres-source.js';
+import type { VerifyLimits } from '../../src/verify/table-verifier.js';
 import { createDatabase } from '../support/pg-cluster.js';
 import { sqlOn } from '../support/replication-fixture.js';
 import { verifyTable } from '../support/verify-fixture.js';
@@ -48,11 +49,12 @@ describe('comparing a table between a PostgreSQL source and sink', () => {
     await sqlOn(adminUrl, `DROP DATABASE IF EXISTS ${prefix}_dst WITH (FORCE)`);
   });
 
-  const verify = (table: string) =>
+  const verify = (table: string, limits: Partial<VerifyLimits> = {}) =>
     verifyTable(
       source,
       postgresComparison({ connectionString: sink }, (t) => t),
       shapes.get(table) as TableSchema,
+      limits,
     );
 
   it('finds equal tables equal, reading each side once', async () => {
@@ -80,6 +82,14 @@ describe('comparing a table between a PostgreSQL source and sink', () => {
     expect(verdict).toMatchObject({ status: 'differs', missing: 1, extra: 1, changed: 4 });
     expect(keys.map((k) => k[0]).sort()).toEqual(['15001', '20000', '29999', '3', '40000', '7']);
     expect(verdict.sample_keys).toContainEqual({ kind: 'missing', key: { id: '20000' } });
+  });
+
+  it('says when more rows differ than it keeps, and keeps no keys, so a repair copies the table whole', async () => {
+    const { verdict, keys, truncated } = await verify('items', { maxKeys: 3 });
+    expect(verdict.status).toBe('differs');
+    expect(verdict.reason).toMatch(/^more than 3 rows differ/);
+    expect({ keys, truncated }).toEqual({ keys: [], truncated: true });
+    expect((await verify('words')).truncated).toBe(false);
   });
 
   it('compares text, composite and uuid keys in one order at both sides', async () => {

@@ -13,6 +13,14 @@ import { runSnapshot } from '../snapshot/snapshot-runner.js';
 import { recordPartitionDone } from '../snapshot/snapshot-tables.js';
 import { HeldChanges } from './held-changes.js';
 
+/** A table already copied again or repaired, so it cannot also be read at one source position now. */
+export class TableBusyError extends Error {
+  constructor(readonly table: string) {
+    super(`${table} is being copied again or repaired`);
+    this.name = 'TableBusyError';
+  }
+}
+
 /** What the stream applier does with a change of a table. */
 export type Route = 'apply' | 'skip' | 'hold';
 
@@ -280,9 +288,9 @@ export class BackfillCoordinator {
    */
   async compareAtSourcePosition(table: TableSchema, reads: PositionedReads): Promise<void> {
     const key = tableKey(table);
-    if (this.gates.has(key)) throw new Error(`${key} is being copied again or repaired`);
+    if (this.gates.has(key)) throw new TableBusyError(key);
     await pipelineTablesStore.markRepairing(this.deps.pool, this.deps.pipelineId, key);
-    if (this.gates.has(key)) throw new Error(`${key} is being copied again or repaired`);
+    if (this.gates.has(key)) throw new TableBusyError(key);
     // Not a hold a verification must know of: it is the verification's own.
     await new Promise<void>((done, failed) => {
       this.gates.set(key, {
