@@ -23,6 +23,9 @@ const REDACT_PATHS = [
   'res.headers["set-cookie"]',
 ];
 
+/** How every logger of the service censors secrets. */
+export const LOG_REDACTION = { paths: REDACT_PATHS, censor: '****' };
+
 /**
  * The service's logger. JSON, a line an entry, for machines; with `pretty` (or `auto` when stdout
  * is a terminal) coloured lines for a person, through pino's own pretty transport (a worker
@@ -33,7 +36,7 @@ export function createLogger(
   format: LogFormat = 'json',
   stdoutIsTty = process.stdout.isTTY === true,
 ): Logger {
-  const options = { level, redact: { paths: REDACT_PATHS, censor: '****' } };
+  const options = { level, redact: LOG_REDACTION };
   if (!prettyLogs(format, stdoutIsTty)) return pino(options);
   return pino(
     options,

@@ -1,9 +1,10 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import pino from 'pino';
 import type { Config } from '../../src/config/options.js';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { createLogger } from '../../src/log/logger.js';
+import { createLogger, LOG_REDACTION, type Logger } from '../../src/log/logger.js';
 import { type RunningService, startService } from '../../src/server.js';
 
 /** A service started in this process on a random port, with a small JSON client. */
@@ -64,13 +65,46 @@ export async function jsonRequest(base: string, method: string, path: string, bo
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
+/** A stop slower than this prints the service's last warnings: what it was waiting on. */
+const SLOW_TEST_STOP_MS = 30_000;
+
+/**
+ * A quiet service's warnings, kept in memory (the last 200) rather than written: printed only when
+ * its stop is slow, so a stop that hangs under load says where (see slow-stop.ts).
+ */
+function keptWarnings(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const logger = pino(
+    { level: 'warn', redact: LOG_REDACTION },
+    {
+      write(line: string) {
+        lines.push(line.trimEnd());
+        if (lines.length > 200) lines.shift();
+      },
+    },
+  );
+  return { logger, lines };
+}
+
 export async function startTestService(config: Config): Promise<TestService> {
-  const running = await startService(config, createLogger(config.log.level));
+  const kept = config.log.level === 'silent' ? keptWarnings() : undefined;
+  const running = await startService(config, kept?.logger ?? createLogger(config.log.level));
   return {
     url: running.url,
     running,
     request: (method, path, body) => jsonRequest(running.url, method, path, body),
-    stop: () => running.stop(),
+    stop: async () => {
+      const slow = setTimeout(() => {
+        process.stderr.write(
+          `the test service at ${running.url} has not stopped in ${SLOW_TEST_STOP_MS / 1000} s; its last warnings:\n${kept?.lines.join('\n') ?? '(logged as configured)'}\n`,
+        );
+      }, SLOW_TEST_STOP_MS);
+      try {
+        await running.stop();
+      } finally {
+        clearTimeout(slow);
+      }
+    },
   };
 }
 
