@@ -1,3 +1,5 @@
+import { copyFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { defineConfig } from 'vitepress';
 
 // The documentation site: `npm run docs:dev` serves it, `npm run docs:build` builds it into
@@ -7,6 +9,10 @@ export default defineConfig({
   description: 'Replicates a PostgreSQL source into sinks through logical replication, driven by a REST API.',
   cleanUrls: true,
   lastUpdated: false,
+  // The sample Grafana dashboard stays at docs/grafana-dashboard.json; the Prometheus page links it.
+  async buildEnd(site) {
+    await copyFile(join(site.srcDir, 'grafana-dashboard.json'), join(site.outDir, 'grafana-dashboard.json'));
+  },
   themeConfig: {
     search: { provider: 'local' },
     outline: [2, 3],
