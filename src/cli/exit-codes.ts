@@ -1,4 +1,4 @@
-/** The CLI's exit statuses, which the README documents for shell users. */
+/** The CLI's exit statuses, which docs/cli.md documents for shell users. */
 export const EXIT = {
   ok: 0,
   /** The request failed: the service refused it (404, 409, 422, ...) or failed. */

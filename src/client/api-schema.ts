@@ -1027,7 +1027,7 @@ export interface components {
         };
         /** @description Error */
         ErrorBody: {
-            /** @description Machine-readable code, see the README */
+            /** @description Machine-readable code, see docs/api/errors.md */
             code: string;
             /** @description What a program needs to act on some errors, besides the message */
             details?: {
@@ -1091,7 +1091,7 @@ export interface components {
             project_id: string;
             /** @description Source WAL written after the position the sink holds durably (the source's WAL end minus the pipeline's acknowledged position), in bytes; null when not measured (stopped, source not read yet) */
             replication_lag_bytes: number | null;
-            /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See the README, Lag */
+            /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See docs/api/metrics.md, Lag */
             replication_lag_ms: number;
             /** @description WAL the source keeps for the pipeline's slot (its WAL end minus the slot's restart position), in bytes; null when not measured */
             retained_wal_bytes: number | null;
@@ -1132,7 +1132,7 @@ export interface components {
             name: string;
             /** @description The pipeline's project; with authentication off the list holds every project's */
             project_id: string;
-            /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See the README, Lag */
+            /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See docs/api/metrics.md, Lag */
             replication_lag_ms: number;
             state: string;
         };
@@ -2325,7 +2325,7 @@ export interface operations {
                         /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
                         client_key?: string;
                     };
-                    /** @description Connection type: postgres, mysql, duckdb, redis, nats, rabbitmq, webhook (see the README for each one's DSN) */
+                    /** @description Connection type: postgres, mysql, duckdb, redis, nats, rabbitmq, webhook (see docs/sinks/index.md for each one's DSN) */
                     type: string;
                 };
             };
@@ -2436,7 +2436,7 @@ export interface operations {
                         /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
                         client_key?: string;
                     };
-                    /** @description Connection type: postgres, mysql, duckdb, redis, nats, rabbitmq, webhook (see the README for each one's DSN) */
+                    /** @description Connection type: postgres, mysql, duckdb, redis, nats, rabbitmq, webhook (see docs/sinks/index.md for each one's DSN) */
                     type: string;
                 };
             };
@@ -2918,7 +2918,7 @@ export interface operations {
                     };
                     /** @description Scheduled verification of the sink against the source */
                     verify?: {
-                        /** @description Verify the pipeline against its source this often (a duration: 6h, 90m, 1d; at least 1m), the first as soon as it streams, while it runs; left out: never on its own. See the README, Verify and repair */
+                        /** @description Verify the pipeline against its source this often (a duration: 6h, 90m, 1d; at least 1m), the first as soon as it streams, while it runs; left out: never on its own. See docs/operations/verify-and-repair.md */
                         interval?: string;
                         /** @description The share of the source's time the scheduled verifications may take (0.01 to 1, default 1: no rest) */
                         source_share?: number;
@@ -3048,7 +3048,7 @@ export interface operations {
                     };
                     /** @description Scheduled verification of the sink against the source */
                     verify?: {
-                        /** @description Verify the pipeline against its source this often (a duration: 6h, 90m, 1d; at least 1m), the first as soon as it streams, while it runs; left out: never on its own. See the README, Verify and repair */
+                        /** @description Verify the pipeline against its source this often (a duration: 6h, 90m, 1d; at least 1m), the first as soon as it streams, while it runs; left out: never on its own. See docs/operations/verify-and-repair.md */
                         interval?: string;
                         /** @description The share of the source's time the scheduled verifications may take (0.01 to 1, default 1: no rest) */
                         source_share?: number;
@@ -3329,7 +3329,7 @@ export interface operations {
                         name: string;
                         /** @description Source WAL written after the position the sink holds durably (the source's WAL end minus the pipeline's acknowledged position), in bytes; null when not measured (stopped, source not read yet) */
                         replication_lag_bytes: number | null;
-                        /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See the README, Lag */
+                        /** @description Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not (paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. See docs/api/metrics.md, Lag */
                         replication_lag_seconds: number;
                         /** @description WAL the source keeps for the pipeline's slot (its WAL end minus the slot's restart position), in bytes; null when not measured */
                         retained_wal_bytes: number | null;

@@ -82,7 +82,7 @@ export interface SinkProperties {
 export interface SinkKind<P extends SinkProperties = SinkProperties, Connection = unknown> {
   /** The connection type it writes to. */
   type: string;
-  /** Its `sink.properties`, documented: the OpenAPI document and the README show them. */
+  /** Its `sink.properties`, documented: the OpenAPI document and docs/sinks/ show them. */
   properties: readonly PropertyDoc[];
   /** Validates the `sink.properties` of a pipeline; throws a 422 AppError on `sink.properties.<key>`. */
   parseProperties(props: Record<string, string>): P;

@@ -27,7 +27,7 @@ export interface TableVerdict {
   rows_read: number;
 }
 
-/** The share of the source's time a verification takes unless asked otherwise: no rest (README, "Verify and repair"). */
+/** The share of the source's time a verification takes unless asked otherwise: no rest (docs/operations/verify-and-repair.md). */
 export const DEFAULT_SOURCE_SHARE = 1;
 
 /** Where a verification is. */

@@ -58,7 +58,7 @@ const ev = (t: Tx, c: Partial<ChangeEvent> & Pick<ChangeEvent, 'op'>): ChangeEve
   ...c,
 });
 
-/** A receiver's signature check, as the README shows it. */
+/** A receiver's signature check, as docs/sinks/webhook.md shows it. */
 function verified(header: string | undefined, body: string): boolean {
   const match = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header ?? '');
   if (!match) return false;

@@ -1,6 +1,6 @@
 /**
  * Edge values from PostgreSQL's regression tests and Debezium's type fixtures, one column per
- * type, and what each sink documents it becomes (README, the per-sink type tables and the change
+ * type, and what each sink documents it becomes (docs/sinks/, the per-sink type tables and the change
  * envelope). A row holds the n-th value of every column (NULL where a column has fewer).
  */
 

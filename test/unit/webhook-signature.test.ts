@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { signatureHeader } from '../../src/sinks/webhook/signature.js';
 
-/** A receiver's check, as the README shows it: written apart from the signing code on purpose. */
+/** A receiver's check, as docs/sinks/webhook.md shows it: written apart from the signing code on purpose. */
 function verify(secret: string, header: string, body: string, now: number, toleranceS = 300): boolean {
   const fields = new Map<string, string[]>();
   for (const part of header.split(',')) {

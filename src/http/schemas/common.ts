@@ -5,7 +5,7 @@ import { NAME_MAX_LENGTH, NAME_PATTERN, NAME_RULE } from '../../naming.js';
 export const ErrorBody = Type.Object(
   {
     error: Type.String({ description: 'Human-readable message' }),
-    code: Type.String({ description: 'Machine-readable code, see the README' }),
+    code: Type.String({ description: 'Machine-readable code, see docs/api/errors.md' }),
     details: Type.Optional(
       Type.Object(
         {

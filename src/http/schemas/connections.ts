@@ -3,7 +3,7 @@ import { connectionTypeNames } from '../../connections/connection-types.js';
 import { Name, NameParams, Timestamp } from './common.js';
 
 const ConnectionTypeName = Type.String({
-  description: `Connection type: ${connectionTypeNames().join(', ')} (see the README for each one's DSN)`,
+  description: `Connection type: ${connectionTypeNames().join(', ')} (see docs/sinks/index.md for each one's DSN)`,
 });
 
 const Dsn = Type.String({

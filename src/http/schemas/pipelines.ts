@@ -29,7 +29,7 @@ const Source = Type.Object(
   { additionalProperties: false },
 );
 
-// Each sink's keys, from the same documentation the README's tables are made of.
+// Each sink's keys, from the same documentation the docs' sink tables are made of.
 const SINK_PROPERTIES_DESCRIPTION = `Properties of the sink the connection's type chooses, string values; unknown keys are refused (422). ${sinkTypes()
   .map((type) => `${type}: ${sinkPropertiesSchemaName(type)}`)
   .join(', ')} in components.schemas list each type's keys, their meaning and default.`;
@@ -75,7 +75,7 @@ const VerifyOptions = Type.Object(
       Type.String({
         description:
           'Verify the pipeline against its source this often (a duration: 6h, 90m, 1d; at least 1m), the first as ' +
-          'soon as it streams, while it runs; left out: never on its own. See the README, Verify and repair',
+          'soon as it streams, while it runs; left out: never on its own. See docs/operations/verify-and-repair.md',
       }),
     ),
     source_share: Type.Optional(
@@ -119,7 +119,7 @@ export const LAG_DESCRIPTION =
   'Age of the oldest source change not yet durable in the sink, whether the pipeline received it or not ' +
   '(paused, held for schema review, failed, its sink down, its stream behind); 0 when the sink holds everything ' +
   'the source wrote. Measured against the source every second while the pipeline keeps its slot; 0 when stopped. ' +
-  'See the README, Lag';
+  'See docs/api/metrics.md, Lag';
 
 export const LagBytes = Type.Union([Type.Integer(), Type.Null()], {
   description:

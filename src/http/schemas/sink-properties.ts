@@ -13,7 +13,7 @@ const schemaName = (type: string) =>
     .join('')}SinkProperties`;
 
 /**
- * One named schema per sink type, from the same documentation as the README's tables: the keys
+ * One named schema per sink type, from the same documentation as the tables of docs/sinks/: the keys
  * `sink.properties` may hold when the sink connection is of that type. The pipeline body names the
  * connection, not the type, so the route itself takes a string map and each sink validates its
  * own keys; these are the reference of those keys for people and client generators.

@@ -51,7 +51,7 @@ const plainCast =
     `${tried ? 'TRY_CAST' : 'CAST'}(${expr} AS ${type})`;
 
 /**
- * The DuckDB column of a source column (see the README's type table). `numeric` without a
+ * The DuckDB column of a source column (see the type table of docs/sinks/duckdb.md). `numeric` without a
  * precision or beyond 38 digits is VARCHAR holding the source's exact text: DOUBLE would lose
  * digits. Any type not listed (enums, domains, geometric types, ranges, multi-type arrays) is
  * VARCHAR of the source's text.

@@ -20,7 +20,7 @@ export const BOOKKEEPING_SCHEMA = '_replicator';
 /** Schemas DuckDB keeps for itself, or the sink does: never a target. */
 const RESERVED_SCHEMAS = new Set([BOOKKEEPING_SCHEMA, 'temp', 'information_schema', 'pg_catalog', 'system']);
 
-/** Every property of the DuckDB sink; the README's table is `propertiesMarkdown` of it. */
+/** Every property of the DuckDB sink; the table of docs/sinks/duckdb.md is `propertiesMarkdown` of it. */
 export const DUCKDB_SINK_PROPERTIES: readonly PropertyDoc[] = [
   {
     key: 'table_id',

@@ -58,7 +58,7 @@ export function sourceKindOf(typeName: string): SourceKind {
   return 'text';
 }
 
-/** The MySQL type of a non-key column of source type `typeName` (see the README's mapping table). */
+/** The MySQL type of a non-key column of source type `typeName` (see the mapping table of docs/sinks/mysql.md). */
 function valueTypeOf(typeName: string): string {
   const integer = INTEGERS[typeName];
   if (integer) return integer;

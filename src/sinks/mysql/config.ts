@@ -18,7 +18,7 @@ export interface MysqlSinkConfig extends SinkProperties {
   createTables: boolean;
 }
 
-/** Every property of the MySQL sink; the README's table is `propertiesMarkdown` of it. */
+/** Every property of the MySQL sink; the table of docs/sinks/mysql.md is `propertiesMarkdown` of it. */
 export const MYSQL_SINK_PROPERTIES: readonly PropertyDoc[] = [
   {
     key: 'target_database',

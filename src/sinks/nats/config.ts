@@ -22,7 +22,7 @@ export interface NatsSinkConfig extends SinkProperties {
   batch: BatchLimits;
 }
 
-/** Every property of the NATS sink, for error messages and the README. */
+/** Every property of the NATS sink, for error messages and docs/sinks/nats.md. */
 export const NATS_SINK_PROPERTIES: readonly PropertyDoc[] = [
   {
     key: 'subject',

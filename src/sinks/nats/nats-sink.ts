@@ -36,7 +36,7 @@ interface Outgoing {
   envelope: ChangeEnvelope;
 }
 
-/** A sink publishing each change as a JSON envelope to a JetStream stream (see README, NATS sink). */
+/** A sink publishing each change as a JSON envelope to a JetStream stream (see docs/sinks/nats.md). */
 export function createNatsSink(ctx: SinkContext<ConnectionOptions>): Sink {
   return new NatsSink(ctx, parseNatsSinkProperties(ctx.properties));
 }

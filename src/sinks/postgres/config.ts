@@ -17,7 +17,7 @@ export interface PostgresSinkConfig extends SinkProperties {
   createTables: boolean;
 }
 
-/** Every property of the Postgres sink; the README's table is `propertiesMarkdown` of it. */
+/** Every property of the Postgres sink; the table of docs/sinks/postgres.md is `propertiesMarkdown` of it. */
 export const POSTGRES_SINK_PROPERTIES: readonly PropertyDoc[] = [
   {
     key: 'target_schema',

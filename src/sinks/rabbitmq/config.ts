@@ -26,7 +26,7 @@ export interface RabbitmqSinkConfig extends SinkProperties {
   batch: BatchLimits;
 }
 
-/** Every property of the RabbitMQ sink, for error messages and the README. */
+/** Every property of the RabbitMQ sink, for error messages and docs/sinks/rabbitmq.md. */
 export const RABBITMQ_SINK_PROPERTIES: readonly PropertyDoc[] = [
   {
     key: 'exchange',

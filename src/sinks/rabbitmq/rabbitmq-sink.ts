@@ -16,7 +16,7 @@ import { messageOf } from './message.js';
 /** Snapshot rows read from the COPY stream at a time. */
 const SNAPSHOT_CHUNK_ROWS = 500;
 
-/** A sink publishing each change as a JSON envelope to RabbitMQ exchanges (see README, RabbitMQ sink). */
+/** A sink publishing each change as a JSON envelope to RabbitMQ exchanges (see docs/sinks/rabbitmq.md). */
 export function createRabbitmqSink(ctx: SinkContext<RabbitmqSettings>): Sink {
   return new RabbitmqSink(ctx, parseRabbitmqSinkProperties(ctx.properties));
 }

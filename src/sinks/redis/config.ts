@@ -19,7 +19,7 @@ export interface RedisSinkConfig extends SinkProperties {
   batch: BatchLimits;
 }
 
-/** Every property of the Redis sink, for error messages and the README. */
+/** Every property of the Redis sink, for error messages and docs/sinks/redis.md. */
 export const REDIS_SINK_PROPERTIES: readonly PropertyDoc[] = [
   {
     key: 'stream',

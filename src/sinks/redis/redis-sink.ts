@@ -36,7 +36,7 @@ interface Written {
   unfinished: Numbering;
 }
 
-/** A sink publishing each change as a JSON envelope to Redis streams (see README, Redis sink). */
+/** A sink publishing each change as a JSON envelope to Redis streams (see docs/sinks/redis.md). */
 export function createRedisSink(ctx: SinkContext<RedisOptions>): Sink {
   return new RedisSink(ctx, parseRedisSinkProperties(ctx.properties));
 }

@@ -15,7 +15,7 @@ export interface WebhookSinkConfig extends SinkProperties {
 const DEFAULT_BATCH_MAX_BYTES = 1024 * 1024;
 const DEFAULT_BATCH_MAX_EVENTS = 1000;
 
-/** Every property of the webhook sink, for error messages and the README. */
+/** Every property of the webhook sink, for error messages and docs/sinks/webhook.md. */
 export const WEBHOOK_SINK_PROPERTIES: readonly PropertyDoc[] = [
   {
     key: 'timeout_ms',

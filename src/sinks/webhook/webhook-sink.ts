@@ -12,7 +12,7 @@ import { detailOf, postedBefore, unfinishedAt, unfinishedOf } from './delivered.
 import { RequestChunks, type WebhookRequest } from './request-chunks.js';
 import { WebhookClient } from './webhook-client.js';
 
-/** A sink posting batches of change envelopes to an HTTPS endpoint (see README, Webhook sink). */
+/** A sink posting batches of change envelopes to an HTTPS endpoint (see docs/sinks/webhook.md). */
 export function createWebhookSink(ctx: SinkContext<WebhookSettings>): Sink {
   const config = parseWebhookSinkProperties(ctx.properties);
   const client = new WebhookClient(ctx.connection, {
