@@ -141,7 +141,7 @@ describe('the Access page of the dashboard, with authentication enabled', () => 
     expect(secret.length).toBeGreaterThan(20);
     await shown.getByRole('button', { name: 'Copy' }).click();
     await page.getByTestId('token-copied').waitFor();
-    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(secret);
+    expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(secret);
 
     const row = page.getByTestId('token-row-nightly export');
     await row.waitFor();
@@ -221,5 +221,32 @@ describe('the Access page of the dashboard, with authentication enabled', () => 
       .toMatch(/admin/);
     // The refusals this file provoked (the weak password, the last admin) are the only failed calls.
     expect(consoleErrors.filter((text) => !/status of (409|422)/.test(text))).toEqual([]);
+  });
+});
+
+describe('the Access page with authentication off', () => {
+  let service: TestService;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    const store = await createDatabase(cluster?.adminUrl as string, 'dashboard_access_off');
+    service = await startTestService(testConfig(store));
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await service?.stop();
+  });
+
+  it('is not in the menu, and says there is nothing to manage', async () => {
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    await page.goto(`${service.url}/app/`);
+    await page.getByRole('heading', { level: 1, name: 'Pipelines' }).waitFor();
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    await nav.getByRole('link', { name: 'Connections' }).waitFor();
+    expect(await nav.getByRole('link', { name: 'Access' }).count()).toBe(0);
+    await page.goto(`${service.url}/app/access`);
+    expect(await page.getByTestId('access-off').textContent()).toContain('Authentication is off');
+    expect(await page.getByRole('button', { name: 'Create token' }).count()).toBe(0);
   });
 });
