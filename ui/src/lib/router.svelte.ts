@@ -11,6 +11,7 @@ export type Route =
   | { page: 'connections' }
   | { page: 'workers' }
   | { page: 'machine'; name: string | null }
+  | { page: 'access' }
   | { page: 'not-found'; path: string };
 
 /** `/app/` (Vite's `base`), always with a trailing slash. */
@@ -44,6 +45,7 @@ export function matchRoute(pathname: string): Route {
     if (first === 'pipelines' && second !== undefined) return { page: 'pipeline', name: second };
     if (second === undefined && first === 'connections') return { page: 'connections' };
     if (second === undefined && first === 'workers') return { page: 'workers' };
+    if (second === undefined && first === 'access') return { page: 'access' };
     if (first === 'machine') return { page: 'machine', name: second ?? null };
   }
   return { page: 'not-found', path: pathname };
