@@ -431,7 +431,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The pipeline's figures over time, oldest first: a point every 10 s an instance ran it, in every state (the peak lag and the mean throughput of those seconds), kept 48 h; what the charts start from */
+        /** The pipeline's figures over time, oldest first: a point every 10 s an instance ran it, in every state (the peak lag and the mean throughput of those seconds), kept 48 h; what the charts start from. Over a window longer than 2 h, points are merged so that the answer holds 720 at most (30 s each over 6 h, 2 min over 24 h): `resolution_seconds` says how long each covers */
         get: operations["getPipelineHistory"];
         put?: never;
         post?: never;
@@ -3276,7 +3276,7 @@ export interface operations {
                             /** @description The pipeline state at the end of the point */
                             state: string;
                         }[];
-                        /** @description Seconds each point covers (10) */
+                        /** @description Seconds each point covers: 10, or more over a window longer than 2 h (120 over 24 h) */
                         resolution_seconds: number;
                     };
                 };

@@ -2,7 +2,7 @@ import type { DatabasePool } from 'slonik';
 import type { Phase, PipelineAction, PipelineState } from '../../machines/pipeline.js';
 import type { RequestContext } from '../context.js';
 import { badRequest } from '../errors/app-error.js';
-import { HISTORY_RESOLUTION_S } from '../runtime/figure-history.js';
+import { HISTORY_RESOLUTION_S, historyResolutionS } from '../runtime/figure-history.js';
 import { pipelineHistoryStore } from '../store/pipeline-history-store.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { runsStore } from '../store/runs-store.js';
@@ -79,11 +79,20 @@ export class PipelineStatusService {
     };
   }
 
-  /** The pipeline's figures over the last `windowMs`, oldest first, a point every 10 s it ran. */
+  /**
+   * The pipeline's figures over the last `windowMs`, oldest first: a point every 10 s it ran, or
+   * over a long window a point every few of those (at most HISTORY_MAX_POINTS in all).
+   */
   async history(ctx: RequestContext, name: string, windowMs: number) {
     const row = await requirePipeline(this.pool, ctx, name);
-    const points = await pipelineHistoryStore.since(this.pool, row.id, new Date(Date.now() - windowMs));
-    return { resolution_seconds: HISTORY_RESOLUTION_S, points: [...points] };
+    const resolution = historyResolutionS(windowMs);
+    const since = new Date(Date.now() - windowMs);
+    // Each point as written, or merged: points are written about 10 s apart, not on whole 10 s.
+    const points =
+      resolution === HISTORY_RESOLUTION_S
+        ? await pipelineHistoryStore.since(this.pool, row.id, since)
+        : await pipelineHistoryStore.merged(this.pool, row.id, since, resolution);
+    return { resolution_seconds: resolution, points: [...points] };
   }
 
   async progress(ctx: RequestContext, name: string) {

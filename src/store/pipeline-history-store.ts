@@ -57,6 +57,21 @@ export const pipelineHistoryStore = {
       FROM pipeline_history WHERE pipeline_id = ${pipelineId} AND at >= ${since.toISOString()}
       ORDER BY at`),
 
+  /**
+   * The points of a pipeline since `since`, oldest first, merged `bucketSeconds` at a time (several
+   * of the points' 10 s): the largest lag, the mean throughput, the sum of the errors, and the state
+   * and phase of the newest point of each, dated at that newest point.
+   */
+  merged: (db: CommonQueryMethods, pipelineId: string, since: Date, bucketSeconds: number) =>
+    db.any(sql.type(HistoryRow)`SELECT to_json(max(at)) #>> '{}' AS at,
+        (array_agg(state ORDER BY at DESC))[1] AS state,
+        (array_agg(phase ORDER BY at DESC))[1] AS phase,
+        round(avg(events_per_second)::numeric, 2) AS events_per_second,
+        max(lag_ms) AS lag_ms, max(lag_bytes) AS lag_bytes, sum(sink_errors) AS sink_errors
+      FROM pipeline_history WHERE pipeline_id = ${pipelineId} AND at >= ${since.toISOString()}
+      GROUP BY floor(extract(epoch FROM at) / ${bucketSeconds})
+      ORDER BY max(at)`),
+
   /** Forgets points older than `keepMs`. */
   prune: (db: CommonQueryMethods, keepMs: number) =>
     db.query(

@@ -141,7 +141,9 @@ export const pipelineStatusRoutes: FastifyPluginAsyncTypebox<{ status: PipelineS
         tags,
         summary:
           "The pipeline's figures over time, oldest first: a point every 10 s an instance ran it, in every state " +
-          '(the peak lag and the mean throughput of those seconds), kept 48 h; what the charts start from',
+          '(the peak lag and the mean throughput of those seconds), kept 48 h; what the charts start from. ' +
+          'Over a window longer than 2 h, points are merged so that the answer holds 720 at most ' +
+          '(30 s each over 6 h, 2 min over 24 h): `resolution_seconds` says how long each covers',
         params: NameParams,
         querystring: HistoryQuery,
         response: { 200: PipelineHistory, ...errorResponses(400, 404) },

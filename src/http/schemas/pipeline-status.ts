@@ -159,7 +159,9 @@ export const HistoryQuery = Type.Object(
 );
 
 export const PipelineHistory = Type.Object({
-  resolution_seconds: Type.Integer({ description: 'Seconds each point covers (10)' }),
+  resolution_seconds: Type.Integer({
+    description: 'Seconds each point covers: 10, or more over a window longer than 2 h (120 over 24 h)',
+  }),
   points: Type.Array(
     Type.Object({
       at: Timestamp,

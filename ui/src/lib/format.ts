@@ -33,13 +33,20 @@ export function formatSeconds(total: number): string {
   return hours % 24 ? `${days} d ${hours % 24} h` : `${days} d`;
 }
 
-/** "3 s ago", "in 5 s", "just now", relative to `now`. */
+/**
+ * Up to this many seconds ahead of the page's clock, a time is taken for now: the page's clock
+ * moves once a second and may be a little behind the service's, and the times shown are of things
+ * that happened, never "in 1 s".
+ */
+const CLOCK_SLACK_S = 60;
+
+/** "3 s ago", "just now", relative to `now` ("in 5 min" only for a clock far behind). */
 export function formatAgo(iso: string | null | undefined, now: number): string {
   if (!iso) return 'never';
   const at = Date.parse(iso);
   if (Number.isNaN(at)) return iso;
   const seconds = Math.round((now - at) / 1000);
-  if (Math.abs(seconds) < 1) return 'just now';
+  if (seconds < 1 && seconds > -CLOCK_SLACK_S) return 'just now';
   return seconds > 0 ? `${formatSeconds(seconds)} ago` : `in ${formatSeconds(-seconds)}`;
 }
 
