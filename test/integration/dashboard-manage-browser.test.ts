@@ -157,7 +157,7 @@ describe('managing pipelines from the dashboard', () => {
     const panel = page.getByTestId('schema-review');
     await panel.getByTestId('schema-ddl').waitFor();
     // The review is where the focus is, in view.
-    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('schema-review');
+    await expect.poll(() => page.locator('#schema-review:focus').count()).toBe(1);
     expect(await panel.isVisible()).toBe(true);
     await screens('review-opened');
     await panel.getByRole('button', { name: 'Approve' }).click();
@@ -220,7 +220,7 @@ describe('managing pipelines from the dashboard', () => {
 
     // A search starts at page 1 and has one page: no pager.
     await page.getByTestId('pipeline-search').fill('bulk-1');
-    await expect.poll(() => count.textContent()).toContain(`1–10 of 10 pipelines (filtered from ${total})`);
+    await expect.poll(() => count.textContent()).toContain(`10 pipelines (filtered from ${total})`);
     expect(new URL(page.url()).searchParams.get('page')).toBeNull();
     expect(await page.getByTestId('pipelines-pager').count()).toBe(0);
   });

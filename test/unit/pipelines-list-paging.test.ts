@@ -11,10 +11,10 @@ describe('paging the pipelines list', () => {
     const second = pageOf(rows, 2);
     expect(second.items[0]).toBe(51);
     expect(second.items).toHaveLength(50);
-    expect(rangeText(second, 'pipelines')).toBe('51–100 of 130 pipelines');
+    expect(rangeText(second, 'pipeline', 'pipelines')).toBe('51–100 of 130 pipelines');
     const last = pageOf(rows, 3);
     expect(last.items).toEqual(rows.slice(100));
-    expect(rangeText(last, 'pipelines')).toBe('101–130 of 130 pipelines');
+    expect(rangeText(last, 'pipeline', 'pipelines')).toBe('101–130 of 130 pipelines');
   });
 
   it('shows the last page for a page past the end, and the first for nonsense', () => {
@@ -26,7 +26,9 @@ describe('paging the pipelines list', () => {
   it('has one empty page for no rows', () => {
     const empty = pageOf([], 4);
     expect(empty).toMatchObject({ page: 1, pages: 1, first: 0, last: 0, total: 0, items: [] });
-    expect(rangeText(empty, 'pipelines')).toBe('0 pipelines');
+    expect(rangeText(empty, 'pipeline', 'pipelines')).toBe('0 pipelines');
+    expect(rangeText(pageOf([1], 1), 'pipeline', 'pipelines')).toBe('1 pipeline');
+    expect(rangeText(pageOf(rows.slice(0, 12), 1), 'pipeline', 'pipelines')).toBe('12 pipelines');
   });
 
   it('keeps the page in the address with the search and sort, leaving page 1 out', () => {

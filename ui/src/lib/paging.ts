@@ -29,8 +29,8 @@ export function pageOf<T>(rows: readonly T[], page: number, size = PAGE_SIZE): P
   };
 }
 
-/** "51–100 of 260" (an en dash between the positions). */
-export function rangeText(page: Page<unknown>, noun: string): string {
-  if (page.total === 0) return `0 ${noun}`;
-  return `${page.first}–${page.last} of ${page.total} ${noun}`;
+/** "51–100 of 260 pipelines" (an en dash between the positions); "12 pipelines" when all are shown. */
+export function rangeText(page: Page<unknown>, one: string, many: string): string {
+  if (page.first <= 1 && page.last === page.total) return `${page.total} ${page.total === 1 ? one : many}`;
+  return `${page.first}–${page.last} of ${page.total} ${many}`;
 }
