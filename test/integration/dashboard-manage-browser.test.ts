@@ -16,6 +16,8 @@ describe('managing pipelines from the dashboard', () => {
   let dbs: Awaited<ReturnType<typeof replicationDatabases>>;
   let browser: Browser;
   let page: Page;
+  /** Script errors on the pages (an API's refusal answered on purpose is not one). */
+  const consoleErrors: string[] = [];
 
   const heading = (name: string) => page.getByRole('heading', { level: 1, name, exact: true });
   const open = async (path: string, name: string) => {
@@ -65,6 +67,12 @@ describe('managing pipelines from the dashboard', () => {
     await waitConverged(dbs.source, dbs.sink, 'orders');
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    page.on('pageerror', (error) => consoleErrors.push(error.message));
+    page.on('console', (message) => {
+      if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) {
+        consoleErrors.push(message.text());
+      }
+    });
   });
   afterAll(async () => {
     await browser?.close();
@@ -223,5 +231,9 @@ describe('managing pipelines from the dashboard', () => {
     await expect.poll(() => count.textContent()).toContain(`10 pipelines (filtered from ${total})`);
     expect(new URL(page.url()).searchParams.get('page')).toBeNull();
     expect(await page.getByTestId('pipelines-pager').count()).toBe(0);
+  });
+
+  it('made no script error on any of these pages', () => {
+    expect(consoleErrors).toEqual([]);
   });
 });
