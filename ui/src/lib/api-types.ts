@@ -15,6 +15,7 @@ import type {
   SnapshotProgress as SnapshotProgressSchema,
 } from '../../../src/http/schemas/pipeline-status.js';
 import type {
+  PipelineReplaceBody as PipelineReplaceBodySchema,
   Pipeline as PipelineSchema,
   PipelineSummary as PipelineSummarySchema,
 } from '../../../src/http/schemas/pipelines.js';
@@ -67,6 +68,9 @@ export interface PipelineCreateBody {
   snapshot?: { parallelism?: number; partition_rows?: number };
   schema_policy?: 'review' | 'auto' | 'ignore';
 }
+
+/** PUT /v1/pipelines/{name}: the whole definition, which replaces the stored one. */
+export type PipelineReplaceBody = Static<typeof PipelineReplaceBodySchema>;
 
 /** POST /v1/connections and PUT /v1/connections/{name}. */
 export interface ConnectionBody {

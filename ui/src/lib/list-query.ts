@@ -1,4 +1,4 @@
-/** The pipelines list's search, state filter and sort, read from and written to the address's query. */
+/** The pipelines list's search, state filter, sort and page, read from and written to the address's query. */
 
 export type SortKey = 'name' | 'state' | 'lag';
 export type SortDir = 'asc' | 'desc';
@@ -8,6 +8,8 @@ export interface ListQuery {
   state: string;
   sort: SortKey;
   dir: SortDir;
+  /** 1-based; a search, filter or sort starts again at 1. */
+  page: number;
 }
 
 const SORT_KEYS: readonly SortKey[] = ['name', 'state', 'lag'];
@@ -20,6 +22,7 @@ export function readListQuery(search: string): ListQuery {
     state: params.get('state') ?? '',
     sort: sort && SORT_KEYS.includes(sort) ? sort : 'name',
     dir: params.get('dir') === 'desc' ? 'desc' : 'asc',
+    page: pageNumber(params.get('page')),
   };
 }
 
@@ -30,8 +33,14 @@ export function queryString(query: ListQuery): string {
   if (query.state) params.set('state', query.state);
   if (query.sort !== 'name') params.set('sort', query.sort);
   if (query.dir !== 'asc') params.set('dir', query.dir);
+  if (query.page > 1) params.set('page', String(query.page));
   const text = params.toString();
   return text ? `?${text}` : '';
+}
+
+function pageNumber(text: string | null): number {
+  const page = Number(text);
+  return Number.isInteger(page) && page > 1 ? page : 1;
 }
 
 interface Sortable {

@@ -8,6 +8,7 @@ export type Route =
   | { page: 'pipelines' }
   | { page: 'pipeline-new' }
   | { page: 'pipeline'; name: string }
+  | { page: 'pipeline-edit'; name: string }
   | { page: 'connections' }
   | { page: 'workers' }
   | { page: 'machine'; name: string | null }
@@ -28,6 +29,10 @@ export function pipelineHref(name: string): string {
   return href(`pipelines/${encodeURIComponent(name)}`);
 }
 
+export function pipelineEditHref(name: string): string {
+  return href(`pipelines/${encodeURIComponent(name)}/edit`);
+}
+
 /** The state machine page, with a pipeline highlighted when named. */
 export function machineHref(name: string | null = null): string {
   return href(name ? `machine/${encodeURIComponent(name)}` : 'machine');
@@ -38,6 +43,9 @@ export function matchRoute(pathname: string): Route {
   const inApp = pathname.startsWith(BASE) ? pathname.slice(BASE.length) : pathname.replace(/^\/+/, '');
   const parts = inApp.split('/').filter(Boolean).map(decodePart);
   const [first, second, ...rest] = parts;
+  if (first === 'pipelines' && second !== undefined && rest.length === 1 && rest[0] === 'edit') {
+    return { page: 'pipeline-edit', name: second };
+  }
   if (rest.length === 0) {
     if (first === undefined) return { page: 'pipelines' };
     if (first === 'pipelines' && second === undefined) return { page: 'pipelines' };
