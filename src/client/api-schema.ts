@@ -2989,6 +2989,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description The definition's version (its generation, quoted): send it as `If-Match` with a PUT so that a change someone made meanwhile is not overwritten */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3009,7 +3011,10 @@ export interface operations {
     replacePipeline: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replace only if the stored definition is still this version (the `ETag` of a read); otherwise 412 DEFINITION_CHANGED and nothing changes. `*` or no header: whatever is stored */
+                "if-match"?: string;
+            };
             path: {
                 /** @description a pipeline or connection name, without control characters */
                 name: string;
@@ -3060,6 +3065,8 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    /** @description The definition's version (its generation, quoted): send it as `If-Match` with a PUT so that a change someone made meanwhile is not overwritten */
+                    etag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3077,6 +3084,15 @@ export interface operations {
             };
             /** @description Error */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            412: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -60,6 +60,11 @@ export const ERROR_CODES = {
   INVALID_TRANSITION: 409,
   /** The schema proposal named in the request is no longer the pending one; read it again. */
   STALE_PROPOSAL: 409,
+  /**
+   * `PUT /v1/pipelines/{name}` with `If-Match` naming a version (the `ETag` a read gave) that is no
+   * longer the stored one: someone changed the pipeline meanwhile. Nothing changed; read it again.
+   */
+  DEFINITION_CHANGED: 412,
   /** The sink refused the DDL of an approved schema change; the pipeline keeps waiting. */
   SCHEMA_CHANGE_FAILED: 409,
   /** `POST /v1/admin/bootstrap` after an organization admin exists: sign in as that admin instead. */

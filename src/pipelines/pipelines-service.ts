@@ -106,8 +106,16 @@ export class PipelinesService {
     }
   }
 
-  /** Replaces the definition; a running pipeline picks it up (hot reload) through its generation. */
-  async replace(ctx: RequestContext, name: string, input: PipelineDefinitionInput) {
+  /**
+   * Replaces the definition; a running pipeline picks it up (hot reload) through its generation.
+   * With `expectedGeneration`, only while the stored definition is still that version (If-Match).
+   */
+  async replace(
+    ctx: RequestContext,
+    name: string,
+    input: PipelineDefinitionInput,
+    expectedGeneration: number | null = null,
+  ) {
     const existing = await pipelinesStore.find(this.pool, ctx.projectId, name);
     if (!existing) throw notFound('pipeline', name);
     await this.checkSource(ctx, toWrite(input), existing.id);
@@ -122,7 +130,19 @@ export class PipelinesService {
       const definition = toWrite(input);
       await checkConnections(tx, ctx, definition);
       await checkSharedTargets(tx, ctx, name, definition);
-      return pipelinesStore.updateDefinition(tx, ctx.projectId, name, definition);
+      const updated = await pipelinesStore.updateDefinition(
+        tx,
+        ctx.projectId,
+        name,
+        definition,
+        expectedGeneration,
+      );
+      if (!updated && expectedGeneration !== null && (await pipelinesStore.find(tx, ctx.projectId, name)))
+        throw new AppError(
+          'DEFINITION_CHANGED',
+          `pipeline '${name}' was changed since version ${expectedGeneration} (If-Match): read it again, then send the change`,
+        );
+      return updated;
     });
     if (!row) throw notFound('pipeline', name);
     this.lifecycle.definitionChanged(row.id, row.generation);

@@ -72,8 +72,17 @@ export const pipelinesStore = {
         ${sql.jsonb(d.verifyOptions)}, ${d.schemaPolicy})
       RETURNING ${COLUMNS}`),
 
-  /** Replaces the definition and bumps the generation so a running pipeline reloads it. */
-  updateDefinition: (db: CommonQueryMethods, projectId: string, name: string, d: PipelineDefinitionWrite) =>
+  /**
+   * Replaces the definition and bumps the generation so a running pipeline reloads it; with
+   * `generation`, only while the stored one is that (else no row).
+   */
+  updateDefinition: (
+    db: CommonQueryMethods,
+    projectId: string,
+    name: string,
+    d: PipelineDefinitionWrite,
+    generation: number | null = null,
+  ) =>
     db.maybeOne(sql.type(PipelineRow)`UPDATE pipelines SET
         source_connection = ${d.sourceConnection}, source_tables = ${sql.array(d.sourceTables, 'text')},
         source_publication = ${d.sourcePublication},
@@ -81,7 +90,9 @@ export const pipelinesStore = {
         snapshot_options = ${sql.jsonb(d.snapshotOptions)}, verify_options = ${sql.jsonb(d.verifyOptions)},
         schema_policy = ${d.schemaPolicy},
         generation = generation + 1, updated_at = now()
-      WHERE project_id = ${projectId} AND name = ${name} RETURNING ${COLUMNS}`),
+      WHERE project_id = ${projectId} AND name = ${name}
+        AND (${generation}::bigint IS NULL OR generation = ${generation}::bigint)
+      RETURNING ${COLUMNS}`),
 
   findById: (db: CommonQueryMethods, id: string) =>
     db.maybeOne(sql.type(PipelineRow)`SELECT ${COLUMNS} FROM pipelines WHERE id = ${id}`),

@@ -4,12 +4,16 @@ import type { PipelinesService } from '../../pipelines/pipelines-service.js';
 import { errorResponses, NameParams, ref, Unauthenticated } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 import {
+  DefinitionTagHeaders,
+  definitionTag,
+  matchedGeneration,
   ORPHANED_SLOT_HEADER,
   Pipeline,
   PipelineCreateBody,
   PipelineForceQuery,
   PipelineReplaceBody,
   PipelineSummary,
+  ReplaceHeaders,
 } from '../schemas/pipelines.js';
 
 const tags = ['pipelines'];
@@ -60,10 +64,14 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
         tags,
         summary: 'Get a pipeline',
         params: NameParams,
-        response: { 200: ref(Pipeline), ...errorResponses(404) },
+        response: { 200: { ...ref(Pipeline), headers: DefinitionTagHeaders }, ...errorResponses(404) },
       },
     },
-    (request) => pipelines.get(request.ctx, request.params.name),
+    async (request, reply) => {
+      const pipeline = await pipelines.get(request.ctx, request.params.name);
+      reply.header('etag', definitionTag(pipeline.generation));
+      return pipeline;
+    },
   );
 
   app.put(
@@ -75,11 +83,25 @@ export const pipelineRoutes: FastifyPluginAsyncTypebox<{ pipelines: PipelinesSer
         tags,
         summary: 'Replace the definition of a pipeline; a running pipeline reloads it without a restart',
         params: NameParams,
+        headers: ReplaceHeaders,
         body: PipelineReplaceBody,
-        response: { 200: ref(Pipeline), ...errorResponses(400, 404, 415, 422) },
+        response: {
+          200: { ...ref(Pipeline), headers: DefinitionTagHeaders },
+          ...errorResponses(400, 404, 412, 415, 422),
+        },
       },
     },
-    (request) => pipelines.replace(request.ctx, request.params.name, request.body),
+    async (request, reply) => {
+      const ifMatch = request.headers['if-match'];
+      const pipeline = await pipelines.replace(
+        request.ctx,
+        request.params.name,
+        request.body,
+        ifMatch === undefined ? null : matchedGeneration(ifMatch),
+      );
+      reply.header('etag', definitionTag(pipeline.generation));
+      return pipeline;
+    },
   );
 
   app.delete(

@@ -211,3 +211,30 @@ export const PipelineForceQuery = Type.Object(
 
 /** The header of a forced delete's answer that names the replication slot left on the source. */
 export const ORPHANED_SLOT_HEADER = 'x-orphaned-slot';
+
+/** A pipeline definition's version as an entity tag: its generation, bumped by every replace. */
+export const definitionTag = (generation: number) => `"${generation}"`;
+
+/** The generation an `If-Match` names, `null` for `*` (any stored version); a tag not of ours names none (-1). */
+export function matchedGeneration(ifMatch: string): number | null {
+  if (ifMatch.trim() === '*') return null;
+  const tag = /^\s*"(\d{1,15})"\s*$/.exec(ifMatch);
+  return tag ? Number(tag[1]) : -1;
+}
+
+export const DefinitionTagHeaders = {
+  etag: Type.String({
+    description:
+      "The definition's version (its generation, quoted): send it as `If-Match` with a PUT so that a change someone made meanwhile is not overwritten",
+  }),
+};
+
+export const ReplaceHeaders = Type.Object({
+  'if-match': Type.Optional(
+    Type.String({
+      maxLength: 200,
+      description:
+        'Replace only if the stored definition is still this version (the `ETag` of a read); otherwise 412 DEFINITION_CHANGED and nothing changes. `*` or no header: whatever is stored',
+    }),
+  ),
+});

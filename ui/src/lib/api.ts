@@ -38,6 +38,8 @@ export interface RequestOptions {
   /** Statuses whose JSON body is a normal answer rather than an error (e.g. 503 of /health). */
   acceptStatus?: number[];
   signal?: AbortSignal;
+  /** Extra request headers, such as `If-Match`. */
+  headers?: Record<string, string>;
 }
 
 /** Calls `/v1<path>`; resolves with the parsed JSON (undefined for 204). */
@@ -45,7 +47,7 @@ export async function api<T>(method: string, path: string, options: RequestOptio
   const init: RequestInit = {
     method,
     credentials: 'same-origin',
-    headers: { accept: 'application/json' },
+    headers: { accept: 'application/json', ...options.headers },
   };
   if (options.signal) init.signal = options.signal;
   // Every state-changing call declares JSON, bodiless ones too: the service refuses others (CSRF).
