@@ -122,3 +122,36 @@ export const SourceTableView = Type.Object(
   },
   { $id: 'SourceTable' },
 );
+
+/**
+ * The connection a test reaches: a create body whose name is optional. Given the name of a stored
+ * connection, a secret of **** stands for the stored one (as on replace).
+ */
+export const ConnectionTestBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    type: ConnectionTypeName,
+    dsn: Dsn,
+    tls: Type.Optional(Tls),
+  },
+  { additionalProperties: false },
+);
+
+/** What testing a connection found. */
+export const ConnectionTestResult = Type.Object(
+  {
+    ok: Type.Boolean({ description: 'true when every check is met: the connection is usable' }),
+    checks: Type.Array(
+      Type.Object({
+        name: Type.String({
+          description:
+            'What was checked: reach, server_version, wal_level, replication_slots, wal_senders, ' +
+            'replication_role, database_connect (postgres), jetstream (nats)',
+        }),
+        ok: Type.Boolean(),
+        message: Type.String({ description: 'What was found, in words; never holds a password' }),
+      }),
+    ),
+  },
+  { $id: 'ConnectionTestResult' },
+);
