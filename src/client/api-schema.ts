@@ -1043,6 +1043,15 @@ export interface components {
             type: string;
             /** @description ISO 8601 UTC timestamp */
             updated_at: string;
+            /** @description The pipelines that use this connection, by name */
+            used_by: {
+                /** @description Whether it names it as its source or its sink (a pipeline naming it as both is listed twice) */
+                as: "source" | "sink";
+                /** @description The pipeline that names this connection */
+                pipeline: string;
+                /** @description The pipeline's state */
+                state: string;
+            }[];
         };
         ConnectionTestResult: {
             checks: {

@@ -137,4 +137,25 @@ describe.each(inject('pgClusters'))('connection test API on $label', (cluster) =
     expect(fileHost.status).toBe(422);
     expect(fileHost.body.code).toBe(created.body.code);
   });
+
+  it('lists the pipelines that use each connection, as source or sink', async () => {
+    const port = await freePort();
+    for (const [name, type, dsn] of [
+      ['far-source', 'postgres', `postgres://u@127.0.0.1:${port}/x`],
+      ['shared-sink', 'redis', 'redis://127.0.0.1:6379/0'],
+    ]) {
+      expect((await service.request('POST', '/v1/connections', { name, type, dsn })).status).toBe(201);
+    }
+    const created = await service.request('POST', '/v1/pipelines', {
+      name: 'uses-both',
+      source: { connection: 'far-source', tables: ['public.items'] },
+      sink: { connection: 'shared-sink' },
+    });
+    expect(created.status).toBe(201);
+    const list = await service.request('GET', '/v1/connections');
+    const usedBy = (name: string) => list.body.find((c: { name: string }) => c.name === name)?.used_by;
+    expect(usedBy('far-source')).toEqual([{ pipeline: 'uses-both', state: 'stopped', as: 'source' }]);
+    expect(usedBy('shared-sink')).toEqual([{ pipeline: 'uses-both', state: 'stopped', as: 'sink' }]);
+    expect(usedBy('tested-source')).toEqual([]);
+  });
 });

@@ -90,6 +90,17 @@ export const Connection = Type.Object(
           'until dropped (DELETE /v1/connections/{name}/orphaned-slots/{slot}, or by hand)',
       },
     ),
+    used_by: Type.Array(
+      Type.Object({
+        pipeline: Type.String({ description: 'The pipeline that names this connection' }),
+        state: Type.String({ description: "The pipeline's state" }),
+        as: Type.Union([Type.Literal('source'), Type.Literal('sink')], {
+          description:
+            'Whether it names it as its source or its sink (a pipeline naming it as both is listed twice)',
+        }),
+      }),
+      { description: 'The pipelines that use this connection, by name' },
+    ),
   },
   { $id: 'Connection' },
 );
