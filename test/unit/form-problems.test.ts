@@ -61,7 +61,7 @@ describe('form problems', () => {
     });
     expect(at(400, 'BAD_REQUEST', 'name: is required')).toEqual({ name: 'This is required.' });
     expect(at(422, 'VALIDATION_FAILED', 'source.tables[1]: public.x has no primary key')).toEqual({
-      tables: 'Public.x has no primary key.',
+      tables: 'public.x has no primary key',
     });
     expect(at(409, 'ALREADY_EXISTS', "pipeline 'p' already exists")).toEqual({
       name: 'This name is taken: choose another.',
@@ -70,7 +70,7 @@ describe('form problems', () => {
       dsn: 'This is required.',
     });
     expect(at(422, 'VALIDATION_FAILED', 'tls.ca_cert: is not PEM text', connectionField)).toEqual({
-      'tls.ca_cert': 'Is not PEM text.',
+      'tls.ca_cert': 'is not PEM text',
     });
     expect(at(422, 'VALIDATION_FAILED', 'verify.interval: bad', connectionField)).toEqual({});
     expect(at(500, 'INTERNAL', 'name: x')).toEqual({});

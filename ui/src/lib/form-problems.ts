@@ -151,15 +151,17 @@ const WORDINGS: readonly [RegExp, (m: RegExpExecArray) => string][] = [
   [/^must be (\d+ to \d+ characters: .*)$/, (m) => `Use ${m[1]}.`],
 ];
 
-/** The JSON-schema wording of a validation message, in plain words; anything else as it is, as a sentence. */
+/**
+ * The JSON-schema wording of a validation message, in plain words; anything else is the
+ * service's own sentence already (a refusal with the statements to run), kept as it is.
+ */
 export function plainWords(message: string): string {
   const text = message.trim();
   for (const [pattern, say] of WORDINGS) {
     const m = pattern.exec(text);
     if (m) return say(m);
   }
-  const sentence = text.charAt(0).toUpperCase() + text.slice(1);
-  return /[.!?]$/.test(sentence) ? sentence : `${sentence}.`;
+  return text;
 }
 
 /**
