@@ -6,14 +6,12 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { type ConnectionOptions as NatsOptions, connect as natsConnect } from '@nats-io/transport-node';
 import { Redis, type RedisOptions } from 'ioredis';
 import mysql, { type ConnectionOptions as MysqlOptions } from 'mysql2/promise';
-import pg from 'pg';
 import type { DuckdbSettings } from '../connections/duckdb-connection-type.js';
 import type { RabbitmqSettings } from '../connections/rabbitmq-connection-type.js';
 import type { WebhookSettings } from '../connections/webhook-connection-type.js';
-import { surviveConnectionLoss } from '../core/pg-connection-loss.js';
 import { Broker } from '../sinks/rabbitmq/broker.js';
 import { openGuardedSocket } from '../sinks/webhook/guarded-connector.js';
-import { sourceReadiness } from '../source/postgres/catalog.js';
+import { findSourceKind } from '../source/registry.js';
 import { messageOf } from './error-kinds.js';
 
 /** One thing found about a connection: met or not, in words. */
@@ -43,49 +41,35 @@ function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 /**
- * PostgreSQL, judged as a pipeline's source: the server's version and each condition of logical
- * replication (the same checks a pipeline start makes), and the role's CONNECT on the database.
+ * A source (PostgreSQL), judged as a pipeline's source: each condition of replication, through
+ * the source's own readiness checks (those a pipeline start makes, and more).
  */
-async function reachPostgres(settings: unknown, timeoutMs: number): Promise<ReachCheck[]> {
-  const client = new pg.Client({
-    ...(settings as pg.ClientConfig),
-    application_name: 'replicator',
-    connectionTimeoutMillis: timeoutMs,
-    query_timeout: timeoutMs,
-  });
-  surviveConnectionLoss(client);
+async function reachSource(type: string, settings: unknown, timeoutMs: number): Promise<ReachCheck[]> {
+  const kind = findSourceKind(type);
+  if (!kind) return [{ name: 'reach', ok: false, message: `A ${type} connection cannot be a source.` }];
+  const source = kind.create(settings, {});
   try {
-    await client.connect();
+    await source.connect({ timeoutMs });
   } catch (error) {
-    await client.end().catch(() => undefined);
-    return [unreached('the PostgreSQL server', error)];
+    await source.close().catch(() => undefined);
+    return [unreached(`the ${type} server`, error)];
   }
   try {
-    const { rows } = await client.query<{ db: string; can_connect: boolean }>(
-      `SELECT current_database()::text AS db, has_database_privilege(current_database(), 'CONNECT') AS can_connect`,
-    );
-    const checks: ReachCheck[] = [reached(`PostgreSQL database ${rows[0]?.db ?? ''}`.trim())];
-    for (const c of await sourceReadiness(client)) {
-      checks.push({ name: c.name, ok: c.ok, message: c.ok ? `${c.found}.` : `${c.problem}.` });
-    }
-    checks.push({
-      name: 'database_connect',
-      ok: rows[0]?.can_connect === true,
-      message: rows[0]?.can_connect
-        ? 'The role may connect to the database.'
-        : 'The role lacks CONNECT on the database: GRANT CONNECT ON DATABASE to it.',
-    });
-    return checks;
+    const checks = await within(source.readiness(), timeoutMs, `the ${type} server`);
+    return [
+      { name: 'reach', ok: true, message: `Reached the ${type} server and logged in.` },
+      ...checks.map((c) => ({ name: c.name, ok: c.ok, message: `${c.ok ? c.found : c.problem}.` })),
+    ];
   } catch (error) {
     return [
       {
         name: 'reach',
         ok: false,
-        message: `Reached PostgreSQL, but checking it failed: ${messageOf(error)}`,
+        message: `Reached the ${type} server, but checking it failed: ${messageOf(error)}`,
       },
     ];
   } finally {
-    await client.end().catch(() => undefined);
+    await source.close().catch(() => undefined);
   }
 }
 
@@ -196,7 +180,7 @@ async function reachDuckdb(settings: unknown): Promise<ReachCheck[]> {
 }
 
 const REACH: Record<string, Reach> = {
-  postgres: reachPostgres,
+  postgres: (settings, timeoutMs) => reachSource('postgres', settings, timeoutMs),
   mysql: reachMysql,
   redis: reachRedis,
   nats: reachNats,

@@ -54,8 +54,12 @@ describe('form problems', () => {
   });
 
   it('puts the service answers at their fields, in plain words', () => {
-    const at = (status: number, code: string, message: string, toField = pipelineField) =>
-      serviceProblems({ status, code, message }, toField);
+    const at = (
+      status: number,
+      code: string,
+      message: string,
+      toField: (path: string) => string | null = pipelineField,
+    ) => serviceProblems({ status, code, message }, toField);
     expect(at(422, 'VALIDATION_FAILED', 'snapshot.parallelism: must be <= 32')).toEqual({
       parallelism: 'Enter 32 or less.',
     });

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { ColumnSchema, GeneratedColumn, TableRef, TableSchema } from '../../core/change.js';
+import type { ReadinessCheck } from '../../core/source.js';
 import { SourceNotReadyError, TableNotReplicableError, type TableProblem } from './errors.js';
 
 /** Oldest server whose catalogs (`pg_index.indnkeyatts`) and pgoutput we support. */
@@ -9,21 +10,6 @@ const MIN_SERVER_VERSION = 110000;
 export async function serverVersionNum(client: pg.ClientBase): Promise<number> {
   const { rows } = await client.query<{ v: string }>("SELECT current_setting('server_version_num') AS v");
   return Number(rows[0]?.v);
-}
-
-/** One condition of logical replication, met or not; `problem` says what to do when not. */
-export interface ReadinessCheck {
-  name: 'server_version' | 'wal_level' | 'replication_slots' | 'wal_senders' | 'replication_role';
-  ok: boolean;
-  /** What was found, in words. */
-  found: string;
-  /** When not met: the problem and its remedy. */
-  problem: string;
-  /**
-   * Whether a pipeline cannot start at all: slots and senders all in use only make a start wait
-   * and retry, their absence (a maximum of 0) refuses it.
-   */
-  refusesStart: boolean;
 }
 
 /**
@@ -44,10 +30,14 @@ export async function sourceReadiness(client: pg.ClientBase): Promise<ReadinessC
     rolsuper: boolean;
     rolreplication: boolean;
     rds_replication: boolean;
+    db: string;
+    can_connect: boolean;
   }>(`
     SELECT current_setting('wal_level') AS wal_level,
            current_setting('server_version_num')::int AS version,
            current_setting('server_version') AS version_text,
+           current_database()::text AS db,
+           has_database_privilege(current_database(), 'CONNECT') AS can_connect,
            current_setting('max_replication_slots')::int AS max_slots,
            (SELECT count(*) FROM pg_replication_slots)::int AS used_slots,
            current_setting('max_wal_senders')::int AS max_senders,
@@ -103,13 +93,21 @@ export async function sourceReadiness(client: pg.ClientBase): Promise<ReadinessC
       ok: mayReplicate,
       refusesStart: !mayReplicate,
       found: s.rolsuper
-        ? `role ${s.role} is a superuser`
+        ? `Role ${s.role} is a superuser`
         : s.rolreplication
-          ? `role ${s.role} has the REPLICATION attribute`
+          ? `Role ${s.role} has the REPLICATION attribute`
           : s.rds_replication
-            ? `role ${s.role} is a member of rds_replication`
-            : `role ${s.role} may not use replication`,
+            ? `Role ${s.role} is a member of rds_replication`
+            : `Role ${s.role} may not use replication`,
       problem: `role ${s.role} may not use replication: run ALTER ROLE ${role} REPLICATION as a superuser (on Amazon RDS: GRANT rds_replication TO ${role})`,
+    },
+    {
+      // Connected now, but CONNECT taken from PUBLIC still refuses the replication session.
+      name: 'database_connect',
+      ok: s.can_connect,
+      refusesStart: false,
+      found: `Role ${s.role} may connect to database ${s.db}`,
+      problem: `role ${s.role} lacks CONNECT on database ${s.db}: run GRANT CONNECT ON DATABASE ${pg.escapeIdentifier(s.db)} TO ${role}`,
     },
   ];
 }
