@@ -17,6 +17,7 @@ import { createLogger } from '../src/log/logger.js';
 import { createServiceMetrics } from '../src/metrics/metrics-registry.js';
 import { PipelineStatusService } from '../src/pipelines/pipeline-status-service.js';
 import { PipelinesService } from '../src/pipelines/pipelines-service.js';
+import { ConnectionTester } from '../src/runtime/connection-test.js';
 import { OrphanedSlots } from '../src/runtime/orphaned-slots.js';
 import { PipelineEndpoints } from '../src/runtime/pipeline-endpoints.js';
 import { ReplicationRunner } from '../src/runtime/replication-runner.js';
@@ -85,6 +86,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     services: {
       connections,
       sourceTables: new SourceTables(new PipelineEndpoints({ pool, resolveConnection }), resolveConnection),
+      connectionTester: new ConnectionTester(connections),
       verifications: new VerificationService(
         pool,
         () => undefined,

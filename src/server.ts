@@ -26,6 +26,7 @@ import type { Logger } from './log/logger.js';
 import { createServiceMetrics } from './metrics/metrics-registry.js';
 import { PipelineStatusService } from './pipelines/pipeline-status-service.js';
 import { PipelinesService } from './pipelines/pipelines-service.js';
+import { ConnectionTester } from './runtime/connection-test.js';
 import { OrphanedSlots } from './runtime/orphaned-slots.js';
 import { PipelineEndpoints } from './runtime/pipeline-endpoints.js';
 import { installProcessGuard } from './runtime/process-guard.js';
@@ -181,6 +182,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       services: {
         connections,
         sourceTables: new SourceTables(new PipelineEndpoints({ pool, resolveConnection }), resolveConnection),
+        connectionTester: new ConnectionTester(connections),
         orphanedSlots: new OrphanedSlots(
           pool,
           new PipelineEndpoints({ pool, resolveConnection }),

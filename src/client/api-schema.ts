@@ -315,6 +315,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/connections/{name}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Test a stored connection: reach its server and check it is usable; answers 200 with every check, met or not (a failed check is ok: false, not an error); bounded to a few seconds */
+        post: operations["testStoredConnection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/connections/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Test a connection before saving it: reach its server and check it is usable (a postgres source: version, wal_level, replication rights, free slots and WAL senders), storing nothing; answers 200 with every check, met or not (a failed check is ok: false, not an error); bounded to a few seconds */
+        post: operations["testConnection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/health": {
         parameters: {
             query?: never;
@@ -1009,6 +1043,26 @@ export interface components {
             type: string;
             /** @description ISO 8601 UTC timestamp */
             updated_at: string;
+            /** @description The pipelines that use this connection, by name */
+            used_by: {
+                /** @description Whether it names it as its source or its sink (a pipeline naming it as both is listed twice) */
+                as: "source" | "sink";
+                /** @description The pipeline that names this connection */
+                pipeline: string;
+                /** @description The pipeline's state */
+                state: string;
+            }[];
+        };
+        ConnectionTestResult: {
+            checks: {
+                /** @description What was found, in words; never holds a password */
+                message: string;
+                /** @description What was checked: reach, server_version, wal_level, replication_slots, wal_senders, replication_role, database_connect (postgres), jetstream (nats) */
+                name: string;
+                ok: boolean;
+            }[];
+            /** @description true when every check is met: the connection is usable */
+            ok: boolean;
         };
         CreatedToken: components["schemas"]["Token"] & {
             /** @description the secret: shown once, send as Authorization: Bearer */
@@ -2613,6 +2667,123 @@ export interface operations {
             };
             /** @description Error */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    testStoredConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a pipeline or connection name, without control characters */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionTestResult"];
+                };
+            };
+            /** @description Error */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    testConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Connection URL, e.g. postgres://user:password@host:5432/db?sslmode=require */
+                    dsn: string;
+                    /** @description 1 to 63 characters: letters, digits, "_" and "-", starting with a letter or digit */
+                    name?: string;
+                    /** @description TLS material for sslmode=require, verify-ca or verify-full. Stored encrypted and never returned: responses show **** for what is set */
+                    tls?: {
+                        /** @description CA certificate(s) the server certificate must chain to as PEM text; **** on update keeps the stored one */
+                        ca_cert?: string;
+                        /** @description Client certificate as PEM text; **** on update keeps the stored one */
+                        client_cert?: string;
+                        /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
+                        client_key?: string;
+                    };
+                    /** @description Connection type: postgres, mysql, duckdb, redis, nats, rabbitmq, webhook (see the README for each one's DSN) */
+                    type: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionTestResult"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Error */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -16,7 +16,29 @@ export interface ConnectionView {
   updated_at: string;
   /** Replication slots forced pipeline deletes left on this source, until they are dropped. */
   orphaned_slots: OrphanedSlotView[];
+  /** The pipelines that name it, as their source or their sink. */
+  used_by: ConnectionUserView[];
 }
+
+export interface ConnectionUserView {
+  pipeline: string;
+  state: string;
+  as: 'source' | 'sink';
+}
+
+/** A pipeline that names connections, as the store lists it. */
+export interface ConnectionUserRow {
+  name: string;
+  state: string;
+  source_connection: string;
+  sink_connection: string;
+}
+
+const usesOf = (name: string, users: readonly ConnectionUserRow[]): ConnectionUserView[] =>
+  users.flatMap((p) => [
+    ...(p.source_connection === name ? [{ pipeline: p.name, state: p.state, as: 'source' as const }] : []),
+    ...(p.sink_connection === name ? [{ pipeline: p.name, state: p.state, as: 'sink' as const }] : []),
+  ]);
 
 export interface OrphanedSlotView {
   slot: string;
@@ -37,6 +59,7 @@ const toOrphanedSlotView = (row: OrphanedSlotRow): OrphanedSlotView => ({
 export const toConnectionView = (
   row: ConnectionRow,
   orphans: readonly OrphanedSlotRow[],
+  users: readonly ConnectionUserRow[] = [],
 ): ConnectionView => ({
   id: row.id,
   project_id: row.project_id,
@@ -52,4 +75,5 @@ export const toConnectionView = (
   created_at: row.created_at,
   updated_at: row.updated_at,
   orphaned_slots: orphans.filter((o) => o.connection_name === row.name).map(toOrphanedSlotView),
+  used_by: usesOf(row.name, users),
 });

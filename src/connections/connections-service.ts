@@ -19,7 +19,7 @@ import {
   connectionTypeNames,
   findConnectionType,
 } from './connection-types.js';
-import { type ConnectionView, toConnectionView } from './connection-view.js';
+import { type ConnectionUserRow, type ConnectionView, toConnectionView } from './connection-view.js';
 import { PASSWORD_MASK } from './dsn.js';
 import type { LocalAccessPolicy } from './local-access.js';
 import { checkTlsMaterial, type TlsMaterial } from './tls-material.js';
@@ -75,15 +75,22 @@ export class ConnectionsService {
     return (await this.views(this.pool, [row]))[0] as ConnectionView;
   }
 
-  /** Connections as the API shows them, each with the orphaned slots recorded under its name. */
+  /**
+   * Connections as the API shows them, each with the orphaned slots recorded under its name and
+   * the pipelines that name it.
+   */
   private async views(db: CommonQueryMethods, rows: readonly ConnectionRow[]) {
-    // A list may span projects (authentication off): each row gets its own project's slots.
+    // A list may span projects (authentication off): each row gets its own project's slots and users.
     const orphansOf = new Map<string, readonly OrphanedSlotRow[]>();
+    const usersOf = new Map<string, readonly ConnectionUserRow[]>();
     for (const projectId of new Set(rows.map((r) => r.project_id))) {
       const names = rows.filter((r) => r.project_id === projectId).map((r) => r.name);
       orphansOf.set(projectId, await orphanedSlotsStore.listFor(db, projectId, names));
+      usersOf.set(projectId, await pipelinesStore.usingConnections(db, projectId, names));
     }
-    return rows.map((row) => toConnectionView(row, orphansOf.get(row.project_id) ?? []));
+    return rows.map((row) =>
+      toConnectionView(row, orphansOf.get(row.project_id) ?? [], usersOf.get(row.project_id) ?? []),
+    );
   }
 
   async create(ctx: RequestContext, name: string, input: ConnectionInput) {

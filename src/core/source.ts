@@ -63,9 +63,30 @@ export interface SourceTable {
   estimatedRows: number;
 }
 
+/** One condition for the source to serve replication, met or not, as a connection test lists it. */
+export interface ReadinessCheck {
+  /** What is checked, e.g. `wal_level`. */
+  name: string;
+  ok: boolean;
+  /** What was found, in words. */
+  found: string;
+  /** When not met: the problem and its remedy. */
+  problem: string;
+  /**
+   * Whether a pipeline cannot start at all while it is not met (checkReady refuses it); slots
+   * and senders all in use only make a start wait and retry.
+   */
+  refusesStart: boolean;
+}
+
 export interface Source {
   /** Opens the session; rejects with the driver's error (an unreachable server, a refused login). */
   connect(options?: { timeoutMs?: number }): Promise<void>;
+  /**
+   * Each condition for the source to serve replication to the connected role, met or not: what
+   * checkReady judges, and more (free slots, the right to connect), for a person to read.
+   */
+  readiness(): Promise<ReadinessCheck[]>;
   /**
    * Checks that the source can serve replication to the connected role.
    * @throws SourceNotReadyError listing every problem with what to do about it.

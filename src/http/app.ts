@@ -20,6 +20,7 @@ import { installHttpMetrics } from '../metrics/http-metrics.js';
 import type { ServiceMetrics } from '../metrics/metrics-registry.js';
 import type { PipelineStatusService } from '../pipelines/pipeline-status-service.js';
 import type { PipelinesService } from '../pipelines/pipelines-service.js';
+import type { ConnectionTester } from '../runtime/connection-test.js';
 import type { OrphanedSlots } from '../runtime/orphaned-slots.js';
 import type { SchemaDecisions } from '../runtime/schema-decisions.js';
 import type { SourceTables } from '../runtime/source-tables.js';
@@ -69,6 +70,7 @@ import { installWebSocket } from './websocket.js';
 export interface AppServices {
   connections: ConnectionsService;
   sourceTables: SourceTables;
+  connectionTester: ConnectionTester;
   orphanedSlots: OrphanedSlots;
   apply: ApplyService;
   pipelines: PipelinesService;
@@ -214,6 +216,7 @@ export async function buildApp({ logger, services, auth, http }: AppOptions): Pr
         connections: services.connections,
         sourceTables: services.sourceTables,
         orphanedSlots: services.orphanedSlots,
+        tester: services.connectionTester,
       });
       await v1.register(pipelineRoutes, { pipelines: services.pipelines });
       await v1.register(pipelineStatusRoutes, { status: services.status });

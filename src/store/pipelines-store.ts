@@ -176,6 +176,20 @@ export const pipelinesStore = {
       WHERE project_id = ${projectId} AND (source_connection = ${connection} OR sink_connection = ${connection})
       ORDER BY name`),
 
+  /** The pipelines of a project that name any of `connections`, with the connections they name. */
+  usingConnections: (db: CommonQueryMethods, projectId: string, connections: readonly string[]) =>
+    db.any(sql.type(
+      z.object({
+        name: z.string(),
+        state: z.string(),
+        source_connection: z.string(),
+        sink_connection: z.string(),
+      }),
+    )`SELECT name, state, source_connection, sink_connection FROM pipelines
+      WHERE project_id = ${projectId}
+        AND (source_connection = ANY(${sql.array(connections, 'text')}) OR sink_connection = ANY(${sql.array(connections, 'text')}))
+      ORDER BY name`),
+
   /** How many pipelines are in the given state: of one project, or of every project (null). */
   countInState: (db: CommonQueryMethods, state: string, projectId: string | null) =>
     db.oneFirst(sql.type(z.object({ count: z.number() }))`SELECT count(*)::int AS count FROM pipelines

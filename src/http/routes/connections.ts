@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { ConnectionsService } from '../../connections/connections-service.js';
+import type { ConnectionTester } from '../../runtime/connection-test.js';
 import type { OrphanedSlots } from '../../runtime/orphaned-slots.js';
 import type { SourceTables } from '../../runtime/source-tables.js';
 import { errorResponses, NameParams, ref, Unauthenticated } from '../schemas/common.js';
@@ -9,6 +10,8 @@ import {
   Connection,
   ConnectionCreateBody,
   ConnectionReplaceBody,
+  ConnectionTestBody,
+  ConnectionTestResult,
   ForceQuery,
   OrphanedSlotParams,
   SourceTableView,
@@ -20,7 +23,8 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{
   connections: ConnectionsService;
   sourceTables: SourceTables;
   orphanedSlots: OrphanedSlots;
-}> = async (app, { connections, sourceTables, orphanedSlots }) => {
+  tester: ConnectionTester;
+}> = async (app, { connections, sourceTables, orphanedSlots, tester }) => {
   addComponentSchemas(app);
   app.get(
     '/connections',
@@ -52,6 +56,43 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{
       const created = await connections.create(request.ctx, request.body.name, request.body);
       return reply.status(201).send(created);
     },
+  );
+
+  const testSummary =
+    'answers 200 with every check, met or not (a failed check is ok: false, not an error); ' +
+    'bounded to a few seconds';
+
+  app.post(
+    '/connections/test',
+    {
+      config: { permission: 'edit', action: 'connection.test', actionBody: true },
+      schema: {
+        operationId: 'testConnection',
+        tags,
+        summary:
+          'Test a connection before saving it: reach its server and check it is usable (a postgres ' +
+          'source: version, wal_level, replication rights, free slots and WAL senders), storing nothing; ' +
+          testSummary,
+        body: ConnectionTestBody,
+        response: { 200: ref(ConnectionTestResult), ...errorResponses(400, 415, 422) },
+      },
+    },
+    (request) => tester.testInput(request.ctx, request.body),
+  );
+
+  app.post(
+    '/connections/:name/test',
+    {
+      config: { permission: 'edit', action: 'connection.test' },
+      schema: {
+        operationId: 'testStoredConnection',
+        tags,
+        summary: `Test a stored connection: reach its server and check it is usable; ${testSummary}`,
+        params: NameParams,
+        response: { 200: ref(ConnectionTestResult), ...errorResponses(404, 415, 422) },
+      },
+    },
+    (request) => tester.testStored(request.ctx, request.params.name),
   );
 
   app.get(

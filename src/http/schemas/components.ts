@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TSchema } from 'typebox';
 import { CreatedToken, SessionInfo, Token, User } from './auth.js';
 import { ErrorBody, Unauthenticated } from './common.js';
-import { Connection, SourceTableView } from './connections.js';
+import { Connection, ConnectionTestResult, SourceTableView } from './connections.js';
 import { Pipeline, PipelineSummary } from './pipelines.js';
 import { SINK_PROPERTIES_SCHEMAS } from './sink-properties.js';
 import { Provider } from './sso.js';
@@ -21,6 +21,7 @@ const COMPONENT_SCHEMAS: readonly (TSchema & { $id?: string })[] = [
   PipelineSummary,
   Connection,
   SourceTableView,
+  ConnectionTestResult,
   Token,
   CreatedToken,
   User,

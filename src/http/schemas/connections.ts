@@ -90,6 +90,17 @@ export const Connection = Type.Object(
           'until dropped (DELETE /v1/connections/{name}/orphaned-slots/{slot}, or by hand)',
       },
     ),
+    used_by: Type.Array(
+      Type.Object({
+        pipeline: Type.String({ description: 'The pipeline that names this connection' }),
+        state: Type.String({ description: "The pipeline's state" }),
+        as: Type.Union([Type.Literal('source'), Type.Literal('sink')], {
+          description:
+            'Whether it names it as its source or its sink (a pipeline naming it as both is listed twice)',
+        }),
+      }),
+      { description: 'The pipelines that use this connection, by name' },
+    ),
   },
   { $id: 'Connection' },
 );
@@ -121,4 +132,37 @@ export const SourceTableView = Type.Object(
     estimated_rows: Type.Integer({ description: "the source's row estimate, 0 when it has none" }),
   },
   { $id: 'SourceTable' },
+);
+
+/**
+ * The connection a test reaches: a create body whose name is optional. Given the name of a stored
+ * connection, a secret of **** stands for the stored one (as on replace).
+ */
+export const ConnectionTestBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    type: ConnectionTypeName,
+    dsn: Dsn,
+    tls: Type.Optional(Tls),
+  },
+  { additionalProperties: false },
+);
+
+/** What testing a connection found. */
+export const ConnectionTestResult = Type.Object(
+  {
+    ok: Type.Boolean({ description: 'true when every check is met: the connection is usable' }),
+    checks: Type.Array(
+      Type.Object({
+        name: Type.String({
+          description:
+            'What was checked: reach, server_version, wal_level, replication_slots, wal_senders, ' +
+            'replication_role, database_connect (postgres), jetstream (nats)',
+        }),
+        ok: Type.Boolean(),
+        message: Type.String({ description: 'What was found, in words; never holds a password' }),
+      }),
+    ),
+  },
+  { $id: 'ConnectionTestResult' },
 );

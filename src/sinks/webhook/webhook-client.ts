@@ -1,10 +1,9 @@
-import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Agent, buildConnector, request } from 'undici';
-import { AddressRefusedError, addressProblem, guardedLookup } from '../../connections/address-guard.js';
+import { Agent, request } from 'undici';
 import type { WebhookSettings } from '../../connections/webhook-connection-type.js';
 import { VERSION } from '../../version.js';
 import { requestFailed, statusFailed, timedOut, WebhookError } from './delivery-errors.js';
+import { guardedConnector } from './guarded-connector.js';
 import { SIGNATURE_HEADER, signatureHeader } from './signature.js';
 
 /** How the client posts, from the sink's properties. */
@@ -39,34 +38,7 @@ export class WebhookClient {
     private readonly settings: WebhookSettings,
     private readonly options: ClientOptions,
   ) {
-    const connector = buildConnector({
-      ca: settings.tls.ca_cert,
-      cert: settings.tls.client_cert,
-      key: settings.tls.client_key,
-      lookup: guardedLookup(settings.reach),
-      timeout: options.timeoutMs,
-    });
-    const { reach } = settings;
-    this.agent = new Agent({
-      connect: (opts, callback) =>
-        connector(opts, (error, socket) => {
-          if (error || !socket) {
-            callback(error ?? new Error('no socket'), null);
-            return;
-          }
-          const peer = (socket as Socket).remoteAddress;
-          const problem = peer === undefined ? 'is unknown' : addressProblem(peer, reach);
-          if (problem) {
-            socket.destroy();
-            callback(
-              new AddressRefusedError(`webhook ${settings.endpoint}: the peer address ${problem}`),
-              null,
-            );
-            return;
-          }
-          callback(null, socket);
-        }),
-    });
+    this.agent = new Agent({ connect: guardedConnector(settings, options.timeoutMs) });
   }
 
   /** Posts `body` until the receiver answers 2xx; throws the last attempt's WebhookError. */

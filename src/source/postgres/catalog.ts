@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { ColumnSchema, GeneratedColumn, TableRef, TableSchema } from '../../core/change.js';
+import type { ReadinessCheck } from '../../core/source.js';
 import { SourceNotReadyError, TableNotReplicableError, type TableProblem } from './errors.js';
 
 /** Oldest server whose catalogs (`pg_index.indnkeyatts`) and pgoutput we support. */
@@ -12,27 +13,35 @@ export async function serverVersionNum(client: pg.ClientBase): Promise<number> {
 }
 
 /**
- * Checks that the source can serve logical replication to the connected role: `wal_level` is
- * `logical`, slots and WAL senders are available, and the role may replicate (superuser,
- * REPLICATION attribute, or membership in RDS's `rds_replication`).
- *
- * @throws SourceNotReadyError listing every problem with what to do about it.
+ * Each condition for the source to serve logical replication to the connected role: `wal_level`
+ * is `logical`, slots and WAL senders are available (and free), and the role may replicate
+ * (superuser, REPLICATION attribute, or membership in RDS's `rds_replication`).
  */
-export async function checkSourceReady(client: pg.ClientBase): Promise<void> {
+export async function sourceReadiness(client: pg.ClientBase): Promise<ReadinessCheck[]> {
   const { rows } = await client.query<{
     wal_level: string;
     version: number;
+    version_text: string;
     max_slots: number;
+    used_slots: number;
     max_senders: number;
+    used_senders: number;
     role: string;
     rolsuper: boolean;
     rolreplication: boolean;
     rds_replication: boolean;
+    db: string;
+    can_connect: boolean;
   }>(`
     SELECT current_setting('wal_level') AS wal_level,
            current_setting('server_version_num')::int AS version,
+           current_setting('server_version') AS version_text,
+           current_database()::text AS db,
+           has_database_privilege(current_database(), 'CONNECT') AS can_connect,
            current_setting('max_replication_slots')::int AS max_slots,
+           (SELECT count(*) FROM pg_replication_slots)::int AS used_slots,
            current_setting('max_wal_senders')::int AS max_senders,
+           (SELECT count(*) FROM pg_stat_replication)::int AS used_senders,
            r.rolname::text AS role, r.rolsuper, r.rolreplication,
            EXISTS (SELECT 1 FROM pg_roles g
                    WHERE g.rolname = 'rds_replication' AND pg_has_role(r.oid, g.oid, 'member')) AS rds_replication
@@ -40,29 +49,76 @@ export async function checkSourceReady(client: pg.ClientBase): Promise<void> {
      WHERE r.rolname = current_user`);
   const s = rows[0];
   if (!s) throw new SourceNotReadyError(['the current role is not visible in pg_roles']);
-  const problems: string[] = [];
-  if (s.version < MIN_SERVER_VERSION) {
-    problems.push(
-      `PostgreSQL ${s.version} is too old: version 11 or newer is required (14+ to stream large transactions)`,
-    );
-  }
-  if (s.wal_level !== 'logical') {
-    problems.push(
-      `wal_level is '${s.wal_level}': set wal_level = logical (postgresql.conf, or ALTER SYSTEM SET wal_level = logical) and restart PostgreSQL`,
-    );
-  }
-  if (s.max_slots < 1) {
-    problems.push('max_replication_slots is 0: set it to at least 1 per pipeline and restart PostgreSQL');
-  }
-  if (s.max_senders < 1) {
-    problems.push('max_wal_senders is 0: set it to at least 1 per pipeline and restart PostgreSQL');
-  }
-  if (!s.rolsuper && !s.rolreplication && !s.rds_replication) {
-    const role = pg.escapeIdentifier(s.role);
-    problems.push(
-      `role ${s.role} may not use replication: run ALTER ROLE ${role} REPLICATION as a superuser (on Amazon RDS: GRANT rds_replication TO ${role})`,
-    );
-  }
+  const role = pg.escapeIdentifier(s.role);
+  const mayReplicate = s.rolsuper || s.rolreplication || s.rds_replication;
+  const freeSlots = s.max_slots - s.used_slots;
+  const freeSenders = s.max_senders - s.used_senders;
+  return [
+    {
+      name: 'server_version',
+      ok: s.version >= MIN_SERVER_VERSION,
+      refusesStart: s.version < MIN_SERVER_VERSION,
+      found: `PostgreSQL ${s.version_text}`,
+      problem: `PostgreSQL ${s.version} is too old: version 11 or newer is required (14+ to stream large transactions)`,
+    },
+    {
+      name: 'wal_level',
+      ok: s.wal_level === 'logical',
+      refusesStart: s.wal_level !== 'logical',
+      found: `wal_level is '${s.wal_level}'`,
+      problem: `wal_level is '${s.wal_level}': set wal_level = logical (postgresql.conf, or ALTER SYSTEM SET wal_level = logical) and restart PostgreSQL`,
+    },
+    {
+      name: 'replication_slots',
+      ok: s.max_slots >= 1 && freeSlots >= 1,
+      refusesStart: s.max_slots < 1,
+      found: `${freeSlots} of ${s.max_slots} replication slots free`,
+      problem:
+        s.max_slots < 1
+          ? 'max_replication_slots is 0: set it to at least 1 per pipeline and restart PostgreSQL'
+          : `all ${s.max_slots} replication slots are taken: drop unused ones or raise max_replication_slots and restart PostgreSQL`,
+    },
+    {
+      name: 'wal_senders',
+      ok: s.max_senders >= 1 && freeSenders >= 1,
+      refusesStart: s.max_senders < 1,
+      found: `${freeSenders} of ${s.max_senders} WAL senders free`,
+      problem:
+        s.max_senders < 1
+          ? 'max_wal_senders is 0: set it to at least 1 per pipeline and restart PostgreSQL'
+          : `all ${s.max_senders} WAL senders are busy: raise max_wal_senders and restart PostgreSQL`,
+    },
+    {
+      name: 'replication_role',
+      ok: mayReplicate,
+      refusesStart: !mayReplicate,
+      found: s.rolsuper
+        ? `Role ${s.role} is a superuser`
+        : s.rolreplication
+          ? `Role ${s.role} has the REPLICATION attribute`
+          : s.rds_replication
+            ? `Role ${s.role} is a member of rds_replication`
+            : `Role ${s.role} may not use replication`,
+      problem: `role ${s.role} may not use replication: run ALTER ROLE ${role} REPLICATION as a superuser (on Amazon RDS: GRANT rds_replication TO ${role})`,
+    },
+    {
+      // Connected now, but CONNECT taken from PUBLIC still refuses the replication session.
+      name: 'database_connect',
+      ok: s.can_connect,
+      refusesStart: false,
+      found: `Role ${s.role} may connect to database ${s.db}`,
+      problem: `role ${s.role} lacks CONNECT on database ${s.db}: run GRANT CONNECT ON DATABASE ${pg.escapeIdentifier(s.db)} TO ${role}`,
+    },
+  ];
+}
+
+/**
+ * Checks that the source can serve logical replication to the connected role (sourceReadiness).
+ *
+ * @throws SourceNotReadyError listing every problem with what to do about it.
+ */
+export async function checkSourceReady(client: pg.ClientBase): Promise<void> {
+  const problems = (await sourceReadiness(client)).filter((c) => c.refusesStart).map((c) => c.problem);
   if (problems.length > 0) throw new SourceNotReadyError(problems);
 }
 

@@ -4,6 +4,7 @@ import type { ChangeStream, SourceRelation } from '../../core/change-stream.js';
 import { formatLsn, parseLsn } from '../../core/lsn.js';
 import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import type {
+  ReadinessCheck,
   SlotClaim,
   SlotPosition,
   SlotStatus,
@@ -15,7 +16,13 @@ import type {
   SourceSnapshot,
 } from '../../core/source.js';
 import { SlotMissingError } from '../../core/source-errors.js';
-import { checkSourceReady, databaseIdentity, listTables, readTableSchemas } from './catalog.js';
+import {
+  checkSourceReady,
+  databaseIdentity,
+  listTables,
+  readTableSchemas,
+  sourceReadiness,
+} from './catalog.js';
 import { startChangeStream } from './change-stream.js';
 import { goneTables } from './gone-tables.js';
 import type { RelationInfo } from './pgoutput-decoder.js';
@@ -71,6 +78,10 @@ class PostgresSource implements Source {
     surviveConnectionLoss(client);
     await client.connect();
     this.client = client;
+  }
+
+  async readiness(): Promise<ReadinessCheck[]> {
+    return sourceReadiness(this.session());
   }
 
   async checkReady(): Promise<void> {

@@ -6,6 +6,7 @@
 import type { Static } from 'typebox';
 import type {
   Connection as ConnectionSchema,
+  ConnectionTestResult as ConnectionTestResultSchema,
   SourceTableView as SourceTableSchema,
 } from '../../../src/http/schemas/connections.js';
 import type { Health as HealthSchema } from '../../../src/http/schemas/health.js';
@@ -32,6 +33,8 @@ export type Run = RunHistory['runs'][number];
 export type SchemaProposal = Static<typeof SchemaProposalSchema>;
 export type ProposalColumn = SchemaProposal['current_columns'][number];
 export type Connection = Static<typeof ConnectionSchema>;
+/** POST /v1/connections/test and /v1/connections/{name}/test. */
+export type ConnectionTestResult = Static<typeof ConnectionTestResultSchema>;
 export type Verification = Static<typeof VerificationSchema>;
 export type TableVerdict = Verification['tables'][number];
 export type Health = Static<typeof HealthSchema>;
