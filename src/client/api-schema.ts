@@ -1054,6 +1054,8 @@ export interface components {
             }[];
         };
         ConnectionTestResult: {
+            /** @description The side of a pipeline the connection was judged as */
+            as: "source" | "sink";
             checks: {
                 /** @description What was found, in words; never holds a password */
                 message: string;
@@ -2678,7 +2680,10 @@ export interface operations {
     };
     testStoredConnection: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Which side of a pipeline a postgres connection is judged as: a source (the default) must allow logical replication (wal_level, slots, WAL senders, the replication right); a sink need only be reached and logged in to. Other types are sinks only */
+                as?: "source" | "sink";
+            };
             header?: never;
             path: {
                 /** @description a pipeline or connection name, without control characters */
@@ -2695,6 +2700,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ConnectionTestResult"];
+                };
+            };
+            /** @description Error */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
                 };
             };
             /** @description Error */
@@ -2736,6 +2750,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Which side of a pipeline a postgres connection is judged as: a source (the default) must allow logical replication (wal_level, slots, WAL senders, the replication right); a sink need only be reached and logged in to. Other types are sinks only */
+                    as?: "source" | "sink";
                     /** @description Connection URL, e.g. postgres://user:password@host:5432/db?sslmode=require */
                     dsn: string;
                     /** @description 1 to 63 characters: letters, digits, "_" and "-", starting with a letter or digit */
@@ -2749,7 +2765,7 @@ export interface operations {
                         /** @description The client certificate's private key (encrypted keys take sslpassword in the DSN) as PEM text; **** on update keeps the stored one */
                         client_key?: string;
                     };
-                    /** @description Connection type: postgres, mysql, duckdb, redis, nats, rabbitmq, webhook (see the README for each one's DSN) */
+                    /** @description Connection type: postgres, mysql, duckdb, redis, nats, rabbitmq, webhook (see docs/sinks/index.md for each one's DSN) */
                     type: string;
                 };
             };

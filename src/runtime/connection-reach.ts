@@ -21,8 +21,20 @@ export interface ReachCheck {
   message: string;
 }
 
+/** Which side of a pipeline a connection is judged as. */
+export type TestedAs = 'source' | 'sink';
+
+type Check = (settings: unknown, timeoutMs: number, as: TestedAs) => Promise<ReachCheck[]>;
+
 /** Checks one connection type's server: the first check is always whether it could be reached. */
-export type Reach = (settings: unknown, timeoutMs: number) => Promise<ReachCheck[]>;
+export interface Reach {
+  check: Check;
+  /** Whether the type can be a pipeline's source (and so be judged as one). */
+  canBeSource: boolean;
+}
+
+/** What a source's server is asked of when it is a sink instead: to be reached and logged in to. */
+const SINK_CHECKS_OF_A_SOURCE = new Set(['reach', 'server_version', 'database_connect']);
 
 const reached = (what: string): ReachCheck => ({ name: 'reach', ok: true, message: `Reached ${what}.` });
 const unreached = (what: string, error: unknown): ReachCheck => ({
@@ -44,7 +56,12 @@ function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
  * A source (PostgreSQL), judged as a pipeline's source: each condition of replication, through
  * the source's own readiness checks (those a pipeline start makes, and more).
  */
-async function reachSource(type: string, settings: unknown, timeoutMs: number): Promise<ReachCheck[]> {
+async function reachSource(
+  type: string,
+  settings: unknown,
+  timeoutMs: number,
+  as: TestedAs,
+): Promise<ReachCheck[]> {
   const kind = findSourceKind(type);
   if (!kind) return [{ name: 'reach', ok: false, message: `A ${type} connection cannot be a source.` }];
   const source = kind.create(settings, {});
@@ -55,7 +72,9 @@ async function reachSource(type: string, settings: unknown, timeoutMs: number): 
     return [unreached(`the ${type} server`, error)];
   }
   try {
-    const checks = await within(source.readiness(), timeoutMs, `the ${type} server`);
+    const checks = (await within(source.readiness(), timeoutMs, `the ${type} server`)).filter(
+      (c) => as === 'source' || SINK_CHECKS_OF_A_SOURCE.has(c.name),
+    );
     return [
       { name: 'reach', ok: true, message: `Reached the ${type} server and logged in.` },
       ...checks.map((c) => ({ name: c.name, ok: c.ok, message: `${c.ok ? c.found : c.problem}.` })),
@@ -179,14 +198,22 @@ async function reachDuckdb(settings: unknown): Promise<ReachCheck[]> {
   }
 }
 
+const sink = (check: (settings: unknown, timeoutMs: number) => Promise<ReachCheck[]>): Reach => ({
+  check,
+  canBeSource: false,
+});
+
 const REACH: Record<string, Reach> = {
-  postgres: (settings, timeoutMs) => reachSource('postgres', settings, timeoutMs),
-  mysql: reachMysql,
-  redis: reachRedis,
-  nats: reachNats,
-  rabbitmq: reachRabbitmq,
-  webhook: reachWebhook,
-  duckdb: reachDuckdb,
+  postgres: {
+    check: (settings, timeoutMs, as) => reachSource('postgres', settings, timeoutMs, as),
+    canBeSource: true,
+  },
+  mysql: sink(reachMysql),
+  redis: sink(reachRedis),
+  nats: sink(reachNats),
+  rabbitmq: sink(reachRabbitmq),
+  webhook: sink(reachWebhook),
+  duckdb: sink(reachDuckdb),
 };
 
 /** How a connection of `type` is checked, or undefined for a type without a check. */

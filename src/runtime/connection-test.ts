@@ -4,7 +4,7 @@ import type {
   ResolvedConnection,
 } from '../connections/connections-service.js';
 import type { RequestContext } from '../context.js';
-import { type ReachCheck, reachOf } from './connection-reach.js';
+import { type ReachCheck, reachOf, type TestedAs } from './connection-reach.js';
 
 /** How long one server may take to connect or answer during a test. */
 const TEST_TIMEOUT_MS = 4_000;
@@ -14,6 +14,7 @@ const TOTAL_TIMEOUT_MS = 10_000;
 /** What a connection test found: usable when every check is met. */
 export interface ConnectionTestResult {
   ok: boolean;
+  as: TestedAs;
   checks: ReachCheck[];
 }
 
@@ -63,17 +64,27 @@ export class ConnectionTester {
   constructor(private readonly connections: ConnectionsService) {}
 
   /** Tests the connection a create (or, with the name of a stored one, a replace) body describes. */
-  async testInput(ctx: RequestContext, input: ConnectionInput): Promise<ConnectionTestResult> {
+  async testInput(
+    ctx: RequestContext,
+    body: ConnectionInput & { as?: TestedAs },
+  ): Promise<ConnectionTestResult> {
+    const { as, ...input } = body;
     const resolved = await this.connections.resolveInput(ctx, input.name ?? '', input);
-    return this.run(resolved, input.dsn);
+    return this.run(resolved, input.dsn, as);
   }
 
   /** Tests a stored connection. */
-  async testStored(ctx: RequestContext, name: string): Promise<ConnectionTestResult> {
-    return this.run(await this.connections.resolve(ctx, name), undefined);
+  async testStored(ctx: RequestContext, name: string, as?: TestedAs): Promise<ConnectionTestResult> {
+    return this.run(await this.connections.resolve(ctx, name), undefined, as);
   }
 
-  private async run(connection: ResolvedConnection, dsn: string | undefined): Promise<ConnectionTestResult> {
+  private async run(
+    connection: ResolvedConnection,
+    dsn: string | undefined,
+    asked: TestedAs | undefined,
+  ): Promise<ConnectionTestResult> {
+    // Only a source type can be judged as a source; any other is a sink whatever was asked.
+    const as: TestedAs = reachOf(connection.type)?.canBeSource ? (asked ?? 'source') : 'sink';
     const reach = reachOf(connection.type);
     let checks: ReachCheck[];
     if (!reach) {
@@ -93,12 +104,12 @@ export class ConnectionTester {
           TOTAL_TIMEOUT_MS,
         );
       });
-      checks = await Promise.race([reach(connection.settings, TEST_TIMEOUT_MS), stalled]).finally(() =>
-        clearTimeout(timer),
+      checks = await Promise.race([reach.check(connection.settings, TEST_TIMEOUT_MS, as), stalled]).finally(
+        () => clearTimeout(timer),
       );
     }
     const secrets = secretsOf(connection.settings, dsn);
     const shown = checks.map((c) => ({ ...c, message: scrub(c.message, secrets) }));
-    return { ok: shown.every((c) => c.ok), checks: shown };
+    return { ok: shown.every((c) => c.ok), as, checks: shown };
   }
 }

@@ -65,6 +65,31 @@ describe.each(inject('pgClusters'))('connection test API on $label', (cluster) =
     expect(wal?.ok).toBe(false);
     expect(wal?.message).toContain('set wal_level = logical');
     expect(check(res.body.checks, 'reach')?.ok).toBe(true);
+    expect(res.body.as).toBe('source');
+  });
+
+  it('judges a postgres connection as a sink when asked: wal_level is then no condition', async () => {
+    const dsn = 'postgres://postgres@127.0.0.1:5432/postgres';
+    const res = await test({ type: 'postgres', dsn, as: 'sink' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, as: 'sink' });
+    expect(res.body.checks.map((c: Check) => c.name).sort()).toEqual([
+      'database_connect',
+      'reach',
+      'server_version',
+    ]);
+    const created = await service.request('POST', '/v1/connections', {
+      name: 'replica-level',
+      type: 'postgres',
+      dsn,
+    });
+    expect(created.status).toBe(201);
+    const asSource = await service.request('POST', '/v1/connections/replica-level/test');
+    expect(asSource.body).toMatchObject({ ok: false, as: 'source' });
+    const asSink = await service.request('POST', '/v1/connections/replica-level/test?as=sink');
+    expect(asSink.body).toMatchObject({ ok: true, as: 'sink' });
+    expect((await service.request('POST', '/v1/connections/replica-level/test?as=both')).status).toBe(400);
+    expect((await test({ type: 'redis', dsn: 'redis://127.0.0.1:6379', as: 'source' })).body.as).toBe('sink');
   });
 
   it('reports a host:port where nothing listens as not reached', async () => {

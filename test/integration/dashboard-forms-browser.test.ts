@@ -89,7 +89,7 @@ describe('the create and edit forms in a real browser', () => {
     const results = page.getByTestId('new-connection-test-results');
     await results.waitFor();
     const text = await results.innerText();
-    expect(text).toContain('The connection works.');
+    expect(text).toContain('The connection works as a source.');
     expect(text).toContain('Reached the postgres server and logged in.');
     expect(text).toContain('may connect to database dashforms_src');
     expect(text).toContain("wal_level is 'logical'");
@@ -99,7 +99,7 @@ describe('the create and edit forms in a real browser', () => {
     await form.getByLabel('DSN').fill('postgres://postgres@127.0.0.1:5432/postgres');
     await form.getByRole('button', { name: 'Test connection' }).click();
     await expect.poll(() => results.innerText()).toContain('set wal_level = logical');
-    expect(await results.innerText()).toContain('The connection is not usable yet');
+    expect(await results.innerText()).toContain('The connection is not usable as a source yet');
   });
 
   it('lists which pipelines use each connection, and tests a listed one', async () => {

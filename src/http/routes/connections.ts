@@ -11,6 +11,7 @@ import {
   ConnectionCreateBody,
   ConnectionReplaceBody,
   ConnectionTestBody,
+  ConnectionTestQuery,
   ConnectionTestResult,
   ForceQuery,
   OrphanedSlotParams,
@@ -89,10 +90,11 @@ export const connectionRoutes: FastifyPluginAsyncTypebox<{
         tags,
         summary: `Test a stored connection: reach its server and check it is usable; ${testSummary}`,
         params: NameParams,
-        response: { 200: ref(ConnectionTestResult), ...errorResponses(404, 415, 422) },
+        querystring: ConnectionTestQuery,
+        response: { 200: ref(ConnectionTestResult), ...errorResponses(400, 404, 415, 422) },
       },
     },
-    (request) => tester.testStored(request.ctx, request.params.name),
+    (request) => tester.testStored(request.ctx, request.params.name, request.query.as),
   );
 
   app.get(

@@ -138,13 +138,24 @@ export const SourceTableView = Type.Object(
  * The connection a test reaches: a create body whose name is optional. Given the name of a stored
  * connection, a secret of **** stands for the stored one (as on replace).
  */
+const TestedAs = Type.Union([Type.Literal('source'), Type.Literal('sink')], {
+  description:
+    'Which side of a pipeline a postgres connection is judged as: a source (the default) must allow logical replication (wal_level, slots, WAL senders, the replication right); a sink need only be reached and logged in to. Other types are sinks only',
+});
+
 export const ConnectionTestBody = Type.Object(
   {
     name: Type.Optional(Name),
     type: ConnectionTypeName,
     dsn: Dsn,
     tls: Type.Optional(Tls),
+    as: Type.Optional(TestedAs),
   },
+  { additionalProperties: false },
+);
+
+export const ConnectionTestQuery = Type.Object(
+  { as: Type.Optional(TestedAs) },
   { additionalProperties: false },
 );
 
@@ -152,6 +163,9 @@ export const ConnectionTestBody = Type.Object(
 export const ConnectionTestResult = Type.Object(
   {
     ok: Type.Boolean({ description: 'true when every check is met: the connection is usable' }),
+    as: Type.Union([Type.Literal('source'), Type.Literal('sink')], {
+      description: 'The side of a pipeline the connection was judged as',
+    }),
     checks: Type.Array(
       Type.Object({
         name: Type.String({
