@@ -37,6 +37,7 @@ import { claimSpoolRoot } from './runtime/spool-root.js';
 import { Supervisor } from './runtime/supervisor.js';
 import { loadMasterKey } from './secrets/master-key.js';
 import { SecretBox } from './secrets/secret-box.js';
+import { ShutdownSteps } from './shutdown-steps.js';
 import { locateMetadataStore } from './store/metadata-store.js';
 import { migrate } from './store/migrate.js';
 import { createStorePool } from './store/pool.js';
@@ -68,20 +69,17 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   if (authEnabled) await checkAuditFile(auditFile);
   else
     await checkAuditFile(auditFile).catch((error) => logger.warn({ err: error }, 'audit file not writable'));
-  const stops: (() => Promise<void>)[] = [];
+  const stops = new ShutdownSteps(logger);
   // An error nobody handled fails the pipeline it came from, not every pipeline with the process.
   const removeGuard = installProcessGuard(logger);
-  stops.push(async () => removeGuard());
-  const stop = async () => {
-    for (const step of stops.reverse())
-      await step().catch((error) => logger.error({ err: error }, 'shutdown step failed'));
-  };
+  stops.push('process guard', async () => removeGuard());
+  const stop = () => stops.run();
   try {
     const location = await locateMetadataStore(config, logger);
-    stops.push(location.release);
+    stops.push('metadata store', location.release);
     await migrate(location.databaseUrl, logger);
     const pool = await createStorePool(location.databaseUrl);
-    stops.push(() => pool.end());
+    stops.push('store pool', () => pool.end());
     if (authEnabled) {
       await checkAuthTables(pool);
       await warnWithoutAdmin(pool, logger);
@@ -89,7 +87,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
     const worker = new WorkerRegistry(pool, logger.child({ component: 'worker' }), config.leaseTtlMs);
     await worker.start();
-    stops.push(() => worker.stop());
+    stops.push('worker registration', () => worker.stop());
 
     const connections = new ConnectionsService(pool, secrets, config.connections);
     const pipelines = new PipelinesService(pool);
@@ -97,7 +95,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const resolveConnection = (projectId: string, name: string) =>
       connections.resolve({ projectId, actor: 'system' }, name);
     const spool = claimSpoolRoot(config.spoolDir);
-    stops.push(async () => spool.release());
+    stops.push('spool', async () => spool.release());
     if (spool.freed.directories > 0) {
       logger.info(
         { spoolDir: config.spoolDir, bytes: spool.freed.bytes, directories: spool.freed.directories },
@@ -130,7 +128,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     connections.events.changedWhileInUse = (ctx, _connection, users) =>
       supervisor.connectionChanged(ctx.projectId, users);
     await supervisor.start();
-    stops.push(() => supervisor.stop());
+    stops.push('pipelines', () => supervisor.stop());
     const fleet = new FleetReconciler(
       pool,
       supervisor,
@@ -138,7 +136,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       Math.min(1_000, config.leaseTtlMs / 3),
     );
     await fleet.start();
-    stops.push(() => fleet.stop());
+    stops.push('fleet', () => fleet.stop());
 
     const verificationWorker = new VerificationWorker(
       pool,
@@ -148,7 +146,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       verificationEvents(pool, live, metrics.verifications, logger),
     );
     verificationWorker.start();
-    stops.push(() => verificationWorker.stop());
+    stops.push('verifications', () => verificationWorker.stop());
 
     const sessions = new Sessions(pool, hasher, {
       ttlMs: config.auth.sessionTtlMs,
@@ -160,7 +158,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         sessions.sweep().catch((error) => logger.warn({ err: error }, 'expired sessions not swept'));
       }, 10 * 60_000);
       sweep.unref();
-      stops.push(async () => clearInterval(sweep));
+      stops.push('session sweep', async () => clearInterval(sweep));
     }
     const audit = new AuditLog(pool, auditFile, logger.child({ component: 'audit' }));
     // SSO needs the address the identity provider sends the browser back to.
@@ -219,7 +217,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       http: { ...config.http, listenHost: config.listen.host },
     });
     // Closing the app stops accepting connections and waits for in-flight requests.
-    stops.push(() => app.close());
+    stops.push('HTTP server', () => app.close());
     const url = await app.listen({ host: config.listen.host, port: config.listen.port });
     return { url, app, worker, supervisor, live, stop };
   } catch (error) {

@@ -99,9 +99,24 @@ describe('managing pipelines from the dashboard', () => {
     // Refused by the service, shown at the property, the form kept.
     const refusal = page.locator('#properties-error');
     await refusal.waitFor();
-    expect(await refusal.textContent()).toContain('batch_max_events');
+    expect(await refusal.textContent()).toContain('must be an integer from 1 to 1000000');
     expect(await page.locator('#property-key-0').getAttribute('aria-invalid')).toBe('true');
     await screens('edit-pipeline');
+
+    // Checked before sending, in plain words at the field: no table left; ticking one clears it.
+    const customers = page.getByRole('checkbox', { name: 'public.customers' });
+    await orders.uncheck();
+    await customers.uncheck();
+    await page.getByRole('button', { name: 'Save' }).click();
+    const tablesProblem = page.locator('#tables-error');
+    await expect.poll(() => tablesProblem.textContent()).toBe('Pick at least one table to replicate.');
+    expect(await page.getByTestId('edit-pipeline-summary').textContent()).toContain(
+      'One field needs a change',
+    );
+    expect((await pipeline('orders')).generation).toBe(before.generation);
+    await orders.check();
+    await customers.check();
+    await expect.poll(() => tablesProblem.count()).toBe(0);
 
     await page.locator('#property-value-0').fill('500');
     await page.getByRole('button', { name: 'Save' }).click();

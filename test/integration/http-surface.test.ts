@@ -425,7 +425,7 @@ describe('HTTP surface', () => {
       for (const [method, operation] of Object.entries(operations)) {
         expect(Object.keys(operation.responses ?? {}).length, `${method} ${path}`).toBeGreaterThan(0);
         for (const parameter of operation.parameters ?? []) {
-          expect(['path', 'query'], `${method} ${path}`).toContain(parameter.in);
+          expect(['path', 'query', 'header'], `${method} ${path}`).toContain(parameter.in);
           expect(parameter.name, `${method} ${path}`).toBeTruthy();
         }
       }
