@@ -3466,7 +3466,9 @@ export interface operations {
                         points: {
                             /** @description ISO 8601 UTC timestamp */
                             at: string;
-                            /** @description Mean of the seconds of the point */
+                            /** @description Rows copied per second (snapshot or backfill, all tables; copied rows are not events): mean of the seconds of the point; 0 when nothing was copied */
+                            copy_rows_per_second: number;
+                            /** @description Events applied per second: mean of the seconds of the point */
                             events_per_second: number;
                             /** @description Largest lag in bytes; null when not measured */
                             lag_bytes: number | null;

@@ -1,7 +1,9 @@
 import type { DatabasePool } from 'slonik';
 import type { Logger } from '../log/logger.js';
 import { type HistoryPoint, pipelineHistoryStore } from '../store/pipeline-history-store.js';
+import { type CopiedRowsSeen, rowsCopiedSince } from './copied-rows.js';
 import type { PipelineHandles } from './pipeline-handle.js';
+import type { PipelineStats } from './pipeline-stats.js';
 
 /** Seconds a point of the history covers. */
 export const HISTORY_RESOLUTION_S = 10;
@@ -24,6 +26,8 @@ export const historyResolutionS = (windowMs: number) =>
 interface Window {
   samples: number;
   events: number;
+  /** Rows copied in the window's seconds (snapshot or backfill, all tables). */
+  copiedRows: number;
   lagMs: number;
   lagBytes: number | null;
   errorsAtStart: number;
@@ -32,10 +36,12 @@ interface Window {
 /**
  * Keeps the figures of the pipelines this process runs over time, in every state (a paused or held
  * pipeline's lag grows in it): sampled each second, written every 10 s as one point a pipeline
- * (the peak lag and mean throughput of the window), pruned after 48 hours.
+ * (the peak lag and mean throughput of the window, events and rows copied), pruned after 48 hours.
  */
 export class FigureHistory {
   private readonly windows = new Map<string, Window>();
+  /** Each pipeline's copy counts at the previous second; kept as long as its figures are. */
+  private readonly copied = new WeakMap<PipelineStats, CopiedRowsSeen>();
   private secondsInWindow = 0;
   private lastPrune = 0;
   private writing: Promise<unknown> = Promise.resolve();
@@ -53,12 +59,14 @@ export class FigureHistory {
       const window = this.windows.get(handle.id) ?? {
         samples: 0,
         events: 0,
+        copiedRows: 0,
         lagMs: 0,
         lagBytes: null,
         errorsAtStart: handle.stats.sinkErrorsTotal,
       };
       window.samples++;
       window.events += live.eventsPerSecond;
+      window.copiedRows += this.copiedSinceLastSample(handle.stats);
       window.lagMs = Math.max(window.lagMs, live.replicationLagMs);
       if (live.replicationLagBytes !== null)
         window.lagBytes = Math.max(window.lagBytes ?? 0, live.replicationLagBytes);
@@ -75,6 +83,7 @@ export class FigureHistory {
         state: handle.state,
         phase: handle.stats.phase,
         eventsPerSecond: Math.round((window.events / window.samples) * 100) / 100,
+        copyRowsPerSecond: Math.round((window.copiedRows / window.samples) * 100) / 100,
         lagMs: window.lagMs,
         lagBytes: window.lagBytes,
         sinkErrors: Math.max(0, handle.stats.sinkErrorsTotal - window.errorsAtStart),
@@ -90,5 +99,14 @@ export class FigureHistory {
         if (prune) await pipelineHistoryStore.prune(this.pool, HISTORY_KEEP_MS);
       })
       .catch((error: unknown) => this.logger.warn({ err: error }, 'pipeline history not written'));
+  }
+
+  private copiedSinceLastSample(stats: PipelineStats): number {
+    let seen = this.copied.get(stats);
+    if (!seen) {
+      seen = new Map();
+      this.copied.set(stats, seen);
+    }
+    return rowsCopiedSince(seen, stats.tables);
   }
 }

@@ -143,11 +143,23 @@ describe('the charts and the copy of a table in a real browser', { timeout: 300_
     expect(accepted.status).toBe(202);
     await expect.poll(() => phase.textContent(), { timeout: 60_000 }).toContain('streaming · copying again');
     await page.getByTestId('copy-charted').waitFor();
+    // The copy's rows are not events: the throughput chart draws them as a line of their own, live.
+    const events = page.getByTestId('chart-eventsPerSecond');
+    await expect
+      .poll(async () => Number(await events.getAttribute('data-copy-now')), { timeout: 60_000 })
+      .toBeGreaterThan(0);
+    expect(await events.getAttribute('data-copy')).toBe('true');
+    expect(await events.textContent()).toContain('Rows copied per second');
+    expect(await page.getByTestId('chart-lagMs').getAttribute('data-copy')).toBe('false');
+    await screen(page, 'pipeline-copying-again');
     // The other table streams meanwhile.
     await sqlOn(dbs.source, 'INSERT INTO small SELECT i, i FROM generate_series(101, 150) AS i');
     await waitConverged(dbs.source, dbs.sink, 'small', 'id', 120_000);
     await bigCopied();
     await expect.poll(() => phase.textContent(), { timeout: 60_000 }).not.toContain('copying again');
+    await expect
+      .poll(async () => Number(await events.getAttribute('data-copy-now')), { timeout: 60_000 })
+      .toBe(0);
     expect(errors).toEqual([]);
   });
 

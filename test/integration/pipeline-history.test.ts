@@ -16,10 +16,14 @@ interface Point {
   state: string;
   phase: string;
   events_per_second: number;
+  copy_rows_per_second: number;
   lag_ms: number;
   lag_bytes: number | null;
   sink_errors: number;
 }
+
+/** Rows enough that the snapshot of the table lasts over at least one second of the history. */
+const BIG_ROWS = 300_000;
 
 /** The charts start from the server's history, which tells the truth while the pipeline is paused too. */
 describe("a pipeline's history", { timeout: 120_000 }, () => {
@@ -33,17 +37,20 @@ describe("a pipeline's history", { timeout: 120_000 }, () => {
     ({ service, dbs } = await replicationService(
       adminUrl,
       `hist_${randomBytes(4).toString('hex')}`,
-      'CREATE TABLE t (id serial PRIMARY KEY, v int)',
+      `CREATE TABLE t (id serial PRIMARY KEY, v int);
+       CREATE TABLE big (id integer PRIMARY KEY, pad text NOT NULL);
+       INSERT INTO big SELECT i, repeat('x', 40) FROM generate_series(1, ${BIG_ROWS}) AS i;
+       ANALYZE big;`,
     ));
-    await startConvergedPipeline(service, dbs, 'hist', ['public.t']);
+    await startConvergedPipeline(service, dbs, 'hist', ['public.t', 'public.big']);
   });
   afterAll(() => service?.stop());
 
   it('records a point every 10 s while it runs, and a paused one whose lag grows', async () => {
     await sqlOn(dbs.source, 'INSERT INTO t (v) SELECT g FROM generate_series(1, 100) g');
     const running = (await waitFor(
-      // The first point of a run may come before its first phase.
-      async () => (await points()).find((p) => p.state === 'running' && p.phase !== 'idle'),
+      // The first points of a run come before its first phase, or during its snapshot.
+      async () => (await points()).find((p) => p.state === 'running' && p.phase === 'streaming'),
       'a point',
     )) as Point;
     expect(running).toMatchObject({ phase: 'streaming', sink_errors: 0 });
@@ -61,6 +68,26 @@ describe("a pipeline's history", { timeout: 120_000 }, () => {
     await service.request('PUT', '/v1/pipelines/hist/state', { state: 'resume' });
   });
 
+  it('records the rows its snapshot copied a second, which are not events, and 0 once it streams', async () => {
+    const copying = (await waitFor(
+      async () => (await points()).find((p) => p.copy_rows_per_second > 0),
+      'a point of the snapshot',
+    )) as Point;
+    // Every row copied counted once: none lost, none counted again (no spike).
+    const all = await points();
+    const copied = all.reduce((sum, p) => sum + p.copy_rows_per_second * 10, 0);
+    expect(copied).toBeGreaterThanOrEqual(BIG_ROWS * 0.99);
+    for (const p of all) expect(p.copy_rows_per_second).toBeLessThanOrEqual(BIG_ROWS);
+    const after = (await waitFor(
+      async () =>
+        (
+          await points()
+        ).find((p) => p.at > copying.at && p.phase === 'streaming' && p.copy_rows_per_second === 0),
+      'a point after the snapshot',
+    )) as Point;
+    expect(after.copy_rows_per_second).toBe(0);
+  });
+
   it('answers a window it does not keep with 400', async () => {
     const refused = await service.request('GET', '/v1/pipelines/hist/history?window=3d');
     expect(refused.status).toBe(400);
@@ -69,12 +96,13 @@ describe("a pipeline's history", { timeout: 120_000 }, () => {
   });
   it('answers a day with points merged two minutes at a time, the largest lag of each kept', async () => {
     const id = (await service.request('GET', '/v1/pipelines/hist')).body.id as string;
-    // A day of points every 10 s, ending two hours ago: lag_ms counts them, throughput alternates.
+    // A day of points every 10 s, ending two hours ago: lag_ms counts them, throughputs alternate.
     await sqlOn(
       dbs.store,
-      `INSERT INTO pipeline_history (pipeline_id, at, state, phase, events_per_second, lag_ms, lag_bytes, sink_errors)
+      `INSERT INTO pipeline_history
+         (pipeline_id, at, state, phase, events_per_second, copy_rows_per_second, lag_ms, lag_bytes, sink_errors)
        SELECT $1, to_timestamp(floor(extract(epoch FROM now()) / 120) * 120) - interval '26 hours' + n * interval '10 s',
-         'running', 'streaming', (n % 2) * 2, n, NULL, 1
+         'running', 'streaming', (n % 2) * 2, (n % 2) * 500, n, NULL, 1
        FROM generate_series(0, 24 * 360 - 1) n ON CONFLICT DO NOTHING`,
       [id],
     );
@@ -84,8 +112,9 @@ describe("a pipeline's history", { timeout: 120_000 }, () => {
     const seeded = (day.points as Point[]).filter((p) => p.sink_errors === 12);
     expect(seeded.length).toBeGreaterThan(600);
     for (const [i, p] of seeded.entries()) {
-      // Twelve points a bucket: the newest's count is the largest lag, the throughput their mean.
+      // Twelve points a bucket: the newest's count is the largest lag, the throughputs their mean.
       expect(p.events_per_second).toBe(1);
+      expect(p.copy_rows_per_second).toBe(250);
       if (i > 0) expect(p.lag_ms - (seeded[i - 1] as Point).lag_ms).toBe(12);
       expect(Date.parse(p.at) % 120_000).toBe(110_000);
     }

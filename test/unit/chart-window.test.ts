@@ -4,6 +4,7 @@ import {
   chartActivity,
   historyQuery,
   historySeries,
+  showsCopy,
   tickLabel,
   tickStep,
   timeTicks,
@@ -58,17 +59,18 @@ describe('time ticks', () => {
 });
 
 describe('the history as series', () => {
-  const point = (at: string, events: number, lag: number) => ({
+  const point = (at: string, events: number, lag: number, copied = 0) => ({
     at,
     state: 'running',
     events_per_second: events,
+    copy_rows_per_second: copied,
     lag_ms: lag,
   });
 
   it('draws points a step apart as one line, and a time nobody ran the pipeline as a gap', () => {
     const series = historySeries(
       [
-        point('2026-11-26T10:00:00Z', 5, 100),
+        point('2026-11-26T10:00:00Z', 5, 100, 40_000),
         point('2026-11-26T10:02:00Z', 6, 200),
         point('2026-11-26T10:04:00Z', 7, 300),
         point('2026-11-26T11:00:00Z', 1, 0),
@@ -85,6 +87,13 @@ describe('the history as series', () => {
     ]);
     expect(series.eventsPerSecond).toEqual([5, 6, 7, null, 1]);
     expect(series.lagMs).toEqual([100, 200, 300, null, 0]);
+    expect(series.copyRowsPerSecond).toEqual([40_000, 0, 0, null, 0]);
+  });
+
+  it('draws the rows copied only when some were copied in the window', () => {
+    expect(showsCopy([])).toBe(false);
+    expect(showsCopy([0, null, 0])).toBe(false);
+    expect(showsCopy([0, null, 12.5, 0])).toBe(true);
   });
 
   it('takes the finer step of a short window as a gap where the coarse one is not', () => {
@@ -99,5 +108,8 @@ describe('the history as series', () => {
     expect(chartActivity([0, 2], [0, 0])).toBe('active');
     expect(chartActivity([0, 0], [0, 40])).toBe('active');
     expect(chartActivity([1, null], [0, null])).toBe('no-data');
+    // Copying a table is not idle, though no event is applied.
+    expect(chartActivity([0, 0], [0, 0], [0, 9_000])).toBe('active');
+    expect(chartActivity([0, 0], [0, 0], [9_000, 0])).toBe('idle');
   });
 });

@@ -167,7 +167,13 @@ export const PipelineHistory = Type.Object({
       at: Timestamp,
       state: Type.String({ description: 'The pipeline state at the end of the point' }),
       phase: Type.String({ description: '`idle`, `snapshot` or `streaming`' }),
-      events_per_second: Type.Number({ description: 'Mean of the seconds of the point' }),
+      events_per_second: Type.Number({
+        description: 'Events applied per second: mean of the seconds of the point',
+      }),
+      copy_rows_per_second: Type.Number({
+        description:
+          'Rows copied per second (snapshot or backfill, all tables; copied rows are not events): mean of the seconds of the point; 0 when nothing was copied',
+      }),
       lag_ms: Type.Integer({ description: 'Largest lag of the seconds of the point' }),
       lag_bytes: Type.Union([Type.Integer(), Type.Null()], {
         description: 'Largest lag in bytes; null when not measured',

@@ -92,6 +92,8 @@ export interface HistoryPoint {
   at: string;
   state: string;
   events_per_second: number;
+  /** Rows copied (snapshot or backfill) a second: copied rows are not events. */
+  copy_rows_per_second: number;
   lag_ms: number;
 }
 
@@ -100,8 +102,24 @@ export interface ChartSeries {
   times: number[];
   /** Null breaks the line: no instance ran the pipeline then. */
   eventsPerSecond: (number | null)[];
+  copyRowsPerSecond: (number | null)[];
   lagMs: (number | null)[];
 }
+
+/** A series of no points, for a window whose history is not read yet. */
+export const emptySeries = (): ChartSeries => ({
+  times: [],
+  eventsPerSecond: [],
+  copyRowsPerSecond: [],
+  lagMs: [],
+});
+
+/**
+ * Whether the throughput chart draws the rows copied: only when some were copied in the window, so
+ * the chart of a pipeline that only streams stays as it is.
+ */
+export const showsCopy = (copyRowsPerSecond: readonly (number | null)[]): boolean =>
+  copyRowsPerSecond.some((v) => v !== null && v > 0);
 
 /**
  * The stored points as series, oldest first. Two points further apart than two of their steps
@@ -109,17 +127,19 @@ export interface ChartSeries {
  * ran the pipeline: a null there shows it as a gap, rather than a line drawn across it.
  */
 export function historySeries(points: readonly HistoryPoint[], resolutionSeconds: number): ChartSeries {
-  const series: ChartSeries = { times: [], eventsPerSecond: [], lagMs: [] };
+  const series = emptySeries();
   let previous: number | undefined;
   for (const point of points) {
     const time = Date.parse(point.at) / 1000;
     if (previous !== undefined && time - previous > 2 * resolutionSeconds) {
       series.times.push((previous + time) / 2);
       series.eventsPerSecond.push(null);
+      series.copyRowsPerSecond.push(null);
       series.lagMs.push(null);
     }
     series.times.push(time);
     series.eventsPerSecond.push(point.events_per_second);
+    series.copyRowsPerSecond.push(point.copy_rows_per_second);
     series.lagMs.push(point.lag_ms);
     previous = time;
   }
@@ -129,17 +149,20 @@ export function historySeries(points: readonly HistoryPoint[], resolutionSeconds
 export type ChartActivity = 'no-data' | 'idle' | 'active';
 
 /**
- * What the newest values say: none yet, `idle` (a pipeline with nothing to copy: no events and no
- * lag, drawn as a flat line at zero, which is healthy, not stalled), or `active`.
+ * What the newest values say: none yet, `idle` (a pipeline with nothing to do: no events, no rows
+ * copied and no lag, drawn as a flat line at zero, which is healthy, not stalled), or `active`.
  */
 export function chartActivity(
   values: readonly (number | null)[],
   lagMs: readonly (number | null)[],
+  copyRowsPerSecond: readonly (number | null)[] = [],
 ): ChartActivity {
   const last = values.length - 1;
   if (last < 0) return 'no-data';
   const events = values[last];
   const lag = lagMs[last];
   if (events === null || lag === null) return 'no-data';
-  return events === 0 && lag === 0 ? 'idle' : 'active';
+  // A pipeline copying is busy, though copied rows are not events.
+  const copying = (copyRowsPerSecond[last] ?? 0) > 0;
+  return events === 0 && lag === 0 && !copying ? 'idle' : 'active';
 }

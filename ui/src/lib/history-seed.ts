@@ -4,13 +4,8 @@
  * a second after them.
  */
 import { api, seg } from './api';
+import type { HistoryPoint } from './chart-window';
 import { HISTORY_SECONDS, statsClock, statsHistory } from './pipeline-live.svelte';
-
-interface HistoryPoint {
-  at: string;
-  events_per_second: number;
-  lag_ms: number;
-}
 
 const seeded = new Set<string>();
 
@@ -32,10 +27,16 @@ export async function seedHistory(name: string): Promise<void> {
   const history = statsHistory(name);
   const firstLive = history.times[0] ?? Number.POSITIVE_INFINITY;
   const older = points
-    .map((p) => ({ time: Date.parse(p.at) / 1000, events: p.events_per_second, lag: p.lag_ms }))
+    .map((p) => ({
+      time: Date.parse(p.at) / 1000,
+      events: p.events_per_second,
+      copy: p.copy_rows_per_second,
+      lag: p.lag_ms,
+    }))
     .filter((p) => p.time < firstLive);
   history.times.unshift(...older.map((p) => p.time));
   history.eventsPerSecond.unshift(...older.map((p) => p.events));
+  history.copyRowsPerSecond.unshift(...older.map((p) => p.copy));
   history.lagMs.unshift(...older.map((p) => p.lag));
   statsClock.tick += 1;
 }

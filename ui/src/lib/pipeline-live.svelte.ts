@@ -1,6 +1,6 @@
 /**
  * What the live feed tells about each pipeline: its latest state, stats and copy progress, and a
- * short history of throughput and lag for the charts. Kept across page changes; cleared when the
+ * short history of throughput (events, and rows copied) and lag for the charts. Kept across page changes; cleared when the
  * project changes.
  */
 import type { LiveTableProgress } from '../../../src/live/live-messages';
@@ -37,6 +37,8 @@ export interface StatsHistory {
   /** Unix seconds. */
   times: number[];
   eventsPerSecond: number[];
+  /** The copy's rows a second as the copy figure measures them; 0 when nothing is copied. */
+  copyRowsPerSecond: number[];
   lagMs: number[];
 }
 
@@ -52,7 +54,7 @@ const copyRates = new Map<string, CopyRate>();
 export function statsHistory(name: string): StatsHistory {
   let history = histories.get(name);
   if (!history) {
-    history = { times: [], eventsPerSecond: [], lagMs: [] };
+    history = { times: [], eventsPerSecond: [], copyRowsPerSecond: [], lagMs: [] };
     histories.set(name, history);
   }
   return history;
@@ -89,7 +91,12 @@ export function applyFeedMessage(message: FeedMessage): void {
       entry.last_checkpoint_at = message.last_checkpoint_at;
       entry.copying = message.copying;
       entry.copy = copyRateOf(message.name).add(message.copying, entry.at);
-      record(message.name, message.events_per_second, message.replication_lag_ms);
+      record(
+        message.name,
+        message.events_per_second,
+        entry.copy?.rows_per_second ?? 0,
+        message.replication_lag_ms,
+      );
       break;
     case 'pipeline.schema':
       entry.schema = { proposal_id: message.proposal_id, status: message.status };
@@ -110,15 +117,17 @@ function copyRateOf(name: string): CopyRate {
   return rate;
 }
 
-function record(name: string, eventsPerSecond: number, lagMs: number) {
+function record(name: string, eventsPerSecond: number, copyRowsPerSecond: number, lagMs: number) {
   const history = statsHistory(name);
   history.times.push(Date.now() / 1000);
   history.eventsPerSecond.push(eventsPerSecond);
+  history.copyRowsPerSecond.push(copyRowsPerSecond);
   history.lagMs.push(lagMs);
   const excess = history.times.length - HISTORY_SECONDS;
   if (excess > 0) {
     history.times.splice(0, excess);
     history.eventsPerSecond.splice(0, excess);
+    history.copyRowsPerSecond.splice(0, excess);
     history.lagMs.splice(0, excess);
   }
   statsClock.tick += 1;
