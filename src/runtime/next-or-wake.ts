@@ -1,10 +1,17 @@
 /** Something that can interrupt a wait: subscribe, and get back the unsubscribe. */
 export type WakeSource = (listener: () => void) => () => void;
 
-/** A WakeSource fired by an AbortSignal. */
+/** A WakeSource fired by an AbortSignal; at once (in a microtask) when it is already aborted. */
 export const onAbort =
   (signal: AbortSignal): WakeSource =>
   (listener) => {
+    if (signal.aborted) {
+      let off = false;
+      queueMicrotask(() => off || listener());
+      return () => {
+        off = true;
+      };
+    }
     signal.addEventListener('abort', listener, { once: true });
     return () => signal.removeEventListener('abort', listener);
   };

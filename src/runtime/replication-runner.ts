@@ -19,6 +19,7 @@ import { type PipelineTableRow, pipelineTablesStore } from '../store/pipeline-ta
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { resyncStore } from '../store/resync-store.js';
 import { schemaStore } from '../store/schema-store.js';
+import { abortWith } from './abort-link.js';
 import { BackfillCoordinator, type PositionedReads } from './backfill/backfill-coordinator.js';
 import {
   checkDefinition,
@@ -330,9 +331,7 @@ export class ReplicationRunner {
       // A large transaction still arriving counts in the lag before the applier sees any of it.
       stats.sourcePendingSinceMs = () => stream.stats().arrivingSinceMs;
       // Stops the stream for the caller's abort, and for a slot found lost while streaming.
-      const streaming = new AbortController();
-      const onAbort = () => streaming.abort();
-      signal.addEventListener('abort', onAbort, { once: true });
+      const { controller: streaming, unlink } = abortWith(signal);
       let slotLost: SlotMissingError | undefined;
       const stopWatching = watchSlot({
         source,
@@ -394,7 +393,7 @@ export class ReplicationRunner {
       } finally {
         stopWatching();
         stopWatchingTables();
-        signal.removeEventListener('abort', onAbort);
+        unlink();
         stats.clearWarnings();
         stats.sourcePendingSinceMs = undefined;
         control.backfill = undefined;
