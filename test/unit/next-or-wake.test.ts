@@ -41,7 +41,7 @@ describe('a wait on a signal aborted before it began', () => {
   it('links a controller that is aborted at once, or when the signal aborts later', () => {
     expect(abortWith(AbortSignal.abort()).controller.signal.aborted).toBe(true);
     const later = new AbortController();
-    const { controller, unlink } = abortWith(later.signal);
+    const { controller } = abortWith(later.signal);
     expect(controller.signal.aborted).toBe(false);
     later.abort();
     expect(controller.signal.aborted).toBe(true);
