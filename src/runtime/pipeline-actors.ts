@@ -156,7 +156,14 @@ export class PipelineActors {
     this.recorder.close();
     const handles = [...this.handles.values()];
     for (const h of handles) h.actor.stop();
-    await Promise.all([...handles.map((h) => h.loop), ...this.retiring.values()]);
+    // Each data plane's wait is logged while it lasts, as a stop's is (slow-stop.ts).
+    const ended = handles.map((h) =>
+      awaitStop(h.loop, this.logger.child({ pipeline: h.name }), () => ({
+        phase: h.stats.phase,
+        step: h.control.step,
+      })),
+    );
+    await Promise.all([...ended, ...this.retiring.values()]);
     await this.recorder.recordProgress();
     for (const h of handles) {
       if (h.runId) await this.recorder.closeRun(h.runId, 'shutdown');

@@ -15,7 +15,7 @@ import { startTestService, type TestService, testConfig } from '../support/servi
 
 const [cluster] = inject('pgClusters');
 /** Rows enough that copying the table again lasts for several of the live feed's seconds. */
-const BIG_ROWS = 2_000_000;
+const BIG_ROWS = 1_000_000;
 
 /** The pipeline page's charts over their windows, and a table copied again while others stream. */
 describe('the charts and the copy of a table in a real browser', { timeout: 300_000 }, () => {
