@@ -38,7 +38,7 @@ export interface StreamApplierOptions {
   /** Copies a table again (a backfill), for a change no copy of it can take as it is. */
   copyAgain?(table: TableRef): void;
   /** Watches table shapes announced by the stream. */
-  schema?: SchemaGuard;
+  schema?: Pick<SchemaGuard, 'project' | 'onRelation'>;
 }
 
 /** How the stream ended: told to stop (or the source ended it), or held for a schema review. */
@@ -140,7 +140,10 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
   };
 
   /** A new shape of a table: 'hold' when a schema review stops the stream before it. */
-  const relation = async (schema: SchemaGuard, item: SourceRelation): Promise<'hold' | undefined> => {
+  const relation = async (
+    schema: NonNullable<StreamApplierOptions['schema']>,
+    item: SourceRelation,
+  ): Promise<'hold' | undefined> => {
     const verdict = await schema.onRelation(item, () => flush(false));
     if (verdict !== 'hold') return;
     // Nothing of the transaction that brings the new shape is applied: it replays after the review.
