@@ -271,16 +271,22 @@ describe('applyStream', () => {
     t.sink.hold();
     t.push(...transaction(0x100n, 'a1', 'a2'));
     await t.sink.began(1);
-    t.push(...transaction(0x200n, 'b1', 'b2'), ...transaction(0x300n, 'c1', 'c2'));
+    // Three batches in one delivery: the applier stops taking them in at twice a batch.
+    t.push(
+      ...transaction(0x200n, 'b1', 'b2'),
+      ...transaction(0x300n, 'c1', 'c2'),
+      ...transaction(0x400n, 'd1', 'd2'),
+    );
     await t.delivered(2);
     await reactionsRun();
     expect(t.calls()).toBe(2);
     t.sink.release();
     await t.until(() => t.calls() === 3);
-    await t.until(() => t.acks.includes(0x300n));
+    await t.until(() => t.acks.includes(0x400n));
     expect(t.sink.written()).toEqual([
       ['t:a1', 't:a2'],
       ['t:b1', 't:b2', 't:c1', 't:c2'],
+      ['t:d1', 't:d2'],
     ]);
   });
 
