@@ -59,6 +59,9 @@ function perTable(change: ChangeEvent): ChangeEvent[] {
  * A transaction larger than a batch is applied in pieces under the previous checkpoint: a crash
  * in between replays it whole, and the sink's idempotent writes converge. Its pieces' events are
  * counted when its commit is durable, so that the replay does not count them twice.
+ *
+ * The batch is gathered by a `BatchBuilder` and written by a `BatchWriter`; this loop feeds them
+ * the stream and gives the backfill its turn, the schema guard its say, and the waits their wake-ups.
  */
 export async function applyStream(options: StreamApplierOptions): Promise<ApplyOutcome> {
   const { stats, limits, signal, backfill } = options;
