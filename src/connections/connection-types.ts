@@ -1,12 +1,12 @@
 import type { ConnectionSecrets } from './connection-secrets.js';
-import { duckdbConnectionType } from './duckdb-connection-type.js';
+import { duckdbConnectionType } from '../sinks/duckdb/duckdb-connection-type.js';
 import type { LocalAccessPolicy } from './local-access.js';
-import { mysqlConnectionType } from './mysql-connection-type.js';
-import { natsConnectionType } from './nats-connection-type.js';
+import { mysqlConnectionType } from '../sinks/mysql/mysql-connection-type.js';
+import { natsConnectionType } from '../sinks/nats/nats-connection-type.js';
 import { postgresConnectionType } from './postgres-connection-type.js';
-import { rabbitmqConnectionType } from './rabbitmq-connection-type.js';
-import { redisConnectionType } from './redis-connection-type.js';
-import { webhookConnectionType } from './webhook-connection-type.js';
+import { rabbitmqConnectionType } from '../sinks/rabbitmq/rabbitmq-connection-type.js';
+import { redisConnectionType } from '../sinks/redis/redis-connection-type.js';
+import { webhookConnectionType } from '../sinks/webhook/webhook-connection-type.js';
 
 /** A DSN that passed its type's checks. */
 export interface CheckedDsn {

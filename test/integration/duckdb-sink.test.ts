@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { duckdbConnectionType } from '../../src/connections/duckdb-connection-type.js';
+import { duckdbConnectionType } from '../../src/sinks/duckdb/duckdb-connection-type.js';
 import { type LocalAccessPolicy, NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
 import type { ChangeEvent, Row, TableSchema } from '../../src/core/change.js';
 import { copyTextOf } from '../../src/core/copy-text.js';

@@ -4,7 +4,7 @@ import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManage
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { natsConnectionType } from '../../src/connections/nats-connection-type.js';
+import { natsConnectionType } from '../../src/sinks/nats/nats-connection-type.js';
 import type { TableSchema } from '../../src/core/change.js';
 import { FencedError, type Sink, type SinkStateStore } from '../../src/core/sink.js';
 import { AppError } from '../../src/errors/app-error.js';

@@ -7,7 +7,7 @@ import amqp, { type ChannelModel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConnectionSecrets } from '../../src/connections/connection-secrets.js';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { rabbitmqConnectionType } from '../../src/connections/rabbitmq-connection-type.js';
+import { rabbitmqConnectionType } from '../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
 import type { Sink } from '../../src/core/sink.js';
 import { isUnreachable } from '../../src/runtime/error-kinds.js';
 import { createRabbitmqSink } from '../../src/sinks/rabbitmq/rabbitmq-sink.js';

@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type GetMessage } from 'amqplib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { rabbitmqConnectionType } from '../../src/connections/rabbitmq-connection-type.js';
+import { rabbitmqConnectionType } from '../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
 import type { TableSchema } from '../../src/core/change.js';
 import { FencedError, type Sink, type SinkStateStore } from '../../src/core/sink.js';
 import { freePort } from '../../src/net/free-port.js';

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { redisConnectionType } from '../../src/connections/redis-connection-type.js';
+import { redisConnectionType } from '../../src/sinks/redis/redis-connection-type.js';
 import type { TableSchema } from '../../src/core/change.js';
 import { FencedError, type Sink } from '../../src/core/sink.js';
 import { freePort } from '../../src/net/free-port.js';

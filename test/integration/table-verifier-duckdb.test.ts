@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { duckdbConnectionType } from '../../src/connections/duckdb-connection-type.js';
+import { duckdbConnectionType } from '../../src/sinks/duckdb/duckdb-connection-type.js';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
 import type { TableSchema } from '../../src/core/change.js';
 import type { Sink } from '../../src/core/sink.js';

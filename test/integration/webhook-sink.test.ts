@@ -15,7 +15,7 @@ import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
 import {
   type WebhookSettings,
   webhookConnectionType,
-} from '../../src/connections/webhook-connection-type.js';
+} from '../../src/sinks/webhook/webhook-connection-type.js';
 import type { ChangeEvent, Row } from '../../src/core/change.js';
 import { FencedError, type Sink, type SinkStateStore } from '../../src/core/sink.js';
 import { isUnreachable } from '../../src/runtime/error-kinds.js';

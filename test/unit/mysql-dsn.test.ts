@@ -6,8 +6,8 @@ import {
   checkMysqlTls,
   mysqlConnectionOptions,
   mysqlConnectionType,
-} from '../../src/connections/mysql-connection-type.js';
-import { mysqlEndpointOf, parseMysqlDsn } from '../../src/connections/mysql-dsn.js';
+} from '../../src/sinks/mysql/mysql-connection-type.js';
+import { mysqlEndpointOf, parseMysqlDsn } from '../../src/sinks/mysql/mysql-dsn.js';
 import { AppError } from '../../src/errors/app-error.js';
 
 function refusal(dsn: string): AppError {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { rabbitmqSettings } from '../../src/connections/rabbitmq-connection-type.js';
-import { parseRabbitmqDsn } from '../../src/connections/rabbitmq-dsn.js';
+import { rabbitmqSettings } from '../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
+import { parseRabbitmqDsn } from '../../src/sinks/rabbitmq/rabbitmq-dsn.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { isUnreachable } from '../../src/runtime/error-kinds.js';
 import {

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
-import type { DuckdbSettings } from '../../connections/duckdb-connection-type.js';
+import type { DuckdbSettings } from './duckdb-connection-type.js';
 import { type Checkpoint, type Row, type TableRef, type TableSchema, tableKey } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import type { SchemaChangeItem } from '../../core/schema-diff.js';

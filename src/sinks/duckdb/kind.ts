@@ -1,4 +1,4 @@
-import type { DuckdbSettings } from '../../connections/duckdb-connection-type.js';
+import type { DuckdbSettings } from './duckdb-connection-type.js';
 import type { SinkKind } from '../../core/sink.js';
 import { lazySink } from '../lazy-sink.js';
 import {

@@ -1,4 +1,4 @@
-import type { RabbitmqSettings } from '../../connections/rabbitmq-connection-type.js';
+import type { RabbitmqSettings } from './rabbitmq-connection-type.js';
 
 /**
  * The sink's errors, built new rather than passed on: each says where (host, port, vhost, never

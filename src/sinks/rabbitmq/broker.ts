@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import type { RabbitmqSettings } from '../../connections/rabbitmq-connection-type.js';
+import type { RabbitmqSettings } from './rabbitmq-connection-type.js';
 import { BrokerError, channelClosed, cleanMessage, connectFailed, connectionLost } from './broker-errors.js';
 import type { ExchangeType } from './config.js';
 

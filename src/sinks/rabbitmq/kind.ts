@@ -1,4 +1,4 @@
-import type { RabbitmqSettings } from '../../connections/rabbitmq-connection-type.js';
+import type { RabbitmqSettings } from './rabbitmq-connection-type.js';
 import type { SinkKind } from '../../core/sink.js';
 import { lazySink } from '../lazy-sink.js';
 import {

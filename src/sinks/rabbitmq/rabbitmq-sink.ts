@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { RabbitmqSettings } from '../../connections/rabbitmq-connection-type.js';
+import type { RabbitmqSettings } from './rabbitmq-connection-type.js';
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import { parseLsn } from '../../core/lsn.js';

@@ -1,4 +1,4 @@
-import type { WebhookSettings } from '../../connections/webhook-connection-type.js';
+import type { WebhookSettings } from './webhook-connection-type.js';
 import type { SinkKind } from '../../core/sink.js';
 import { lazySink } from '../lazy-sink.js';
 import { parseWebhookSinkProperties, WEBHOOK_SINK_PROPERTIES, type WebhookSinkConfig } from './config.js';

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import type { WebhookSettings } from '../../connections/webhook-connection-type.js';
+import type { WebhookSettings } from './webhook-connection-type.js';
 import { VERSION } from '../../version.js';
 import { requestFailed, statusFailed, timedOut, WebhookError } from './delivery-errors.js';
 import { guardedConnector } from './guarded-connector.js';

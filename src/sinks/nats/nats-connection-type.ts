@@ -1,10 +1,10 @@
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from '@nats-io/transport-node';
-import { validationFailed } from '../errors/app-error.js';
-import type { ConnectionSecrets } from './connection-secrets.js';
-import type { ConnectionType } from './connection-types.js';
+import { validationFailed } from '../../errors/app-error.js';
+import type { ConnectionSecrets } from '../../connections/connection-secrets.js';
+import type { ConnectionType } from '../../connections/connection-types.js';
 import { checkNatsDsn, type NatsDsn, natsEndpointOf, parseNatsDsn } from './nats-dsn.js';
-import { dsnScheme, schemeGuarantees } from './tls-guarantees.js';
+import { dsnScheme, schemeGuarantees } from '../../connections/tls-guarantees.js';
 
 /** How long connecting (TCP, TLS and the NATS handshake) may take before it fails. */
 const CONNECT_TIMEOUT_MS = 10_000;

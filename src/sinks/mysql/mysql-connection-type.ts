@@ -1,10 +1,10 @@
 import type { ConnectionOptions, SslOptions } from 'mysql2';
-import { validationFailed } from '../errors/app-error.js';
-import type { ConnectionSecrets } from './connection-secrets.js';
-import type { ConnectionType } from './connection-types.js';
+import { validationFailed } from '../../errors/app-error.js';
+import type { ConnectionSecrets } from '../../connections/connection-secrets.js';
+import type { ConnectionType } from '../../connections/connection-types.js';
 import { type MysqlDsn, mysqlEndpointOf, parseMysqlDsn } from './mysql-dsn.js';
-import { dsnParams, sslModeGuarantees } from './tls-guarantees.js';
-import type { TlsMaterial } from './tls-material.js';
+import { dsnParams, sslModeGuarantees } from '../../connections/tls-guarantees.js';
+import type { TlsMaterial } from '../../connections/tls-material.js';
 
 /** How long a connection attempt may take before it fails. */
 const CONNECT_TIMEOUT_MS = 10_000;
