@@ -2,6 +2,7 @@ import { type CommonQueryMethods, type DatabasePool, UniqueIntegrityConstraintVi
 import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
 import type { SecretBox } from '../secrets/secret-box.js';
+import { connectionTypeNames, findConnectionType } from '../sinks/registry.js';
 import { type ConnectionRow, connectionsStore } from '../store/connections-store.js';
 import { type OrphanedSlotRow, orphanedSlotsStore } from '../store/orphaned-slots-store.js';
 import { pipelinesStore } from '../store/pipelines-store.js';
@@ -13,12 +14,7 @@ import {
   sealSecrets,
   secretChanges,
 } from './connection-secrets.js';
-import {
-  type CheckedDsn,
-  type ConnectionType,
-  connectionTypeNames,
-  findConnectionType,
-} from './connection-types.js';
+import type { CheckedDsn, ConnectionType } from './connection-types.js';
 import { type ConnectionUserRow, type ConnectionView, toConnectionView } from './connection-view.js';
 import { PASSWORD_MASK } from './dsn.js';
 import type { LocalAccessPolicy } from './local-access.js';

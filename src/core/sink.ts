@@ -25,6 +25,7 @@ import type { Readable } from 'node:stream';
 import type { ChangeEvent, Checkpoint, TableRef, TableSchema } from './change.js';
 import { parseLsn } from './lsn.js';
 import type { PropertyDoc } from './property-docs.js';
+import type { RetryAdvice } from './retry-advice.js';
 import type { SchemaChangeItem } from './schema-diff.js';
 import type { SinkComparison } from './table-comparison.js';
 
@@ -110,6 +111,12 @@ export interface SinkKind<P extends SinkProperties = SinkProperties, Connection 
     tables: readonly TableSchema[],
     connectTimeoutMs: number,
   ): Promise<void>;
+  /**
+   * How a failure its driver raised, passed on as it came (a session killed, a server shutting
+   * down), may heal; undefined for an error it does not know. Errors the sink builds itself carry
+   * their advice (`RetryAdvice`) instead.
+   */
+  retryAdvice?(error: unknown): RetryAdvice | undefined;
 }
 
 /** A batch of whole source transactions, in commit order. */
