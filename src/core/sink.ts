@@ -25,7 +25,7 @@ import type { Readable } from 'node:stream';
 import type { ChangeEvent, Checkpoint, TableRef, TableSchema } from './change.js';
 import { parseLsn } from './lsn.js';
 import type { PropertyDoc } from './property-docs.js';
-import type { RetryAdvice } from './retry-advice.js';
+import type { RetryAdvice, RetryClass } from './retry-advice.js';
 import type { SchemaChangeItem } from './schema-diff.js';
 import type { SinkComparison } from './table-comparison.js';
 
@@ -254,7 +254,10 @@ export function refuseBatchBehind(
 }
 
 /** Thrown by a sink whose stored fencing epoch is newer than the writer's: another worker owns the pipeline. */
-export class FencedError extends Error {
+export class FencedError extends Error implements RetryAdvice {
+  /** A newer worker owns the pipeline: this one must not write again. */
+  readonly retry: RetryClass = 'never';
+
   constructor(
     readonly storedEpoch: number,
     readonly writerEpoch: number,

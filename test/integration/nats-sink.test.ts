@@ -4,13 +4,13 @@ import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManage
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { natsConnectionType } from '../../src/sinks/nats/nats-connection-type.js';
 import type { TableSchema } from '../../src/core/change.js';
 import { FencedError, type Sink, type SinkStateStore } from '../../src/core/sink.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { freePort } from '../../src/net/free-port.js';
 import { isUnreachable } from '../../src/runtime/error-kinds.js';
 import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
+import { natsConnectionType } from '../../src/sinks/nats/nats-connection-type.js';
 import { createNatsSink } from '../../src/sinks/nats/nats-sink.js';
 import { preflightNatsSink } from '../../src/sinks/nats/preflight.js';
 import { RefusedChangeError } from '../../src/sinks/refused-change.js';

@@ -5,7 +5,6 @@ import { Readable } from 'node:stream';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type GetMessage } from 'amqplib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { rabbitmqConnectionType } from '../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
 import type { TableSchema } from '../../src/core/change.js';
 import { FencedError, type Sink, type SinkStateStore } from '../../src/core/sink.js';
 import { freePort } from '../../src/net/free-port.js';
@@ -13,6 +12,7 @@ import { isUnreachable } from '../../src/runtime/error-kinds.js';
 import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
 import { Broker } from '../../src/sinks/rabbitmq/broker.js';
 import { Flight } from '../../src/sinks/rabbitmq/confirms.js';
+import { rabbitmqConnectionType } from '../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
 import { createRabbitmqSink } from '../../src/sinks/rabbitmq/rabbitmq-sink.js';
 import { memorySinkState } from '../support/memory-sink-state.js';
 import {

@@ -3,11 +3,11 @@ import { Readable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { redisConnectionType } from '../../src/sinks/redis/redis-connection-type.js';
 import type { TableSchema } from '../../src/core/change.js';
 import { FencedError, type Sink } from '../../src/core/sink.js';
 import { freePort } from '../../src/net/free-port.js';
 import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
+import { redisConnectionType } from '../../src/sinks/redis/redis-connection-type.js';
 import { createRedisSink } from '../../src/sinks/redis/redis-sink.js';
 import { memorySinkState } from '../support/memory-sink-state.js';
 import {

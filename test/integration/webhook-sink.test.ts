@@ -12,15 +12,15 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import {
-  type WebhookSettings,
-  webhookConnectionType,
-} from '../../src/sinks/webhook/webhook-connection-type.js';
 import type { ChangeEvent, Row } from '../../src/core/change.js';
 import { FencedError, type Sink, type SinkStateStore } from '../../src/core/sink.js';
 import { isUnreachable } from '../../src/runtime/error-kinds.js';
 import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
 import type { WebhookError } from '../../src/sinks/webhook/delivery-errors.js';
+import {
+  type WebhookSettings,
+  webhookConnectionType,
+} from '../../src/sinks/webhook/webhook-connection-type.js';
 import { createWebhookSink } from '../../src/sinks/webhook/webhook-sink.js';
 import { memorySinkState } from '../support/memory-sink-state.js';
 import { col, tableOf } from '../support/table-schemas.js';

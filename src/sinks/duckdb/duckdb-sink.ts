@@ -1,6 +1,5 @@
 import type { Readable } from 'node:stream';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
-import type { DuckdbSettings } from './duckdb-connection-type.js';
 import { type Checkpoint, type Row, type TableRef, type TableSchema, tableKey } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import type { SchemaChangeItem } from '../../core/schema-diff.js';
@@ -27,6 +26,7 @@ import {
   qualifiedName,
   quoteIdent,
 } from './ddl.js';
+import type { DuckdbSettings } from './duckdb-connection-type.js';
 import { acquireInstance, releaseInstance } from './instances.js';
 import { alreadyDoneCheck, schemaChangeSql } from './schema-change.js';
 

@@ -1,5 +1,4 @@
 import type { Readable } from 'node:stream';
-import type { RabbitmqSettings } from './rabbitmq-connection-type.js';
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import { parseLsn } from '../../core/lsn.js';
@@ -12,6 +11,7 @@ import { Broker } from './broker.js';
 import { parseRabbitmqSinkProperties, type RabbitmqSinkConfig, routeOf } from './config.js';
 import { Flight, type Outgoing } from './confirms.js';
 import { messageOf } from './message.js';
+import type { RabbitmqSettings } from './rabbitmq-connection-type.js';
 
 /** Snapshot rows read from the COPY stream at a time. */
 const SNAPSHOT_CHUNK_ROWS = 500;

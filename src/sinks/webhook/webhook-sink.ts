@@ -1,5 +1,4 @@
 import type { Readable } from 'node:stream';
-import type { WebhookSettings } from './webhook-connection-type.js';
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import { parseLsn } from '../../core/lsn.js';
@@ -11,6 +10,7 @@ import { parseWebhookSinkProperties, type WebhookSinkConfig } from './config.js'
 import { detailOf, postedBefore, unfinishedAt, unfinishedOf } from './delivered.js';
 import { RequestChunks, type WebhookRequest } from './request-chunks.js';
 import { WebhookClient } from './webhook-client.js';
+import type { WebhookSettings } from './webhook-connection-type.js';
 
 /** A sink posting batches of change envelopes to an HTTPS endpoint (see docs/sinks/webhook.md). */
 export function createWebhookSink(ctx: SinkContext<WebhookSettings>): Sink {
