@@ -1,13 +1,15 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createActor, fromCallback, fromPromise, type SnapshotFrom } from 'xstate';
 import {
   MAX_RETRIES,
+  MAX_RETRY_DELAY_MS,
   PIPELINE_ACTIONS,
   PIPELINE_STATES,
   type PipelineAction,
   type PipelineEvent,
   type PipelineState,
   pipelineMachine,
+  retryWaitMs,
 } from '../../machines/pipeline.js';
 import { apiState, isActionAllowed, stateAfter } from '../../machines/pipeline-transitions.js';
 
@@ -327,5 +329,52 @@ describe('stateAfter', () => {
     ['failed', 'start', 'starting'],
   ] as const)('%s + %s is %s at once', (state, action, next) => {
     expect(stateAfter(state, action)).toBe(next);
+  });
+});
+
+describe('the wait before a retry', () => {
+  it('is the capped backoff, or longer when the failure’s cause asks for it', () => {
+    expect(retryWaitMs({ retries: 1 })).toBe(1_000);
+    expect(retryWaitMs({ retries: 3, retryAfterMs: 0 })).toBe(4_000);
+    expect(retryWaitMs({ retries: 1, retryAfterMs: 30_000 })).toBe(30_000);
+    expect(retryWaitMs({ retries: 12, retryAfterMs: 30_000 })).toBe(MAX_RETRY_DELAY_MS);
+    expect(retryWaitMs({ retries: 12 }, 5_000)).toBe(5_000);
+  });
+
+  it('waits as long as the failure asked before the next attempt, and forgets it at the next failure', async () => {
+    vi.useFakeTimers();
+    try {
+      let sendBack: ((event: PipelineEvent) => void) | undefined;
+      const machine = pipelineMachine.provide({
+        actors: {
+          prepare: fromPromise(async () => {}),
+          replicate: fromCallback(({ sendBack: send }) => {
+            sendBack = send as (event: PipelineEvent) => void;
+          }),
+          drain: fromPromise(async () => {}),
+        },
+      });
+      const actor = createActor(machine, { input: { pipelineId: 'p', resumeAs: 'running' } }).start();
+      sendBack?.({
+        type: 'FAILED',
+        message: 'busy',
+        retryable: true,
+        unreachable: true,
+        retryAfterMs: 7_000,
+      });
+      expect(actor.getSnapshot().context.retryAfterMs).toBe(7_000);
+      await vi.advanceTimersByTimeAsync(6_999);
+      expect(actor.getSnapshot().matches({ running: 'retrying' })).toBe(true);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(actor.getSnapshot().matches({ running: 'replicating' })).toBe(true);
+      sendBack?.({ type: 'FAILED', message: 'reset', retryable: true, unreachable: true });
+      expect(actor.getSnapshot().context.retryAfterMs).toBe(0);
+      // The second failure in a row: the backoff's 2 s.
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(actor.getSnapshot().matches({ running: 'replicating' })).toBe(true);
+      actor.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
