@@ -122,34 +122,52 @@ describe.each(contractKinds())('the sink contract: $name', (kind) => {
   });
 
   describe('snapshot partitions', () => {
-    it('marks each partition done with its rows; a restarted sink skips the done ones and converges', async () => {
-      const p = await pipeline();
+    /** Partition 0 written, partition 1 failing after `rows` of its rows, then a restart writing it whole. */
+    async function resumed(p: ContractPipeline, rows: number) {
       const sink = await p.open([orders, lines]);
       expect(await sink.snapshotPartitionsDone()).toEqual([]);
       expect(
         await sink.writeSnapshotPartition(orders, partition(orders, '0'), copyText(orderRows(1, 3))),
       ).toBe(3);
-      // The second partition fails after its first rows went out: a crash mid-partition.
       async function* failing() {
-        yield copyLines(orderRows(4, 1003));
+        yield copyLines(orderRows(4, 3 + rows));
         throw new Error('source connection lost');
       }
       await expect(
         sink.writeSnapshotPartition(orders, partition(orders, '1'), Readable.from(failing())),
       ).rejects.toThrow('source connection lost');
-      await sink.close();
+      await sink.close(); // a crash mid-partition
 
       const again = await p.open([orders, lines]);
       expect(await again.snapshotPartitionsDone()).toEqual([partition(orders, '0')]);
       expect(
-        await again.writeSnapshotPartition(orders, partition(orders, '1'), copyText(orderRows(4, 1003))),
-      ).toBe(1000);
+        await again.writeSnapshotPartition(orders, partition(orders, '1'), copyText(orderRows(4, 3 + rows))),
+      ).toBe(rows);
       await again.finishSnapshot(orders);
       expect((await again.snapshotPartitionsDone()).map((d) => d.partitionId).sort()).toEqual(['0', '1']);
-      expect(await p.rows(orders)).toEqual(orderRows(1, 1003));
+    }
+
+    it('marks each partition done with its rows; a restarted sink skips the done ones and converges', async () => {
+      const p = await pipeline();
+      await resumed(p, 10);
+      expect(await p.rows(orders)).toEqual(orderRows(1, 13));
       // Another pipeline's markers are its own.
       expect(await (await (await pipeline()).open([orders, lines])).snapshotPartitionsDone()).toEqual([]);
     });
+
+    itNeeding(
+      kind.cannot.messageIds,
+      'sends the rows of a partition that failed midway again under the ids they had',
+      async () => {
+        const p = await pipeline();
+        // Rows enough for some to go out before the failure, whatever the kind's chunk.
+        await resumed(p, 1000);
+        const ids = (await p.messageIds?.(orders)) ?? [];
+        expect(new Set(ids).size).toBe(1003);
+        expect(ids.every((id) => /^snapshot\/public\/orders\/\["\d+"\]$/.test(id))).toBe(true);
+        expect(await p.rows(orders)).toEqual(orderRows(1, 1003));
+      },
+    );
 
     itNeeding(
       kind.cannot.rewritesDonePartition,

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'slonik';
 import { inject } from 'vitest';
+import { z } from 'zod';
 import type { SinkStateStore } from '../../../src/core/sink.js';
 import { createLogger } from '../../../src/log/logger.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { createStorePool, type DatabasePool, DEFAULT_PROJECT_ID } from '../../../src/store/pool.js';
 import { sinkStateStore } from '../../../src/store/sink-state-store.js';
 import { createDatabase } from '../pg-cluster.js';
-import { sqlOn } from '../replication-fixture.js';
 
 /**
  * The metadata store that keeps the bookkeeping of a sink with no storage of its own (a broker, a
@@ -19,30 +20,27 @@ export interface ServiceState {
   release(): Promise<void>;
 }
 
-let store: Promise<{ url: string; pool: DatabasePool }> | undefined;
+let store: Promise<DatabasePool> | undefined;
 let users = 0;
 
-async function openStore(): Promise<{ url: string; pool: DatabasePool }> {
+async function openStore(): Promise<DatabasePool> {
   const [cluster] = inject('pgClusters');
   const url = await createDatabase(cluster?.adminUrl as string, 'sink_contract_store');
   await migrate(url, createLogger('silent'));
-  return { url, pool: await createStorePool(url) };
+  return createStorePool(url);
 }
 
 /** Takes the file's store, made on first use. */
 export async function serviceState(): Promise<ServiceState> {
   users++;
   store ??= openStore();
-  const { url, pool } = await store;
+  const pool = await store;
   return {
     async pipeline() {
-      const [row] = await sqlOn<{ id: string }>(
-        url,
-        `INSERT INTO pipelines (project_id, name, source_connection, source_tables, sink_connection)
-         VALUES ($1, $2, 'src', '{public.orders}', 'dst') RETURNING id`,
-        [DEFAULT_PROJECT_ID, `contract-${randomUUID()}`],
-      );
-      const pipelineId = row?.id as string;
+      const pipelineId = await pool.oneFirst(sql.type(z.object({ id: z.string() }))`
+        INSERT INTO pipelines (project_id, name, source_connection, source_tables, sink_connection)
+        VALUES (${DEFAULT_PROJECT_ID}, ${`contract-${randomUUID()}`}, 'src', '{public.orders}', 'dst')
+        RETURNING id`);
       return { pipelineId, state: sinkStateStore(pool, pipelineId) };
     },
     async release() {
