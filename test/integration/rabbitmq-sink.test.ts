@@ -428,13 +428,14 @@ describe('rabbitmq sink, through the sink contract', () => {
       const error = (await outcome) as Error & { code?: string };
       expect(Date.now() - cut).toBeLessThan(2_000);
       expect(error.message).toMatch(/^lost the connection to RabbitMQ at 127\.0\.0\.1:\d+ \(vhost \/\)/);
-      expect(error.code).toBe('ECONNRESET');
+      // Reset as the broker's side goes, or a broken pipe when the sink was writing at that moment.
+      expect(['ECONNRESET', 'EPIPE']).toContain(error.code);
       expect(isUnreachable(error)).toBe(true);
       expect(await sink.readCheckpoint()).toEqual({ lsn: tx(1).end, epoch: 1 });
       // Every later call fails the same way, at once: the runtime opens a new sink.
       await expect(
         sink.applyBatch({ changes: inserts(tx(3), 1, 1), commitLsn: tx(3).end, epoch: 1 }),
-      ).rejects.toMatchObject({ code: 'ECONNRESET' });
+      ).rejects.toMatchObject({ code: error.code });
     } finally {
       await proxy.stop();
     }
