@@ -4,7 +4,7 @@ import mysql, { type Connection, type RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChangeEvent, ColumnSchema, Row, TableRef, TableSchema } from '../../src/core/change.js';
 import { diffSchemas } from '../../src/core/schema-diff.js';
-import { type ChangeBatch, FencedError, type Sink } from '../../src/core/sink.js';
+import type { ChangeBatch, Sink } from '../../src/core/sink.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { mysqlConnectionOptions } from '../../src/sinks/mysql/mysql-connection-type.js';
 import { parseMysqlDsn } from '../../src/sinks/mysql/mysql-dsn.js';
@@ -407,39 +407,19 @@ describe('mysql sink', () => {
         Array.from({ length: to - from }, (_, i) => `${from + i}\tname ${from + i}\t\\N\t${i}.25\n`),
       );
 
-    it('writes partitions in bounded statements, resumes after a restart, and resets', async () => {
-      const pipeline = randomUUID();
-      const props = { 'table.src.items': 'snap_items' };
-      const first = newSink(props, pipeline);
-      await first.open([items]);
-      await first.resetTable(items);
-      expect(await first.writeSnapshotPartition(items, partition('0'), lines(0, 2500))).toBe(2500);
-      // A partition whose stream fails part way leaves neither rows nor marker.
+    it('writes a partition larger than one statement, and one whose stream fails leaves neither rows nor marker', async () => {
+      const sink = newSink({ 'table.src.items': 'snap_items' });
+      await sink.open([items]);
+      expect(await sink.writeSnapshotPartition(items, partition('0'), lines(0, 2500))).toBe(2500);
       async function* failing() {
         for (let i = 5000; i < 6500; i++) yield `${i}\tx\t\\N\t1\n`;
         throw new Error('source connection lost');
       }
       await expect(
-        first.writeSnapshotPartition(items, partition('1'), Readable.from(failing())),
+        sink.writeSnapshotPartition(items, partition('1'), Readable.from(failing())),
       ).rejects.toThrow('source connection lost');
-      await first.close();
-      await first.close();
-
-      // A new worker sees the done partition only; writing partition 0 again converges.
-      const second = newSink(props, pipeline);
-      await second.open([items]);
-      expect(await second.snapshotPartitionsDone()).toEqual([partition('0')]);
-      expect(await second.writeSnapshotPartition(items, partition('1'), lines(2500, 4000))).toBe(1500);
-      expect(await second.writeSnapshotPartition(items, partition('0'), lines(0, 2500))).toBe(2500);
-      await second.finishSnapshot(items);
-      expect(await count('snap_items')).toBe(4000);
-      expect(await second.snapshotPartitionsDone()).toEqual([partition('0'), partition('1')]);
-      // Another pipeline's markers are its own.
-      expect(await newSink(props).snapshotPartitionsDone()).toEqual([]);
-
-      await second.resetTable(items);
-      expect(await count('snap_items')).toBe(0);
-      expect(await second.snapshotPartitionsDone()).toEqual([]);
+      expect(await count('snap_items')).toBe(2500);
+      expect(await sink.snapshotPartitionsDone()).toEqual([partition('0')]);
     });
   });
 
@@ -488,21 +468,6 @@ describe('mysql sink', () => {
       expect(await count('apply_others')).toBe(0);
     });
 
-    it('keeps the stored value of unchanged TOAST columns, in place and on a key change', async () => {
-      const sink = newSink(props);
-      await sink.open([items, others]);
-      const long = 'long '.repeat(10_000);
-      await sink.applyBatch(batch([trunc(items), ins(items, { id: '1', name: 'a', body: long, n: '1.00' })]));
-      await sink.applyBatch(
-        batch([upd(items, { id: '1', name: 'b', n: '2.00' }, { unchangedToast: ['body'] })]),
-      );
-      expect(await readRows('apply_items', items)).toEqual([{ id: 1, name: 'b', body: long, n: '2.00' }]);
-      await sink.applyBatch(
-        batch([upd(items, { id: '5', name: 'c', n: null }, { key: { id: '1' }, unchangedToast: ['body'] })]),
-      );
-      expect(await readRows('apply_items', items)).toEqual([{ id: 5, name: 'c', body: long, n: null }]);
-    });
-
     it('writes columns whose names hold backticks, quotes and question marks', async () => {
       const weird = tableSchema('src', 'we`ird?', [
         ['id?*', 'integer'],
@@ -518,45 +483,6 @@ describe('mysql sink', () => {
       expect(await select('SELECT * FROM `we``ird?`')).toEqual([
         { 'id?': 1, 'a`b?': 'b?', 'naïve "x"': "'?'" },
       ]);
-    });
-
-    it('converges when a batch is replayed', async () => {
-      const sink = newSink(props);
-      await sink.open([items, others]);
-      await sink.applyBatch(batch([trunc(items)]));
-      const replayed = batch([
-        ins(items, { id: '1', name: 'a', body: null, n: null }),
-        upd(items, { id: '1', name: 'b', body: null, n: null }),
-        ins(items, { id: '2', name: 'x', body: null, n: null }),
-        del(items, { id: '2' }),
-      ]);
-      await sink.applyBatch(replayed);
-      const once = await readRows('apply_items', items);
-      await sink.applyBatch(replayed);
-      expect(await readRows('apply_items', items)).toEqual(once);
-      expect(once).toEqual([{ id: 1, name: 'b', body: null, n: null }]);
-      expect((await sink.readCheckpoint())?.lsn).toBe(replayed.commitLsn);
-    });
-
-    it('refuses a lower epoch with FencedError and writes nothing', async () => {
-      const pipeline = randomUUID();
-      const newer = newSink(props, pipeline);
-      await newer.open([items, others]);
-      await newer.applyBatch(
-        batch([trunc(items), ins(items, { id: '1', name: 'newer', body: null, n: null })], 2, '0/200'),
-      );
-      const older = newSink(props, pipeline);
-      await older.open([items, others]);
-      const refused = older.applyBatch(
-        batch([ins(items, { id: '1', name: 'older', body: null, n: null })], 1, '0/300'),
-      );
-      await expect(refused).rejects.toThrow(FencedError);
-      await expect(refused).rejects.toMatchObject({ storedEpoch: 2, writerEpoch: 1 });
-      expect(await readRows('apply_items', items)).toEqual([{ id: 1, name: 'newer', body: null, n: null }]);
-      expect(await older.readCheckpoint()).toEqual({ lsn: '0/200', epoch: 2 });
-      // The same epoch, and a newer one, write.
-      await older.applyBatch(batch([ins(items, { id: '2', name: 'same', body: null, n: null })], 2, '0/400'));
-      expect(await older.readCheckpoint()).toEqual({ lsn: '0/400', epoch: 2 });
     });
   });
 

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { pgClientConfigOfDsn } from '../../src/connections/pg-client-config.js';
 import type { ChangeEvent, ColumnSchema, Row, TableRef, TableSchema } from '../../src/core/change.js';
-import { type ChangeBatch, FencedError, type Sink } from '../../src/core/sink.js';
+import type { ChangeBatch, Sink } from '../../src/core/sink.js';
 import { MIN_ROWS_FOR_COPY } from '../../src/sinks/postgres/apply-plan.js';
 import { createPostgresSink } from '../../src/sinks/postgres/postgres-sink.js';
 import { memorySinkState } from '../support/memory-sink-state.js';
@@ -134,7 +134,7 @@ const upd = (table: TableSchema, after: Row, extra: Partial<ChangeEvent> = {}): 
   ...extra,
 });
 const del = (table: TableSchema, key: Row): ChangeEvent => ({ ...meta(), op: 'delete', table, key });
-const trunc = (...tables: TableSchema[]): ChangeEvent => ({
+const _trunc = (...tables: TableSchema[]): ChangeEvent => ({
   ...meta(),
   op: 'truncate',
   table: tables[0] as TableRef,
@@ -437,34 +437,6 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
         { table: { schema: 'src', table: 'items' }, partitionId: '4' },
       ]);
     });
-
-    it('resetTable empties the target and forgets only its markers', async () => {
-      const pipelineId = randomUUID();
-      const sink = newSink({ target_schema: 'reset' }, pipelineId);
-      await sink.open([items, others]);
-      await sink.writeSnapshotPartition(
-        items,
-        { table: items, partitionId: '0' },
-        Readable.from(['1\ta\t\\N\t1\n']),
-      );
-      await sink.writeSnapshotPartition(
-        items,
-        { table: items, partitionId: '1' },
-        Readable.from(['2\ta\t\\N\t1\n']),
-      );
-      await sink.writeSnapshotPartition(
-        others,
-        { table: others, partitionId: '0' },
-        Readable.from(['a\t1\tv\n']),
-      );
-      expect(await sink.snapshotPartitionsDone()).toHaveLength(3);
-      await sink.resetTable(items);
-      expect(await count({ schema: 'reset', table: 'items' })).toBe(0);
-      expect(await count({ schema: 'reset', table: 'others' })).toBe(1);
-      expect(await newSink({ target_schema: 'reset' }, pipelineId).snapshotPartitionsDone()).toEqual([
-        { table: { schema: 'src', table: 'others' }, partitionId: '0' },
-      ]);
-    });
   });
 
   describe('applyBatch', () => {
@@ -641,24 +613,6 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
       ]);
     });
 
-    it('truncates in order, together with the other changes', async () => {
-      const sink = newSink({ target_schema: 'trunc' });
-      await sink.open([items, others]);
-      await sink.applyBatch(
-        batch([
-          ins(items, { id: '1', name: 'a', body: null, n: null }),
-          ins(others, { k1: 'a', k2: '1', v: null }),
-          ins(items, { id: '2', name: 'b', body: null, n: null }),
-          trunc(items, others),
-          ins(items, { id: '3', name: 'c', body: null, n: null }),
-          trunc(others),
-          ins(others, { k1: 'b', k2: '2', v: null }),
-        ]),
-      );
-      expect((await readRows({ schema: 'trunc', table: 'items' }, items)).map((r) => r.id)).toEqual(['3']);
-      expect((await readRows({ schema: 'trunc', table: 'others' }, others)).map((r) => r.k1)).toEqual(['b']);
-    });
-
     it('rolls back the whole batch when one change fails', async () => {
       const pipelineId = randomUUID();
       const sink = newSink({ target_schema: 'atomic' }, pipelineId);
@@ -675,7 +629,7 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
       ).rejects.toThrow(/src.unknown was not opened/);
     });
 
-    it('stores the checkpoint with the batch and reads it back', async () => {
+    it('stores the checkpoint of an empty batch, and a position in its canonical form, readable before open', async () => {
       const pipelineId = randomUUID();
       const sink = newSink({ target_schema: 'ckpt' }, pipelineId);
       expect(await sink.readCheckpoint()).toBeNull();
@@ -688,28 +642,6 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
         ),
       ).toEqual({ lsn: 'A/FF', epoch: 1 });
       expect(await newSink({}, pipelineId).readCheckpoint()).toEqual({ lsn: 'A/FF', epoch: 1 });
-      expect(await newSink({}, randomUUID()).readCheckpoint()).toBeNull();
-    });
-
-    it('fences a writer whose epoch is older than the stored one', async () => {
-      const pipelineId = randomUUID();
-      const newer = newSink({ target_schema: 'fence' }, pipelineId);
-      const older = newSink({ target_schema: 'fence' }, pipelineId);
-      await newer.open([items]);
-      await older.open([items]);
-      await older.applyBatch(batch([ins(items, { id: '1', name: 'e1', body: null, n: null })], 1, '0/100'));
-      await newer.applyBatch(batch([ins(items, { id: '2', name: 'e2', body: null, n: null })], 2, '0/200'));
-      const refused = older.applyBatch(
-        batch([ins(items, { id: '3', name: 'e1', body: null, n: null })], 1, '0/300'),
-      );
-      await expect(refused).rejects.toBeInstanceOf(FencedError);
-      await expect(refused).rejects.toMatchObject({ storedEpoch: 2, writerEpoch: 1 });
-      expect((await readRows({ schema: 'fence', table: 'items' }, items)).map((r) => r.id)).toEqual([
-        '1',
-        '2',
-      ]);
-      expect(await older.readCheckpoint()).toEqual({ lsn: '0/200', epoch: 2 });
-      expect(await newer.applyBatch(batch([], 3, '0/400'))).toEqual({ lsn: '0/400', epoch: 3 });
     });
 
     it('fences a writer that waited for a newer one to commit', async () => {
@@ -728,7 +660,16 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
           batch([ins(items, { id: '9', name: null, body: null, n: null })], 4),
         );
         waiting.catch(() => {});
-        await new Promise((r) => setTimeout(r, 200));
+        // Once the older writer waits for the newer one's lock on the checkpoint.
+        await vi.waitFor(
+          async () => {
+            const { rows } = await db.query(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+            );
+            expect(rows[0].n).toBeGreaterThan(0);
+          },
+          { timeout: 30_000, interval: 20 },
+        );
         await newer.query('COMMIT');
         await expect(waiting).rejects.toMatchObject({ name: 'FencedError', storedEpoch: 5, writerEpoch: 4 });
       } finally {
