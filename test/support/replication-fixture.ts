@@ -1,6 +1,9 @@
 import pg from 'pg';
 import { createDatabase } from './pg-cluster.js';
 import { startTestService, type TestService, testConfig } from './service.js';
+import { waitFor } from './wait-for.js';
+
+export { waitFor };
 
 /** Runs one statement (or several, without parameters) on a database and returns its rows. */
 export async function sqlOn<T extends pg.QueryResultRow = any>(
@@ -38,23 +41,6 @@ export async function tableDigest(
     `SELECT count(*) AS rows, md5(string_agg(t::text, '|' ORDER BY ${orderBy})) AS md5 FROM ${table} t`,
   );
   return { rows: Number(row?.rows), md5: row?.md5 ?? '' };
-}
-
-/** Polls until `check` returns a truthy value, or fails with the last value seen. */
-export async function waitFor<T>(
-  check: () => Promise<T>,
-  what: string,
-  timeoutMs = 60_000,
-  intervalMs = 200,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  while (Date.now() < deadline) {
-    last = await check();
-    if (last) return last;
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
 }
 
 /** Waits until the sink's copy of `table` equals the source's, row for row. */
