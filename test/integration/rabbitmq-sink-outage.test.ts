@@ -94,7 +94,9 @@ describe('RabbitMQ down mid-stream', () => {
       );
     }
     await waitFor(async () => (await sinkErrors()) > 0, 'a failed sink write counted', 60_000);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // The outage outlasts a retry: the broker returns only once a second attempt has failed too.
+    const failed = await sinkErrors();
+    await waitFor(async () => (await sinkErrors()) > failed, 'a retried sink write failing too', 60_000);
     await proxy.up();
 
     const expected = Object.fromEntries(

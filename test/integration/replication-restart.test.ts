@@ -103,9 +103,16 @@ describe('replication across hard kills of the service', () => {
       'rows in the sink',
     );
     await stopChild(server!.child, 'SIGKILL');
-    await new Promise((r) => setTimeout(r, 300));
+    // Changes go on while the service is down…
+    const atKill = written;
+    await waitFor(async () => written >= atKill + 3, 'writes while the service is down');
     server = await serve();
-    await new Promise((r) => setTimeout(r, 1000));
+    // …and while the restarted one catches up, until it has replicated some made after its start.
+    const newest = async (url: string) =>
+      (await sqlOn<{ id: number | null }>(url, 'SELECT max(id)::int AS id FROM live').catch(() => []))[0]
+        ?.id ?? 0;
+    const atStart = await newest(dbs.source);
+    await waitFor(async () => (await newest(dbs.sink)) >= atStart, 'writes after the restart in the sink');
     writing = false;
     await writer;
     expect(written).toBeGreaterThan(5);

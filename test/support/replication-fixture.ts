@@ -43,6 +43,28 @@ export async function tableDigest(
   return { rows: Number(row?.rows), md5: row?.md5 ?? '' };
 }
 
+/**
+ * Waits until every pipeline slot on the source's database has confirmed the position the source
+ * has reached now: what was written before is delivered and acknowledged, so a duplicate of any of
+ * it would already have been sent.
+ */
+export async function waitAcknowledged(source: string, timeoutMs = 60_000): Promise<void> {
+  const [current] = await sqlOn<{ lsn: string }>(source, 'SELECT pg_current_wal_lsn()::text AS lsn');
+  await waitFor(
+    async () =>
+      (
+        await sqlOn<{ caught: boolean | null }>(
+          source,
+          `SELECT bool_and(confirmed_flush_lsn >= $1::pg_lsn) AS caught
+             FROM pg_replication_slots WHERE database = current_database() AND slot_type = 'logical'`,
+          [current?.lsn],
+        )
+      )[0]?.caught === true,
+    `the slots to confirm ${current?.lsn}`,
+    timeoutMs,
+  );
+}
+
 /** Waits until the sink's copy of `table` equals the source's, row for row. */
 export async function waitConverged(
   source: string,

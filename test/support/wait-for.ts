@@ -10,12 +10,12 @@ export async function waitFor<T>(
   what: string,
   timeoutMs = 60_000,
   intervalMs = 200,
-): Promise<T> {
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
   while (Date.now() < deadline) {
     last = await check();
-    if (last) return last;
+    if (last) return last as NonNullable<T>;
     await new Promise((r) => setTimeout(r, intervalMs));
   }
   throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
