@@ -566,23 +566,12 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
     // Its walsender has started, under the 1 s timeout (read as it connects).
     await waitFor(walsender, 'the walsender', HANG_MS, 50);
     await sql(`ALTER DATABASE ${dbName} RESET wal_sender_timeout`);
-    // The consumer reads nothing: the queue fills, and the stall lasts well past the walsender's
-    // timeout, the server hearing from the stream all along.
+    // The consumer reads nothing: the queue fills, and then the stall goes on for longer than the
+    // walsender's timeout. Its length is the scenario, not a wait: the stream counts no status
+    // updates, and the reply_time the server shows is the client library's malformed timestamp.
     await waitFor(() => reader.stream.stats().queuedItems >= 50, 'the queue to fill', HANG_MS, 50);
-    const stalledAt = (await sql('SELECT clock_timestamp()::text AS at')).rows[0].at as string;
-    await waitFor(
-      async () =>
-        (
-          await sql(
-            `SELECT r.reply_time > $2::timestamptz + interval '2 s' AS later FROM pg_stat_replication r
-               JOIN pg_replication_slots s ON s.active_pid = r.pid WHERE s.slot_name = $1`,
-            [p.slot, stalledAt],
-          )
-        ).rows[0]?.later === true,
-      'a status update 2 s into the stall',
-      HANG_MS,
-      100,
-    );
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(await walsender()).toBeDefined();
     const stalled = reader.stream.stats();
     // About 9000 messages are waiting on the server; only the socket's last chunk may pass the high-water mark.
     expect(stalled.queuedItems).toBeLessThan(50 + 2500);
