@@ -129,7 +129,9 @@ describe('service lifecycle', () => {
   });
 });
 
-describe('command line', () => {
+// Each test starts the CLI (node with tsx) once or several times: on a busy machine one start alone
+// has taken 50 s, so the bound is one that only a hang reaches.
+describe('command line', { timeout: 300_000 }, () => {
   it('prints the version', () => {
     const { code, stdout } = runCli(['version']);
     expect(code).toBe(0);
