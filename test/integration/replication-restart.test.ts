@@ -10,7 +10,9 @@ import { jsonRequest } from '../support/service.js';
 // Hard kills need the service in its own process; one PostgreSQL version is enough for them.
 const [cluster] = inject('pgClusters');
 
-describe('replication across hard kills of the service', () => {
+// Each test starts the service's CLI (node with tsx) again after a kill: on a busy machine one start
+// alone has taken 50 s, so the bound is one that only a hang reaches.
+describe('replication across hard kills of the service', { timeout: 300_000 }, () => {
   let dbs: Awaited<ReturnType<typeof replicationDatabases>>;
   let port: number;
   let base: string;
