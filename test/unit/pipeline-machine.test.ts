@@ -1,4 +1,4 @@
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createActor, fromCallback, fromPromise, type SnapshotFrom } from 'xstate';
 import {
   MAX_RETRIES,
@@ -26,6 +26,9 @@ const ALLOWED: Record<string, PipelineState> = {
 
 type Snapshot = SnapshotFrom<typeof pipelineMachine>;
 
+/** The retry delay of the harness; its clock is faked, so the tests move time on by it. */
+const BACKOFF_MS = 5;
+
 /** A machine whose actors resolve when the test says so. */
 function harness(options: { prepareFails?: string; retryable?: boolean } = {}) {
   const gates = { prepare: [] as (() => void)[], drain: [] as (() => void)[] };
@@ -51,7 +54,7 @@ function harness(options: { prepareFails?: string; retryable?: boolean } = {}) {
       }),
       drain: fromPromise(() => new Promise<void>((resolve) => gates.drain.push(resolve))),
     },
-    delays: { backoff: 5 },
+    delays: { backoff: BACKOFF_MS },
   });
   return {
     machine,
@@ -61,7 +64,19 @@ function harness(options: { prepareFails?: string; retryable?: boolean } = {}) {
   };
 }
 
-const flush = () => new Promise((r) => setTimeout(r, 0));
+// The machine's delays run on the faked clock: a test moves time on itself, and never waits for it.
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** Lets the promise actors' settlements run (and any timer due now). */
+const flush = () => vi.advanceTimersByTimeAsync(0);
+
+/** Moves time past one retry delay, so a waiting retry fires. */
+const passBackoff = () => vi.advanceTimersByTimeAsync(BACKOFF_MS);
 
 async function settle(h: ReturnType<typeof harness>) {
   for (let i = 0; i < 5; i++) {
@@ -179,7 +194,7 @@ describe('pipeline machine', () => {
     expect(actor.getSnapshot().matches({ starting: 'waiting' })).toBe(true);
     expect(actor.getSnapshot().context).toMatchObject({ error: 'connect ECONNREFUSED', retries: 1 });
     for (let i = 0; i < MAX_RETRIES; i++) {
-      await new Promise((r) => setTimeout(r, 20));
+      await passBackoff();
       await settle(h);
     }
     expect(apiState(actor.getSnapshot().value)).toBe('failed');
@@ -190,12 +205,12 @@ describe('pipeline machine', () => {
     for (let i = 0; i < MAX_RETRIES + 3; i++) {
       running.report({ type: 'FAILED', message: 'connect ECONNREFUSED', retryable: true, unreachable: true });
       expect(apiState(actor.getSnapshot().value)).toBe('running');
-      await new Promise((r) => setTimeout(r, 20));
+      await passBackoff();
     }
     // Anything else that keeps failing still fails the pipeline after MAX_RETRIES in a row.
     for (let i = 0; i <= MAX_RETRIES; i++) {
       running.report({ type: 'FAILED', message: 'deadlock detected', retryable: true });
-      await new Promise((r) => setTimeout(r, 20));
+      await passBackoff();
     }
     expect(apiState(actor.getSnapshot().value)).toBe('failed');
   });
@@ -219,7 +234,7 @@ describe('pipeline machine', () => {
     h.report({ type: 'FAILED', message: 'connection reset', retryable: true });
     expect(actor.getSnapshot().matches({ running: 'retrying' })).toBe(true);
     expect(apiState(actor.getSnapshot().value)).toBe('running');
-    await new Promise((r) => setTimeout(r, 20));
+    await passBackoff();
     expect(actor.getSnapshot().matches({ running: 'replicating' })).toBe(true);
     h.report({ type: 'PHASE', phase: 'streaming' });
     expect(actor.getSnapshot().context).toMatchObject({ retries: 1, error: 'connection reset' });
@@ -227,7 +242,7 @@ describe('pipeline machine', () => {
     expect(actor.getSnapshot().context).toMatchObject({ retries: 0, error: null });
     for (let i = 0; i < MAX_RETRIES; i++) {
       h.report({ type: 'FAILED', message: `attempt ${i}`, retryable: true });
-      await new Promise((r) => setTimeout(r, 20));
+      await passBackoff();
     }
     h.report({ type: 'FAILED', message: 'still down', retryable: true });
     expect(apiState(actor.getSnapshot().value)).toBe('failed');
@@ -240,7 +255,7 @@ describe('pipeline machine', () => {
       h.report({ type: 'PHASE', phase: 'streaming' });
       h.report({ type: 'FAILED', message: 'deadlock detected', retryable: true });
       expect(apiState(actor.getSnapshot().value)).toBe('running');
-      await new Promise((r) => setTimeout(r, 20));
+      await passBackoff();
     }
     h.report({ type: 'PHASE', phase: 'streaming' });
     h.report({ type: 'FAILED', message: 'deadlock detected', retryable: true });
@@ -278,7 +293,7 @@ describe('pipeline machine', () => {
       h.report({ type: 'FAILED', message: 'connect ECONNREFUSED', retryable: true, unreachable: true });
       expect(apiState(actor.getSnapshot().value)).toBe('running');
       expect(actor.getSnapshot().context).toMatchObject({ error: 'connect ECONNREFUSED', retries: i + 1 });
-      await new Promise((r) => setTimeout(r, 20));
+      await passBackoff();
       expect(actor.getSnapshot().matches({ running: 'replicating' })).toBe(true);
     }
     expect(actor.getSnapshot().can({ type: 'PAUSE' })).toBe(true);
