@@ -103,7 +103,7 @@ export interface AppOptions {
 }
 
 /** Request bodies larger than this are refused with 413. */
-export const BODY_LIMIT_BYTES = 1024 * 1024;
+const BODY_LIMIT_BYTES = 1024 * 1024;
 
 export async function buildApp({ logger, services, auth, http }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({

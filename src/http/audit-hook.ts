@@ -13,11 +13,11 @@ declare module 'fastify' {
   }
 }
 
-export const outcomeOf = (status: number): AuditEvent['outcome'] =>
+const outcomeOf = (status: number): AuditEvent['outcome'] =>
   status < 400 ? 'success' : status === 401 || status === 403 ? 'denied' : 'failure';
 
 /** The audit identity of a request's context: system, a user, or a user's token. */
-export function actorOf(
+function actorOf(
   ctx: RequestContext | null | undefined,
 ): Pick<AuditEvent, 'actorType' | 'actorId' | 'actorName'> {
   const principal = ctx?.principal;

@@ -31,7 +31,7 @@ type Table = Pipeline | 'table';
 export const CHANGE_OPS: readonly ChangeOp[] = ['insert', 'update', 'delete', 'truncate'];
 
 /** Slot `wal_status` values PostgreSQL reports; each gets a series so that a change shows as 0 → 1. */
-export const WAL_STATUSES = ['reserved', 'extended', 'unreserved', 'lost'] as const;
+const WAL_STATUSES = ['reserved', 'extended', 'unreserved', 'lost'] as const;
 
 /** One series per pipeline; a null value leaves the pipeline out (not known yet). */
 const perPipeline =

@@ -89,7 +89,7 @@ export interface RunnerDeps {
 }
 
 /** 10 GiB: a day of a busy database's WAL, long before most disks fill. */
-export const DEFAULT_WARN_RETAINED_WAL_BYTES = 10 * 1024 ** 3;
+const DEFAULT_WARN_RETAINED_WAL_BYTES = 10 * 1024 ** 3;
 
 export type { ConnectionResolver, DefinitionCheckOutcome, DefinitionToCheck };
 

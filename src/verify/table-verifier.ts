@@ -95,7 +95,7 @@ export interface TableFindings {
  * left out and listed; a key column that cannot be compared (or ordered alike) leaves the table
  * not verified.
  */
-export function planComparison(
+function planComparison(
   table: TableSchema,
   source: SourceComparison,
   sink: SinkComparison,

@@ -96,7 +96,7 @@ export async function describeRoleMapping(
  * The values a claim carries, as strings: a string, a list of strings, or (for providers such as
  * Keycloak) a dotted path into nested claims, e.g. `realm_access.roles`.
  */
-export function claimValues(claims: Record<string, unknown>, claim: string): string[] {
+function claimValues(claims: Record<string, unknown>, claim: string): string[] {
   let value: unknown = claims[claim];
   if (value === undefined && claim.includes('.')) {
     value = claim
