@@ -6,8 +6,6 @@ import { SAFE_METHODS } from './route-access.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** What a route adds to its call's audit event: the record it acted on, what changed. */
-    auditNote: { target?: string; details?: Record<string, unknown> } | undefined;
     /** Set when the route's handler starts: a call refused before it never got that far. */
     handlerReached: boolean;
   }
@@ -30,17 +28,6 @@ function actorOf(
   }
   if (ctx?.actor === 'system') return { actorType: 'system', actorName: 'system' };
   return { actorType: 'anonymous', actorName: 'anonymous' };
-}
-
-/** Adds the record acted on and facts about the change to this call's audit event. */
-export function noteAudit(
-  request: FastifyRequest,
-  note: { target?: string; details?: Record<string, unknown> },
-): void {
-  request.auditNote = {
-    target: note.target ?? request.auditNote?.target,
-    details: { ...request.auditNote?.details, ...note.details },
-  };
 }
 
 /** `pipeline.state` on `/pipelines/:name/state` → `pipeline:orders`; a create: the body's name. */

@@ -2,7 +2,7 @@ import type { DatabasePool } from 'slonik';
 import type { Phase, PipelineAction, PipelineState } from '../../machines/pipeline.js';
 import type { RequestContext } from '../context.js';
 import { badRequest } from '../errors/app-error.js';
-import { HISTORY_RESOLUTION_S, historyResolutionS } from '../runtime/figure-history.js';
+import { HISTORY_RESOLUTION_S, historyResolutionS } from './history-resolution.js';
 import { pipelineHistoryStore } from '../store/pipeline-history-store.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { runsStore } from '../store/runs-store.js';

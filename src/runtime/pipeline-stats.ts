@@ -1,8 +1,7 @@
 import type { Phase } from '../../machines/pipeline.js';
-import type { ChangeEvent, ChangeOp } from '../core/change.js';
+import { CHANGE_OPS, type ChangeEvent, type ChangeOp } from '../core/change.js';
 import { parseLsn } from '../core/lsn.js';
 import type { SlotPosition } from '../core/source.js';
-import { CHANGE_OPS } from '../metrics/pipeline-series.js';
 import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import type { TableProgress } from '../pipelines/table-progress.js';
 import { WalClock } from './wal-clock.js';

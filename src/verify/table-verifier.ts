@@ -8,6 +8,7 @@ import {
   type SourceComparison,
   type SourceComparisonReader,
 } from '../core/table-comparison.js';
+import { type DifferenceKind, emptyVerdict, type TableVerdict } from '../core/verdict.js';
 import { type PositionedReads, TableBusyError } from '../runtime/backfill/backfill-coordinator.js';
 import {
   type ComparedTable,
@@ -21,7 +22,6 @@ import {
   splitPointsSql,
   WHOLE_TABLE,
 } from './comparison-sql.js';
-import { type DifferenceKind, emptyVerdict, type TableVerdict } from './verdict.js';
 
 /** How a verification reads, and how much it keeps. */
 export interface VerifyLimits {

@@ -2,7 +2,7 @@ import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
 import { validationFailed } from '../../errors/app-error.js';
 import { DEFAULT_ORGANIZATION_ID, DEFAULT_PROJECT_ID } from '../../store/pool.js';
-import { lockAdminSet } from '../../tenancy/last-admin-guard.js';
+import { lockAdminSet } from '../last-admin-guard.js';
 import type { Role, ScopeType } from '../roles.js';
 import type { StoredRoleMapping, StoredRoleRule } from './provider-settings.js';
 
