@@ -8,7 +8,6 @@ import type { PipelineStats } from './pipeline-stats.js';
 
 const PRUNE_EVERY_MS = 3_600_000;
 
-
 interface Window {
   samples: number;
   events: number;
