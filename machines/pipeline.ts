@@ -215,8 +215,11 @@ export const pipelineMachine = setup({
             src: 'replicate',
             input: ({ context }) => ({ pipelineId: context.pipelineId }),
           },
-          initial: 'snapshot',
+          // Which phase the data plane is in is known once it says so (PHASE): a restart of a
+          // streaming pipeline does not copy anything again, so it is not shown as a snapshot.
+          initial: 'opening',
           states: {
+            opening: {},
             snapshot: {},
             streaming: {},
           },

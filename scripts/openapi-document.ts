@@ -10,6 +10,7 @@ import { createSso } from '../src/auth/sso/index.js';
 import { TokenService } from '../src/auth/token-service.js';
 import { buildConfig } from '../src/config/options.js';
 import { ConnectionsService } from '../src/connections/connections-service.js';
+import { WorkersService } from '../src/fleet/workers-service.js';
 import { HealthService } from '../src/health/health-service.js';
 import { buildApp } from '../src/http/app.js';
 import { LiveHub } from '../src/live/live-hub.js';
@@ -104,7 +105,8 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
       live,
       schemaDecisions: new SchemaDecisions(pool, runner, supervisor, live),
       metrics: createServiceMetrics(() => supervisor.running()),
-      fleet: { pool, leaseTtlMs: config.leaseTtlMs },
+      workers: new WorkersService(pool, config.leaseTtlMs),
+      pool,
       accounts: new AccountService(pool),
       tokens: new TokenService(pool, hasher, config.auth.maxTokensPerUser),
       audit,

@@ -19,6 +19,7 @@ import type { Config } from './config/options.js';
 import { ConnectionsService } from './connections/connections-service.js';
 import { FleetReconciler } from './fleet/fleet-reconciler.js';
 import { WorkerRegistry } from './fleet/worker-registry.js';
+import { WorkersService } from './fleet/workers-service.js';
 import { HealthService } from './health/health-service.js';
 import { buildApp } from './http/app.js';
 import { LiveHub } from './live/live-hub.js';
@@ -198,7 +199,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         live,
         schemaDecisions: new SchemaDecisions(pool, runner, supervisor, live),
         metrics,
-        fleet: { pool, leaseTtlMs: config.leaseTtlMs },
+        workers: new WorkersService(pool, config.leaseTtlMs),
+        pool,
         accounts: new AccountService(pool),
         tokens: new TokenService(pool, hasher, config.auth.maxTokensPerUser),
         audit,

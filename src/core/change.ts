@@ -61,6 +61,9 @@ export interface GeneratedColumn {
 
 export type ChangeOp = 'insert' | 'update' | 'delete' | 'truncate';
 
+/** Every operation a change can carry. */
+export const CHANGE_OPS: readonly ChangeOp[] = ['insert', 'update', 'delete', 'truncate'];
+
 /** One row change (or a truncate) of a committed source transaction. */
 export interface ChangeEvent {
   op: ChangeOp;

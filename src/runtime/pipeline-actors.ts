@@ -8,7 +8,7 @@ import {
   pipelineMachine,
   retryDelayMs,
 } from '../../machines/pipeline.js';
-import { apiState } from '../../machines/pipeline-transitions.js';
+import { apiState, phaseOf } from '../../machines/pipeline-transitions.js';
 import type { Logger } from '../log/logger.js';
 import { leasesStore } from '../store/leases-store.js';
 import { pipelineFiguresStore } from '../store/pipeline-figures-store.js';
@@ -175,7 +175,13 @@ export class PipelineActors {
   }
 
   private spawn(row: PipelineRow, epoch: number, resumeAs: ResumeAs, carriedLagMs = 0): PipelineHandle {
-    const stats = Object.assign(new PipelineStats(), { lastCheckpointAt: row.last_checkpoint_at });
+    const stats = new PipelineStats({
+      lastCheckpointAt: row.last_checkpoint_at,
+      control: () => {
+        const snapshot = handle.actor.getSnapshot();
+        return { phase: phaseOf(snapshot.value), retries: snapshot.context.retries };
+      },
+    });
     if (carriedLagMs > 0) stats.carryLag(Date.now() - carriedLagMs);
     const handle = {
       id: row.id,
@@ -213,11 +219,11 @@ export class PipelineActors {
             if (!controller.signal.aborted) sendBack(event);
           };
           let progressed = false;
-          handle.stats.onProgress = () => {
+          handle.stats.tellProgressTo(() => {
             if (progressed) return;
             progressed = true;
             report({ type: 'PROGRESS' });
-          };
+          });
           const failed = (error: unknown) => {
             if (controller.signal.aborted) return;
             log.warn({ err: error }, 'replication failed');
@@ -272,13 +278,11 @@ export class PipelineActors {
     handle.actor = createActor(machine, { input: { pipelineId: row.id, resumeAs, error: row.error } });
     handle.actor.subscribe((snapshot) => {
       const state = apiState(snapshot.value);
-      handle.stats.retries = snapshot.context.retries;
       // A retried failure changes the error without changing the state: both are shown, both are kept.
       if (state === handle.state && snapshot.context.error === handle.error) return;
       const previous = handle.state;
       handle.state = state;
       handle.error = snapshot.context.error;
-      if (state !== 'running' && state !== 'pending_schema_approval') handle.stats.phase = 'idle';
       this.changed(handle, previous, state, snapshot.context.error);
     });
     this.handles.set(row.id, handle);

@@ -89,7 +89,7 @@ export interface RunnerDeps {
 }
 
 /** 10 GiB: a day of a busy database's WAL, long before most disks fill. */
-export const DEFAULT_WARN_RETAINED_WAL_BYTES = 10 * 1024 ** 3;
+const DEFAULT_WARN_RETAINED_WAL_BYTES = 10 * 1024 ** 3;
 
 export type { ConnectionResolver, DefinitionCheckOutcome, DefinitionToCheck };
 
@@ -227,7 +227,6 @@ export class ReplicationRunner {
         (s) => tableRows.find((t) => t.table_name === tableKey(s))?.status !== 'streaming',
       );
       if (pending.length > 0) {
-        stats.phase = 'snapshot';
         onPhase('snapshot');
         control.step = 'copying tables';
         await snapshotTables({
@@ -318,7 +317,6 @@ export class ReplicationRunner {
           backfill.request([table]);
         },
       });
-      stats.phase = 'streaming';
       onPhase('streaming');
       control.step = 'streaming';
       // Every change committed so far lies before this: a stream idle past it has caught up.
@@ -329,7 +327,7 @@ export class ReplicationRunner {
         ...(this.deps.spoolDir ? { spoolDir: this.deps.spoolDir } : {}),
       });
       // A large transaction still arriving counts in the lag before the applier sees any of it.
-      stats.sourcePendingSinceMs = () => stream.stats().arrivingSinceMs;
+      stats.streamOpened(() => stream.stats().arrivingSinceMs);
       // Stops the stream for the caller's abort, and for a slot found lost while streaming.
       const { controller: streaming, unlink } = abortWith(signal);
       let slotLost: SlotMissingError | undefined;
@@ -395,7 +393,7 @@ export class ReplicationRunner {
         stopWatchingTables();
         unlink();
         stats.clearWarnings();
-        stats.sourcePendingSinceMs = undefined;
+        stats.streamClosed();
         control.backfill = undefined;
         control.verification = undefined;
         control.step = 'ending the backfill and the stream';

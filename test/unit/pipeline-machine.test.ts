@@ -11,7 +11,7 @@ import {
   pipelineMachine,
   retryWaitMs,
 } from '../../machines/pipeline.js';
-import { apiState, isActionAllowed, stateAfter } from '../../machines/pipeline-transitions.js';
+import { apiState, isActionAllowed, phaseOf, stateAfter } from '../../machines/pipeline-transitions.js';
 
 /** The allowed (state, action) pairs and where they lead once the actors have settled. */
 const ALLOWED: Record<string, PipelineState> = {
@@ -168,11 +168,27 @@ describe('pipeline machine', () => {
     expect(h.replicateStops()).toBe(1);
   });
 
-  it('tracks the snapshot and streaming phases inside running', async () => {
+  it('tracks the snapshot and streaming phases inside running, as the data plane reports them', async () => {
     const { actor, h } = await actorIn('running');
+    expect(actor.getSnapshot().matches({ running: { replicating: 'opening' } })).toBe(true);
+    expect(phaseOf(actor.getSnapshot().value)).toBe('idle');
+    h.report({ type: 'PHASE', phase: 'snapshot' });
     expect(actor.getSnapshot().matches({ running: { replicating: 'snapshot' } })).toBe(true);
+    expect(phaseOf(actor.getSnapshot().value)).toBe('snapshot');
     h.report({ type: 'PHASE', phase: 'streaming' });
     expect(actor.getSnapshot().matches({ running: { replicating: 'streaming' } })).toBe(true);
+    expect(phaseOf(actor.getSnapshot().value)).toBe('streaming');
+  });
+
+  it('shows a held pipeline as streaming and one whose data plane does not run as idle', async () => {
+    const { actor, h } = await actorIn('running');
+    h.report({ type: 'PHASE', phase: 'streaming' });
+    h.report({ type: 'SCHEMA_CHANGE' });
+    expect(apiState(actor.getSnapshot().value)).toBe('pending_schema_approval');
+    expect(phaseOf(actor.getSnapshot().value)).toBe('streaming');
+    for (const state of ['stopped', 'paused', 'failed'] as const) {
+      expect(phaseOf((await actorIn(state)).actor.getSnapshot().value)).toBe('idle');
+    }
   });
 
   it('fails with the message when prepare is refused', async () => {
@@ -277,7 +293,7 @@ describe('pipeline machine', () => {
     h.report({ type: 'PHASE', phase: 'streaming' });
     actor.send({ type: 'RELOAD' });
     expect(h.replicateStops()).toBe(1);
-    expect(actor.getSnapshot().matches({ running: { replicating: 'snapshot' } })).toBe(true);
+    expect(actor.getSnapshot().matches({ running: { replicating: 'opening' } })).toBe(true);
     const paused = await actorIn('paused');
     paused.actor.send({ type: 'RELOAD' });
     expect(apiState(paused.actor.getSnapshot().value)).toBe('paused');

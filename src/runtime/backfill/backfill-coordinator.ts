@@ -426,7 +426,7 @@ export class BackfillCoordinator {
       partitions.partitions.length,
       partitions.rowsEstimate,
     );
-    stats.tables.set(key, {
+    stats.copyStarted(key, {
       partitionsTotal: partitions.partitions.length,
       partitionsDone: 0,
       rowsTotal: partitions.rowsEstimate,
