@@ -74,7 +74,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     resolveConnection,
   });
   const live = new LiveHub();
-  const supervisor = new Supervisor(pool, runner, logger, live);
+  const supervisor = new Supervisor({ pool, runner, logger, hub: live });
   const sessions = new Sessions(pool, hasher, {
     ttlMs: config.auth.sessionTtlMs,
     maxLifetimeMs: config.auth.sessionMaxLifetimeMs,

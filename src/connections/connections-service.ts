@@ -50,12 +50,11 @@ export interface ConnectionEvents {
 }
 
 export class ConnectionsService {
-  events: ConnectionEvents = {};
-
   constructor(
     private readonly pool: DatabasePool,
     private readonly secrets: SecretBox,
     private readonly localAccess: LocalAccessPolicy,
+    private readonly events: ConnectionEvents = {},
   ) {}
 
   async list(ctx: RequestContext) {

@@ -2,7 +2,7 @@ import type { DatabasePool } from 'slonik';
 import type { Logger } from '../log/logger.js';
 import { type HistoryPoint, pipelineHistoryStore } from '../store/pipeline-history-store.js';
 import { type CopiedRowsSeen, rowsCopiedSince } from './copied-rows.js';
-import type { PipelineHandles } from './pipeline-handle.js';
+import type { PipelinesView } from './pipeline-registry.js';
 import type { PipelineStats } from './pipeline-stats.js';
 
 /** Seconds a point of the history covers. */
@@ -48,7 +48,7 @@ export class FigureHistory {
 
   constructor(
     private readonly pool: DatabasePool,
-    private readonly handles: PipelineHandles,
+    private readonly handles: PipelinesView,
     private readonly logger: Logger,
   ) {}
 
