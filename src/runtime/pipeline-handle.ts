@@ -123,14 +123,13 @@ export class PipelineHandle implements PipelineReading {
     return this.writeQueue;
   }
 
-  /** Starts the actor in the state it was given; a state other than stopped is told as reached. */
+  /**
+   * Starts the actor in the state it was given. The actor tells its observer of that state as it
+   * starts: a state other than stopped is told as reached from stopped; a stopped one tells
+   * nothing, being about to be given an action whose state is stored already.
+   */
   start(): void {
     this.actor.start();
-    const snapshot = this.actor.getSnapshot();
-    this.currentState = apiState(snapshot.value);
-    // An actor born stopped is about to be given an action whose state is stored already.
-    if (this.currentState !== 'stopped')
-      this.changed(this, 'stopped', this.currentState, snapshot.context.error);
   }
 
   /** Stops the actor (its data plane is told to stop; `loop` says when it has). */
