@@ -26,6 +26,7 @@ import { SchemaDecisions } from '../src/runtime/schema-decisions.js';
 import { SourceTables } from '../src/runtime/source-tables.js';
 import { Supervisor } from '../src/runtime/supervisor.js';
 import { SecretBox } from '../src/secrets/secret-box.js';
+import { connectionTypeCatalog } from '../src/sinks/registry.js';
 import type { DatabasePool } from '../src/store/pool.js';
 import { createTenancyServices } from '../src/tenancy/tenancy-services.js';
 import { VerificationService } from '../src/verify/verification-service.js';
@@ -66,7 +67,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
   const hasher = new SecretHasher(key);
   const resolveConnection = (projectId: string, name: string) =>
     connections.resolve({ projectId, actor: 'system' }, name);
-  const connections = new ConnectionsService(pool, secrets, config.connections);
+  const connections = new ConnectionsService(pool, secrets, connectionTypeCatalog, config.connections);
   const pipelines = new PipelinesService(pool);
   const runner = new ReplicationRunner({
     pool,
@@ -75,7 +76,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     resolveConnection,
   });
   const live = new LiveHub();
-  const supervisor = new Supervisor(pool, runner, logger, live);
+  const supervisor = new Supervisor({ pool, runner, logger, hub: live });
   const sessions = new Sessions(pool, hasher, {
     ttlMs: config.auth.sessionTtlMs,
     maxLifetimeMs: config.auth.sessionMaxLifetimeMs,

@@ -39,6 +39,7 @@ import { Supervisor } from './runtime/supervisor.js';
 import { loadMasterKey } from './secrets/master-key.js';
 import { SecretBox } from './secrets/secret-box.js';
 import { ShutdownSteps } from './shutdown-steps.js';
+import { connectionTypeCatalog } from './sinks/registry.js';
 import { locateMetadataStore } from './store/metadata-store.js';
 import { migrate } from './store/migrate.js';
 import { createStorePool } from './store/pool.js';
@@ -90,9 +91,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await worker.start();
     stops.push('worker registration', () => worker.stop());
 
-    const connections = new ConnectionsService(pool, secrets, config.connections);
-    const pipelines = new PipelinesService(pool);
-    const apply = new ApplyService(connections, pipelines);
+    const connections = new ConnectionsService(pool, secrets, connectionTypeCatalog, config.connections, {
+      // The supervisor, made below, resolves connections through this service: a connection
+      // changes only through a request, which is served once both exist.
+      changedWhileInUse: (ctx, _connection, users) => supervisor.connectionChanged(ctx.projectId, users),
+    });
     const resolveConnection = (projectId: string, name: string) =>
       connections.resolve({ projectId, actor: 'system' }, name);
     const spool = claimSpoolRoot(config.spoolDir);
@@ -111,23 +114,20 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       resolveConnection,
     });
     const live = new LiveHub();
-    const supervisor = new Supervisor(
+    // Read at each scrape: the pipelines the supervisor below runs then.
+    const metrics = createServiceMetrics(() => supervisor.running());
+    const supervisor = new Supervisor({
       pool,
       runner,
-      logger.child({ component: 'supervisor' }),
-      live,
-      {
-        workerId: worker.id,
-        leaseTtlMs: config.leaseTtlMs,
-      },
-      config.retryMaxDelayMs,
-    );
-    pipelines.lifecycle = supervisor;
-    const metrics = createServiceMetrics(() => supervisor.running());
-    // Attached before start, so that the pipelines it restores are observed too.
-    supervisor.onStats = (pipeline, stats) => metrics.sinkBatches.attach(pipeline.name, stats);
-    connections.events.changedWhileInUse = (ctx, _connection, users) =>
-      supervisor.connectionChanged(ctx.projectId, users);
+      logger: logger.child({ component: 'supervisor' }),
+      hub: live,
+      fleet: { workerId: worker.id, leaseTtlMs: config.leaseTtlMs },
+      retryMaxDelayMs: config.retryMaxDelayMs,
+      // Given before start, so that the pipelines it restores are observed too.
+      onStats: (pipeline, stats) => metrics.sinkBatches.attach(pipeline.name, stats),
+    });
+    const pipelines = new PipelinesService(pool, supervisor);
+    const apply = new ApplyService(connections, pipelines);
     await supervisor.start();
     stops.push('pipelines', () => supervisor.stop());
     const fleet = new FleetReconciler(

@@ -50,3 +50,9 @@ export interface ConnectionType<Settings = unknown, Dsn extends CheckedDsn = Che
    */
   reach?(settings: Settings, timeoutMs: number): Promise<ReachCheck[]>;
 }
+
+/** The connection types the service knows, by name: given to what serves connections, so that it knows no kind itself. */
+export interface ConnectionTypeCatalog {
+  find(type: string): ConnectionType | undefined;
+  names(): string[];
+}

@@ -71,9 +71,11 @@ const idle: PipelineLifecycle = {
 };
 
 export class PipelinesService {
-  lifecycle: PipelineLifecycle = idle;
-
-  constructor(private readonly pool: DatabasePool) {}
+  constructor(
+    private readonly pool: DatabasePool,
+    /** What runs the pipelines; none (every pipeline idle) unless given. */
+    private readonly lifecycle: PipelineLifecycle = idle,
+  ) {}
 
   async list(ctx: RequestContext) {
     const rows = ctx.allProjects

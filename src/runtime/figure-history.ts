@@ -3,7 +3,7 @@ import type { Logger } from '../log/logger.js';
 import { HISTORY_KEEP_MS, HISTORY_RESOLUTION_S } from '../pipelines/history-resolution.js';
 import { type HistoryPoint, pipelineHistoryStore } from '../store/pipeline-history-store.js';
 import { type CopiedRowsSeen, rowsCopiedSince } from './copied-rows.js';
-import type { PipelineHandles } from './pipeline-handle.js';
+import type { PipelinesView } from './pipeline-registry.js';
 import type { PipelineStats } from './pipeline-stats.js';
 
 const PRUNE_EVERY_MS = 3_600_000;
@@ -33,7 +33,7 @@ export class FigureHistory {
 
   constructor(
     private readonly pool: DatabasePool,
-    private readonly handles: PipelineHandles,
+    private readonly handles: PipelinesView,
     private readonly logger: Logger,
   ) {}
 

@@ -1,4 +1,4 @@
-import type { ConnectionType } from '../connections/connection-types.js';
+import type { ConnectionType, ConnectionTypeCatalog } from '../connections/connection-types.js';
 import { postgresConnectionType } from '../connections/postgres-connection-type.js';
 import type { RetryAdvice } from '../core/retry-advice.js';
 import type { SinkKind } from '../core/sink.js';
@@ -48,6 +48,12 @@ export const connectionTypeNames = (): string[] => KINDS.map((k) => k.connection
 
 /** The connection type of that name, or undefined. */
 export const findConnectionType = (type: string): ConnectionType | undefined => CONNECTION_BY_TYPE.get(type);
+
+/** Every connection type, for the service that keeps connections. */
+export const connectionTypeCatalog: ConnectionTypeCatalog = {
+  find: findConnectionType,
+  names: connectionTypeNames,
+};
 
 /** The sink kind of a connection type, or undefined when that type cannot be a sink. */
 export const findSinkKind = (type: string): SinkKind | undefined => SINK_BY_TYPE.get(type);
