@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import mysql, { type RowDataPacket } from 'mysql2/promise';
+import type { TableSchema } from '../../../src/core/change.js';
 import { mysqlConnectionOptions } from '../../../src/sinks/mysql/mysql-connection-type.js';
 import { parseMysqlDsn } from '../../../src/sinks/mysql/mysql-dsn.js';
-import type { TableSchema } from '../../../src/core/change.js';
 import { createMysqlSink } from '../../../src/sinks/mysql/mysql-sink.js';
 import { memorySinkState } from '../memory-sink-state.js';
 import type { ContractKind } from './contract-kind.js';

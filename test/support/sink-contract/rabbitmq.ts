@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import amqp from 'amqplib';
 import { NO_LOCAL_ACCESS } from '../../../src/connections/local-access.js';
-import { rabbitmqConnectionType } from '../../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
 import type { TableSchema } from '../../../src/core/change.js';
 import type { ChangeEnvelope } from '../../../src/sinks/change-envelope.js';
+import { rabbitmqConnectionType } from '../../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
 import { createRabbitmqSink } from '../../../src/sinks/rabbitmq/rabbitmq-sink.js';
 import type { ContractKind } from './contract-kind.js';
 import { envelopeTable, foldEnvelopes } from './normalised-rows.js';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { NO_LOCAL_ACCESS } from '../../../src/connections/local-access.js';
-import { redisConnectionType } from '../../../src/sinks/redis/redis-connection-type.js';
 import type { TableSchema } from '../../../src/core/change.js';
 import type { ChangeEnvelope } from '../../../src/sinks/change-envelope.js';
+import { redisConnectionType } from '../../../src/sinks/redis/redis-connection-type.js';
 import { createRedisSink } from '../../../src/sinks/redis/redis-sink.js';
 import { memorySinkState } from '../memory-sink-state.js';
 import type { ContractKind } from './contract-kind.js';

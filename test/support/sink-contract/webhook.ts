@@ -1,9 +1,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NO_LOCAL_ACCESS } from '../../../src/connections/local-access.js';
-import { webhookConnectionType } from '../../../src/sinks/webhook/webhook-connection-type.js';
 import type { TableSchema } from '../../../src/core/change.js';
 import type { ChangeEnvelope } from '../../../src/sinks/change-envelope.js';
+import { webhookConnectionType } from '../../../src/sinks/webhook/webhook-connection-type.js';
 import { createWebhookSink } from '../../../src/sinks/webhook/webhook-sink.js';
 import type { ContractKind } from './contract-kind.js';
 import { envelopeTable, foldEnvelopes } from './normalised-rows.js';
