@@ -1,6 +1,6 @@
 import type { Phase } from '../../machines/pipeline.js';
 import type { ChangeEvent, ChangeOp } from '../core/change.js';
-import { parseLsn } from '../core/lsn.js';
+import { formatLsn, parseLsn } from '../core/lsn.js';
 import type { SlotPosition } from '../core/source.js';
 import { CHANGE_OPS } from '../metrics/pipeline-series.js';
 import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
@@ -21,7 +21,7 @@ export class PipelineStats {
   eventsTotal = 0;
   sinkErrorsTotal = 0;
   lastCheckpointAt: string | null = null;
-  lastCheckpointLsn: string | null = null;
+  lastCheckpointLsn: bigint | null = null;
   /** Commit time (ms) of the oldest transaction received but not yet durable in the sink. */
   oldestPendingCommitMs: number | null = null;
   /**
@@ -83,7 +83,7 @@ export class PipelineStats {
     for (const change of changes) this.eventsByOp[change.op]++;
     this.count(changes.length);
     this.recordWrite(changes.length, seconds, now);
-    this.recordCheckpoint(checkpointLsn, now);
+    this.recordCheckpoint(parseLsn(checkpointLsn), now);
   }
 
   /**
@@ -117,8 +117,8 @@ export class PipelineStats {
   }
 
   /** The sink holds everything up to `lsn` durably: after a batch, or when a snapshot completed. */
-  recordCheckpoint(lsn: string, now = Date.now()): void {
-    this.acknowledged(parseLsn(lsn));
+  recordCheckpoint(lsn: bigint, now = Date.now()): void {
+    this.acknowledged(lsn);
     this.lastCheckpointLsn = lsn;
     this.lastCheckpointAt = new Date(now).toISOString();
     this.pendingSave.checkpoint = true;
@@ -248,7 +248,8 @@ export class PipelineStats {
     const deltas = {
       events: this.pendingSave.events,
       sinkErrors: this.pendingSave.sinkErrors,
-      checkpointLsn: this.pendingSave.checkpoint ? this.lastCheckpointLsn : null,
+      checkpointLsn:
+        this.pendingSave.checkpoint && this.lastCheckpointLsn !== null ? formatLsn(this.lastCheckpointLsn) : null,
       checkpointAt: this.pendingSave.checkpoint ? this.lastCheckpointAt : null,
     };
     this.pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };

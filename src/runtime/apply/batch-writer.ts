@@ -172,7 +172,7 @@ export class BatchWriter {
 
   /** The batch the sink gets: made here alone. */
   private batchOf(changes: ChangeEvent[], position: bigint): ChangeBatch {
-    return { changes, commitLsn: formatLsn(position), epoch: this.options.epoch };
+    return { changes, commitLsn: position, epoch: this.options.epoch };
   }
 
   private countPieces(): void {
