@@ -7,7 +7,7 @@ const insert = (id: number): ChangeEvent => ({
   op: 'insert',
   table: { schema: 'public', table: 't' },
   xid: 9,
-  commitLsn: '0/100',
+  commitLsn: 0x100n,
   commitTime: '2026-01-01T00:00:00Z',
   after: { id: String(id) },
 });
