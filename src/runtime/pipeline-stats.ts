@@ -249,7 +249,9 @@ export class PipelineStats {
       events: this.pendingSave.events,
       sinkErrors: this.pendingSave.sinkErrors,
       checkpointLsn:
-        this.pendingSave.checkpoint && this.lastCheckpointLsn !== null ? formatLsn(this.lastCheckpointLsn) : null,
+        this.pendingSave.checkpoint && this.lastCheckpointLsn !== null
+          ? formatLsn(this.lastCheckpointLsn)
+          : null,
       checkpointAt: this.pendingSave.checkpoint ? this.lastCheckpointAt : null,
     };
     this.pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };

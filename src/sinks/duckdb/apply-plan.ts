@@ -19,7 +19,6 @@ export type Step =
 /** What a batch has done to one key so far. */
 type KeyState = { kind: 'delete' } | { kind: 'replace'; row: Row } | { kind: 'merge'; row: Row };
 
-
 /**
  * Folds a batch into steps giving the same end state, so that each key is written once per run of
  * changes: an insert, delete and insert of one key become one replace; an update after an insert

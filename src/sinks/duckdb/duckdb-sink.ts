@@ -132,7 +132,8 @@ class DuckdbSink implements Sink {
     await this.exclusive(async () => {
       await this.transaction(async (conn) => {
         for (const sql of BOOKKEEPING_SQL) await conn.run(sql);
-        for (const source of tables) this.tables.set(tableRefKey(source), await this.prepareTarget(conn, source));
+        for (const source of tables)
+          this.tables.set(tableRefKey(source), await this.prepareTarget(conn, source));
       });
     });
   }

@@ -207,7 +207,12 @@ class MysqlSink implements Sink {
         }
         count += rows.length;
       }
-      await conn.query(this.sql.markPartition, [this.ctx.pipelineId, tableKey(table), partition.partitionId, count]);
+      await conn.query(this.sql.markPartition, [
+        this.ctx.pipelineId,
+        tableKey(table),
+        partition.partitionId,
+        count,
+      ]);
       return count;
     });
   }

@@ -208,7 +208,12 @@ class PostgresSink implements Sink {
         throw refusedCopyLine(table, recent, error) ?? error;
       }
       const rows = copy.rowCount;
-      await client.query(SQL.markPartition, [this.ctx.pipelineId, tableKey(table), partition.partitionId, rows]);
+      await client.query(SQL.markPartition, [
+        this.ctx.pipelineId,
+        tableKey(table),
+        partition.partitionId,
+        rows,
+      ]);
       return rows;
     });
   }
@@ -216,7 +221,9 @@ class PostgresSink implements Sink {
   async applyBatch(batch: ChangeBatch): Promise<void> {
     // Upserts need the key: a table whose snapshot did not say it was done gets it now.
     if (this.deferredKeys.size > 0) {
-      const refs = new Map(batch.changes.flatMap((c) => c.tables ?? [c.table]).map((t) => [tableRefKey(t), t]));
+      const refs = new Map(
+        batch.changes.flatMap((c) => c.tables ?? [c.table]).map((t) => [tableRefKey(t), t]),
+      );
       for (const ref of refs.values()) await this.finishSnapshot(ref);
     }
     const statements = planBatch(batch.changes, (ref) => this.tableOf(ref));
