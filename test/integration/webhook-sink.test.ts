@@ -430,7 +430,7 @@ describe('webhook sink, through the sink contract', () => {
     // The first half, under the checkpoint before it; then the process dies.
     await sink.applyBatch({ changes: inserts.slice(0, 3), commitLsn: t0.end, epoch: 1 });
     expect((await state.readCheckpoint())?.detail).toEqual({
-      posted: [{ table: 'public/orders', commit_lsn: big.commitLsn, count: 3 }],
+      posted: [{ table: 'public/orders', commit_lsn: big.lsnText, count: 3 }],
     });
     await sink.close();
 
