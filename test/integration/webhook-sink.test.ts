@@ -440,7 +440,7 @@ describe('webhook sink, through the sink contract', () => {
     const ids = receiver.events.map((e) => e.id);
     expect(ids).toEqual([
       `${t0.lsnText}/public/orders/0`,
-      ...Array.from({ length: 6 }, (_, i) => `${big.commitLsn}/public/orders/${i}`),
+      ...Array.from({ length: 6 }, (_, i) => `${big.lsnText}/public/orders/${i}`),
     ]);
     expect(await state.readCheckpoint()).toEqual({ lsn: big.end, epoch: 2, detail: {} });
   });
