@@ -230,7 +230,7 @@ export interface SlotStatus {
  */
 export interface SnapshotStamp {
   visibility: string;
-  lsn: string;
+  lsn: bigint;
 }
 
 /** One consistent view of the source's tables, shared by the sessions that copy them. */

@@ -1,6 +1,6 @@
 import type { Phase } from '../../machines/pipeline.js';
 import { CHANGE_OPS, type ChangeEvent, type ChangeOp } from '../core/change.js';
-import { parseLsn } from '../core/lsn.js';
+import { formatLsn } from '../core/lsn.js';
 import type { SlotPosition } from '../core/source.js';
 import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import type { TableProgress } from '../pipelines/table-progress.js';
@@ -44,7 +44,7 @@ export class PipelineStats {
   #eventsTotal = 0;
   #sinkErrorsTotal = 0;
   #lastCheckpointAt: string | null;
-  #lastCheckpointLsn: string | null = null;
+  #lastCheckpointLsn: bigint | null = null;
   /** Commit time (ms) of the oldest transaction received but not yet durable in the sink. */
   private oldestPendingCommitMs: number | null = null;
   /**
@@ -103,7 +103,7 @@ export class PipelineStats {
   }
 
   /** The last checkpoint the sink holds durably, recorded in this process. */
-  get lastCheckpointLsn(): string | null {
+  get lastCheckpointLsn(): bigint | null {
     return this.#lastCheckpointLsn;
   }
 
@@ -187,7 +187,7 @@ export class PipelineStats {
   private pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };
 
   /** A batch became durable in the sink, after `seconds` of writing. */
-  recordApplied(changes: readonly ChangeEvent[], checkpointLsn: string, seconds = 0, now = Date.now()): void {
+  recordApplied(changes: readonly ChangeEvent[], checkpointLsn: bigint, seconds = 0, now = Date.now()): void {
     for (const change of changes) this.#eventsByOp[change.op]++;
     this.count(changes.length);
     this.recordWrite(changes.length, seconds, now);
@@ -225,8 +225,8 @@ export class PipelineStats {
   }
 
   /** The sink holds everything up to `lsn` durably: after a batch, or when a snapshot completed. */
-  recordCheckpoint(lsn: string, now = Date.now()): void {
-    this.acknowledged(parseLsn(lsn));
+  recordCheckpoint(lsn: bigint, now = Date.now()): void {
+    this.acknowledged(lsn);
     this.#lastCheckpointLsn = lsn;
     this.#lastCheckpointAt = new Date(now).toISOString();
     this.pendingSave.checkpoint = true;
@@ -357,7 +357,10 @@ export class PipelineStats {
     const deltas = {
       events: this.pendingSave.events,
       sinkErrors: this.pendingSave.sinkErrors,
-      checkpointLsn: this.pendingSave.checkpoint ? this.#lastCheckpointLsn : null,
+      checkpointLsn:
+        this.pendingSave.checkpoint && this.#lastCheckpointLsn !== null
+          ? formatLsn(this.#lastCheckpointLsn)
+          : null,
       checkpointAt: this.pendingSave.checkpoint ? this.#lastCheckpointAt : null,
     };
     this.pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };

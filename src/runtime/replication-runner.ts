@@ -1,7 +1,6 @@
 import type { DatabasePool } from 'slonik';
 import type { Phase } from '../../machines/pipeline.js';
 import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
-import { formatLsn, parseLsn } from '../core/lsn.js';
 import { FencedError, type Sink } from '../core/sink.js';
 import type { Source, SourceSnapshot } from '../core/source.js';
 import {
@@ -218,10 +217,7 @@ export class ReplicationRunner {
       slotSnapshot = claim.snapshot;
       if (resync) await resyncStore.done(this.deps.pool, pipelineId);
       // A new slot's snapshot holds everything before its position, whatever the sink had before.
-      const startLsn = slotSnapshot
-        ? formatLsn(claim.position)
-        : (checkpoint?.lsn ?? formatLsn(claim.position));
-      const startPosition = parseLsn(startLsn);
+      const startPosition = slotSnapshot ? claim.position : (checkpoint?.lsn ?? claim.position);
 
       const pending = schemas.filter(
         (s) => tableRows.find((t) => t.table_name === tableKey(s))?.status !== 'streaming',
@@ -243,7 +239,7 @@ export class ReplicationRunner {
           logger: log,
         });
         // Everything up to the slot's start position is in the sink now: that is a checkpoint.
-        if (!signal.aborted) stats.recordCheckpoint(startLsn);
+        if (!signal.aborted) stats.recordCheckpoint(startPosition);
       }
       await slotSnapshot?.release();
       slotSnapshot = undefined;

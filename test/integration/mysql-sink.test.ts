@@ -156,7 +156,7 @@ const others = tableSchema('src', 'others', [
 ]);
 
 let lsn = 0x1000;
-const meta = () => ({ commitLsn: '0/1', xid: 1, commitTime: '' });
+const meta = () => ({ commitLsn: 0x1n, xid: 1, commitTime: '' });
 const ins = (table: TableSchema, after: Row): ChangeEvent => ({ ...meta(), op: 'insert', table, after });
 const upd = (table: TableSchema, after: Row, extra: Partial<ChangeEvent> = {}): ChangeEvent => ({
   ...meta(),
@@ -172,11 +172,11 @@ const trunc = (...tables: TableSchema[]): ChangeEvent => ({
   table: tables[0] as TableRef,
   tables,
 });
-const batch = (changes: ChangeEvent[], epoch = 1, commitLsn = `0/${(lsn++).toString(16).toUpperCase()}`) =>
+const batch = (changes: ChangeEvent[], epoch = 1, commitLsn = BigInt(lsn++)) =>
   ({
     // A change made with meta() takes its transaction's place: the batch's (a sink refuses a batch
     // whose changes its checkpoint already holds).
-    changes: changes.map((c) => (c.commitLsn === '0/1' ? { ...c, commitLsn } : c)),
+    changes: changes.map((c) => (c.commitLsn === 0x1n ? { ...c, commitLsn } : c)),
     epoch,
     commitLsn,
   }) satisfies ChangeBatch;
@@ -438,7 +438,7 @@ describe('mysql sink', () => {
           ins(others, { k1: 'p', k2: '1', v: 'one' }),
         ]),
       );
-      const applied = await sink.applyBatch(
+      await sink.applyBatch(
         batch(
           [
             upd(items, { id: '1', name: 'a2', body: 'x', n: '1.50' }),
@@ -449,11 +449,10 @@ describe('mysql sink', () => {
             upd(others, { k1: 'q', k2: '1', v: 'moved' }, { key: { k1: 'p', k2: '1' } }),
           ],
           1,
-          'F/AB',
+          0xf000000abn,
         ),
       );
-      expect(applied).toEqual({ lsn: 'F/AB', epoch: 1 });
-      expect(await sink.readCheckpoint()).toEqual({ lsn: 'F/AB', epoch: 1 });
+      expect(await sink.readCheckpoint()).toEqual({ lsn: 0xf000000abn, epoch: 1 });
       expect(await readRows('apply_items', items)).toEqual([
         { id: 1, name: 'a2', body: 'x', n: '1.50' },
         { id: 3, name: 'c again', body: null, n: null },
@@ -462,7 +461,11 @@ describe('mysql sink', () => {
       expect(await readRows('apply_others', others)).toEqual([{ k1: 'q', k2: 1, v: 'moved' }]);
 
       await sink.applyBatch(
-        batch([trunc(items, others), ins(items, { id: '9', name: 'after', body: null, n: null })], 1, 'F/AC'),
+        batch(
+          [trunc(items, others), ins(items, { id: '9', name: 'after', body: null, n: null })],
+          1,
+          0xf000000acn,
+        ),
       );
       expect(await readRows('apply_items', items)).toEqual([{ id: 9, name: 'after', body: null, n: null }]);
       expect(await count('apply_others')).toBe(0);

@@ -98,15 +98,15 @@ describe('rabbitmq sink over TLS', () => {
           op: 'insert',
           table: items,
           after: { id: '1' },
-          commitLsn: '0/1000',
+          commitLsn: 0x1000n,
           xid: 1,
           commitTime: '2024-05-01T12:00:00Z',
         },
       ],
-      commitLsn: '0/1010',
+      commitLsn: 0x1010n,
       epoch: 1,
     });
-    expect(await sink.readCheckpoint()).toEqual({ lsn: '0/1010', epoch: 1 });
+    expect(await sink.readCheckpoint()).toEqual({ lsn: 0x1010n, epoch: 1 });
     expect(clientNames).toContain('replicator-client');
   });
 

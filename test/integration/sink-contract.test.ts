@@ -341,10 +341,10 @@ describe.each(contractKinds())('the sink contract: $name', (kind) => {
         const p = await piecesWritten();
         const [t1, t2] = [tx(1), tx(2)];
         expect(await p.messageIds?.(orders)).toEqual([
-          `${t1.commitLsn}/public/orders/0`,
-          ...[0, 1, 2, 3, 4].map((n) => `${t2.commitLsn}/public/orders/${n}`),
+          `${t1.lsnText}/public/orders/0`,
+          ...[0, 1, 2, 3, 4].map((n) => `${t2.lsnText}/public/orders/${n}`),
         ]);
-        expect(await p.messageIds?.(lines)).toEqual([`${t2.commitLsn}/shop/lines/0`]);
+        expect(await p.messageIds?.(lines)).toEqual([`${t2.lsnText}/shop/lines/0`]);
       },
     );
 

@@ -44,8 +44,9 @@ const orderRows = (from: number, to: number): Row[] =>
   }));
 
 const tx = (n: number) => ({
-  commitLsn: `0/${n.toString(16).toUpperCase()}000`,
-  end: `0/${n.toString(16).toUpperCase()}010`,
+  commitLsn: BigInt(n) * 0x1000n,
+  lsnText: `0/${n.toString(16).toUpperCase()}000`,
+  end: BigInt(n) * 0x1000n + 0x10n,
   xid: 1000 + n,
   commitTime: `2024-05-01T12:00:${String(n % 60).padStart(2, '0')}Z`,
 });
@@ -199,7 +200,7 @@ describe('webhook sink, through the sink contract', () => {
     const { sink, state, pipelineId } = await open();
     const t1 = tx(1);
     const t2 = tx(2);
-    const checkpoint = await sink.applyBatch({
+    await sink.applyBatch({
       changes: [
         ev(t1, { op: 'insert', after: { id: '1', total: '1.00', note: 'a' } }),
         ev(t1, { op: 'update', key: { id: '1' }, after: { id: '2', total: '2.00', note: 'b' } }),
@@ -209,7 +210,7 @@ describe('webhook sink, through the sink contract', () => {
       commitLsn: t2.end,
       epoch: 1,
     });
-    expect(checkpoint).toEqual({ lsn: t2.end, epoch: 1 });
+    expect(await sink.readCheckpoint()).toEqual({ lsn: t2.end, epoch: 1 });
     expect(await state.readCheckpoint()).toEqual({ lsn: t2.end, epoch: 1, detail: {} });
     expect(receiver.requests.length).toBe(1);
     const [request] = receiver.requests as [Received];
@@ -423,8 +424,8 @@ describe('webhook sink, through the sink contract', () => {
       epoch: 1,
       detail: {
         posted: [
-          { table: 'public/orders', commit_lsn: t1.commitLsn, count: 3 },
-          { table: 'public/orders', commit_lsn: t2.commitLsn, count: 1 },
+          { table: 'public/orders', commit_lsn: t1.lsnText, count: 3 },
+          { table: 'public/orders', commit_lsn: t2.lsnText, count: 1 },
         ],
       },
     });
@@ -434,7 +435,7 @@ describe('webhook sink, through the sink contract', () => {
     await again.applyBatch({ changes, commitLsn: t2.end, epoch: 1 });
     const ids = receiver.events.map((e) => e.id);
     // The refused request's events come again, under the same ids; the accepted ones do not.
-    expect(ids.slice(7)).toEqual([`${t2.commitLsn}/public/orders/1`, `${t2.commitLsn}/public/orders/2`]);
+    expect(ids.slice(7)).toEqual([`${t2.lsnText}/public/orders/1`, `${t2.lsnText}/public/orders/2`]);
     expect(receiver.requests.at(-1)?.headers['idempotency-key']).toBe(
       receiver.requests.at(-2)?.headers['idempotency-key'],
     );

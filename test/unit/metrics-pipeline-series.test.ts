@@ -21,7 +21,7 @@ describe('pipeline series', () => {
 
   it('counts events by operation, every operation present, and reads rate, lag and checkpoint', () => {
     const p = sample('a');
-    p.stats.recordApplied(changes('insert', 'insert', 'update', 'delete'), '0/1', 0.01, NOW - 1000);
+    p.stats.recordApplied(changes('insert', 'insert', 'update', 'delete'), 1n, 0.01, NOW - 1000);
     p.stats.oldestPendingCommit(NOW - 2500);
     expect(pipelineSeries.eventsTotal([p], NOW)).toEqual([
       { labels: { pipeline: 'a', op: 'insert' }, value: 2 },

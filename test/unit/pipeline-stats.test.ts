@@ -7,7 +7,7 @@ const insert = (id: number): ChangeEvent => ({
   op: 'insert',
   table: { schema: 'public', table: 't' },
   xid: 9,
-  commitLsn: '0/100',
+  commitLsn: 0x100n,
   commitTime: '2026-01-01T00:00:00Z',
   after: { id: String(id) },
 });
@@ -87,7 +87,7 @@ describe('pipeline event counts', () => {
     stats.dropPieces();
     stats.recordPiece(inserts(400));
     stats.recordPiece(inserts(400));
-    stats.recordApplied(inserts(200), '0/200');
+    stats.recordApplied(inserts(200), 0x200n);
     expect(stats.eventsTotal).toBe(200);
     stats.countPieces();
     expect(stats.eventsTotal).toBe(1_000);
@@ -118,7 +118,7 @@ describe('pipeline stats and the machine', () => {
     stats.tellProgressTo(() => told.push('first run'));
     stats.caughtUp();
     stats.tellProgressTo(() => told.push('second run'));
-    stats.recordApplied(inserts(1), '0/300');
+    stats.recordApplied(inserts(1), 0x300n);
     expect(told).toEqual(['first run', 'second run']);
   });
 });

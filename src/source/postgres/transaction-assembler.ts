@@ -1,4 +1,3 @@
-import { formatLsn } from '../../core/lsn.js';
 import { decodeChange, RelationCache, type TransactionInfo } from './change-mapper.js';
 import type { ChangeStreamStats, SourceLogger, StreamItem } from './change-stream.js';
 import { PgoutputProtocolError } from './errors.js';
@@ -108,7 +107,7 @@ export class TransactionAssembler {
       case TAG.begin: {
         if (this.txn || this.streamXid !== undefined)
           throw new PgoutputProtocolError('Begin inside a transaction');
-        const commitLsn = formatLsn(r.lsnValue());
+        const commitLsn = r.lsnValue();
         const micros = r.micros();
         const xid = r.uint32();
         this.txn = { xid, commitLsn, commitTime: pgTimestampToIso(micros) };
@@ -167,7 +166,7 @@ export class TransactionAssembler {
         }
         const xid = r.uint32();
         r.uint8(); // flags
-        const commitLsn = formatLsn(r.lsnValue());
+        const commitLsn = r.lsnValue();
         const endLsn = r.lsnValue();
         const micros = r.micros();
         let spool = this.streamed.get(xid);
