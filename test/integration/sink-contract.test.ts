@@ -108,10 +108,8 @@ describe.each(contractKinds())('the sink contract: $name', (kind) => {
       const p = await pipeline();
       const sink = await p.open([orders, lines]);
       expect(await sink.readCheckpoint()).toBeNull();
-      const stored = await sink.applyBatch(
-        batchOf([ev(tx(1), { op: 'insert', after: order(1, '1.00') })], tx(1)),
-      );
-      expect(stored).toEqual(checkpointAt(tx(1)));
+      await sink.applyBatch(batchOf([ev(tx(1), { op: 'insert', after: order(1, '1.00') })], tx(1)));
+      expect(await sink.readCheckpoint()).toEqual(checkpointAt(tx(1)));
       expect(await (await p.open([orders, lines])).readCheckpoint()).toEqual(checkpointAt(tx(1)));
       expect(await (await (await pipeline()).open([orders, lines])).readCheckpoint()).toBeNull();
     });
@@ -121,10 +119,9 @@ describe.each(contractKinds())('the sink contract: $name', (kind) => {
       const sink = await p.open([orders, lines]);
       await sink.applyBatch(batchOf([ev(tx(2), { op: 'insert', after: order(2, '2.00') })], tx(2)));
       // The held changes come after, under the position acknowledged since.
-      const held = await sink.applyBatch(
+      await sink.applyBatch(
         batchOf([ev(tx(1), { op: 'insert', table: lines, after: line(1, 'held') })], tx(2)),
       );
-      expect(held).toEqual(checkpointAt(tx(2)));
       expect(await sink.readCheckpoint()).toEqual(checkpointAt(tx(2)));
       expect(await p.rows(lines)).toEqual([line(1, 'held')]);
     });
