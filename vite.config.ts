@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
 import { defineConfig } from 'vitest/config';
 import { FAULT_SUITE_FILES, QUICK_FAULT_FILES } from './test/faults/suite-files.js';
+import { HANG_MS } from './test/support/wait-for.js';
 
 const repoRoot = fileURLToPath(new URL('.', import.meta.url));
 
@@ -41,6 +42,9 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // expect.poll waits for a condition: its deadline bounds a hang, never a busy machine's
+    // slowness (vitest's default is 1 s).
+    expect: { poll: { timeout: HANG_MS } },
     // Integration files start servers; two cores are shared between them. A fault scenario has the
     // machine to itself: its timing faults are the ones it injects, not another scenario's load.
     maxWorkers: process.env.FAULTS_SCALE ? 1 : 2,

@@ -1,5 +1,11 @@
 import { getNextSnapshot } from 'xstate';
-import { type PipelineAction, type PipelineEvent, type PipelineState, pipelineMachine } from './pipeline.js';
+import {
+  type Phase,
+  type PipelineAction,
+  type PipelineEvent,
+  type PipelineState,
+  pipelineMachine,
+} from './pipeline.js';
 
 /** The machine event each API action sends. */
 export const ACTION_EVENTS: Record<PipelineAction, PipelineEvent> = {
@@ -13,6 +19,18 @@ export const ACTION_EVENTS: Record<PipelineAction, PipelineEvent> = {
 export function apiState(value: unknown): PipelineState {
   const top = typeof value === 'string' ? value : Object.keys(value as object)[0];
   return (top === 'restoring' ? 'stopped' : top) as PipelineState;
+}
+
+/**
+ * The phase of the data plane in a machine snapshot value: the `running.replicating` substate it
+ * reported; `streaming` while held for a schema review (the stream holds, only the stream sees a
+ * table change shape); `idle` whenever the data plane does not run.
+ */
+export function phaseOf(value: unknown): Phase | 'idle' {
+  if (apiState(value) === 'pending_schema_approval') return 'streaming';
+  const running = (value as { running?: unknown }).running;
+  const replicating = (running as { replicating?: unknown } | undefined)?.replicating;
+  return replicating === 'snapshot' || replicating === 'streaming' ? replicating : 'idle';
 }
 
 /**

@@ -41,7 +41,14 @@ export type PipelineEvent =
    * stream caught up with the source with nothing to apply and the sink open. Failures so far are over.
    */
   | { type: 'PROGRESS' }
-  | { type: 'FAILED'; message: string; retryable: boolean; unreachable?: boolean }
+  | {
+      type: 'FAILED';
+      message: string;
+      retryable: boolean;
+      unreachable?: boolean;
+      /** The least wait before the next attempt that the failure's cause asks for, in milliseconds. */
+      retryAfterMs?: number;
+    }
   | { type: 'SCHEMA_CHANGE' }
   /** The definition changed: restart the data plane with it (hot reload). */
   | { type: 'RELOAD' };
@@ -52,6 +59,8 @@ export interface PipelineContext {
   error: string | null;
   /** Consecutive transient failures; reset when the data plane makes durable progress again. */
   retries: number;
+  /** The least wait before the next attempt that the last failure's cause asked for (absent: none). */
+  retryAfterMs?: number;
   resumeAs: NonNullable<PipelineInput['resumeAs']>;
 }
 
@@ -81,11 +90,27 @@ export const MAX_RETRY_DELAY_MS = 60_000;
 export const retryDelayMs = (retries: number, capMs = MAX_RETRY_DELAY_MS) =>
   Math.min(1_000 * 2 ** retries, capMs);
 
-/** What `prepare` rejects with: a message, and whether waiting may cure it. */
+/**
+ * The wait before the next attempt: the capped backoff, or longer when the last failure's cause
+ * asked for it (a receiver's `Retry-After`, a full spool disk).
+ */
+export const retryWaitMs = (
+  context: Pick<PipelineContext, 'retries' | 'retryAfterMs'>,
+  capMs = MAX_RETRY_DELAY_MS,
+) => Math.max(retryDelayMs(context.retries - 1, capMs), context.retryAfterMs ?? 0);
+
+/** What `prepare` rejects with: a message, whether waiting may cure it, and the least wait its cause asks for. */
 export interface PrepareFailure {
   message: string;
   retryable: boolean;
+  retryAfterMs?: number;
 }
+
+const retryAfterOf = (error: unknown): number => {
+  const ms =
+    typeof error === 'object' && error !== null ? (error as Partial<PrepareFailure>).retryAfterMs : 0;
+  return typeof ms === 'number' && ms > 0 ? ms : 0;
+};
 
 const errorMessage = (error: unknown) =>
   error instanceof Error
@@ -124,7 +149,7 @@ export const pipelineMachine = setup({
       (event.unreachable === true || context.retries < MAX_RETRIES),
   },
   delays: {
-    backoff: ({ context }) => retryDelayMs(context.retries - 1),
+    backoff: ({ context }) => retryWaitMs(context),
   },
 }).createMachine({
   id: 'pipeline',
@@ -166,6 +191,7 @@ export const pipelineMachine = setup({
                 actions: assign({
                   error: ({ event }) => errorMessage(event.error),
                   retries: ({ context }) => context.retries + 1,
+                  retryAfterMs: ({ event }) => retryAfterOf(event.error),
                 }),
               },
               {
@@ -189,8 +215,11 @@ export const pipelineMachine = setup({
             src: 'replicate',
             input: ({ context }) => ({ pipelineId: context.pipelineId }),
           },
-          initial: 'snapshot',
+          // Which phase the data plane is in is known once it says so (PHASE): a restart of a
+          // streaming pipeline does not copy anything again, so it is not shown as a snapshot.
+          initial: 'opening',
           states: {
+            opening: {},
             snapshot: {},
             streaming: {},
           },
@@ -211,6 +240,7 @@ export const pipelineMachine = setup({
                 actions: assign({
                   error: ({ event }) => event.message,
                   retries: ({ context }) => context.retries + 1,
+                  retryAfterMs: ({ event }) => event.retryAfterMs ?? 0,
                 }),
               },
               { target: '#pipeline.failed', actions: assign({ error: ({ event }) => event.message }) },

@@ -10,6 +10,7 @@ import { createSso } from '../src/auth/sso/index.js';
 import { TokenService } from '../src/auth/token-service.js';
 import { buildConfig } from '../src/config/options.js';
 import { ConnectionsService } from '../src/connections/connections-service.js';
+import { WorkersService } from '../src/fleet/workers-service.js';
 import { HealthService } from '../src/health/health-service.js';
 import { buildApp } from '../src/http/app.js';
 import { LiveHub } from '../src/live/live-hub.js';
@@ -25,6 +26,7 @@ import { SchemaDecisions } from '../src/runtime/schema-decisions.js';
 import { SourceTables } from '../src/runtime/source-tables.js';
 import { Supervisor } from '../src/runtime/supervisor.js';
 import { SecretBox } from '../src/secrets/secret-box.js';
+import { connectionTypeCatalog } from '../src/sinks/registry.js';
 import type { DatabasePool } from '../src/store/pool.js';
 import { createTenancyServices } from '../src/tenancy/tenancy-services.js';
 import { VerificationService } from '../src/verify/verification-service.js';
@@ -65,7 +67,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
   const hasher = new SecretHasher(key);
   const resolveConnection = (projectId: string, name: string) =>
     connections.resolve({ projectId, actor: 'system' }, name);
-  const connections = new ConnectionsService(pool, secrets, config.connections);
+  const connections = new ConnectionsService(pool, secrets, connectionTypeCatalog, config.connections);
   const pipelines = new PipelinesService(pool);
   const runner = new ReplicationRunner({
     pool,
@@ -74,7 +76,7 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
     resolveConnection,
   });
   const live = new LiveHub();
-  const supervisor = new Supervisor(pool, runner, logger, live);
+  const supervisor = new Supervisor({ pool, runner, logger, hub: live });
   const sessions = new Sessions(pool, hasher, {
     ttlMs: config.auth.sessionTtlMs,
     maxLifetimeMs: config.auth.sessionMaxLifetimeMs,
@@ -104,7 +106,8 @@ export async function openapiDocument(): Promise<Record<string, unknown>> {
       live,
       schemaDecisions: new SchemaDecisions(pool, runner, supervisor, live),
       metrics: createServiceMetrics(() => supervisor.running()),
-      fleet: { pool, leaseTtlMs: config.leaseTtlMs },
+      workers: new WorkersService(pool, config.leaseTtlMs),
+      pool,
       accounts: new AccountService(pool),
       tokens: new TokenService(pool, hasher, config.auth.maxTokensPerUser),
       audit,

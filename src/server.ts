@@ -19,6 +19,7 @@ import type { Config } from './config/options.js';
 import { ConnectionsService } from './connections/connections-service.js';
 import { FleetReconciler } from './fleet/fleet-reconciler.js';
 import { WorkerRegistry } from './fleet/worker-registry.js';
+import { WorkersService } from './fleet/workers-service.js';
 import { HealthService } from './health/health-service.js';
 import { buildApp } from './http/app.js';
 import { LiveHub } from './live/live-hub.js';
@@ -38,6 +39,7 @@ import { Supervisor } from './runtime/supervisor.js';
 import { loadMasterKey } from './secrets/master-key.js';
 import { SecretBox } from './secrets/secret-box.js';
 import { ShutdownSteps } from './shutdown-steps.js';
+import { connectionTypeCatalog } from './sinks/registry.js';
 import { locateMetadataStore } from './store/metadata-store.js';
 import { migrate } from './store/migrate.js';
 import { createStorePool } from './store/pool.js';
@@ -89,9 +91,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await worker.start();
     stops.push('worker registration', () => worker.stop());
 
-    const connections = new ConnectionsService(pool, secrets, config.connections);
-    const pipelines = new PipelinesService(pool);
-    const apply = new ApplyService(connections, pipelines);
+    const connections = new ConnectionsService(pool, secrets, connectionTypeCatalog, config.connections, {
+      // The supervisor, made below, resolves connections through this service: a connection
+      // changes only through a request, which is served once both exist.
+      changedWhileInUse: (ctx, _connection, users) => supervisor.connectionChanged(ctx.projectId, users),
+    });
     const resolveConnection = (projectId: string, name: string) =>
       connections.resolve({ projectId, actor: 'system' }, name);
     const spool = claimSpoolRoot(config.spoolDir);
@@ -110,23 +114,20 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       resolveConnection,
     });
     const live = new LiveHub();
-    const supervisor = new Supervisor(
+    // Read at each scrape: the pipelines the supervisor below runs then.
+    const metrics = createServiceMetrics(() => supervisor.running());
+    const supervisor = new Supervisor({
       pool,
       runner,
-      logger.child({ component: 'supervisor' }),
-      live,
-      {
-        workerId: worker.id,
-        leaseTtlMs: config.leaseTtlMs,
-      },
-      config.retryMaxDelayMs,
-    );
-    pipelines.lifecycle = supervisor;
-    const metrics = createServiceMetrics(() => supervisor.running());
-    // Attached before start, so that the pipelines it restores are observed too.
-    supervisor.onStats = (pipeline, stats) => metrics.sinkBatches.attach(pipeline.name, stats);
-    connections.events.changedWhileInUse = (ctx, _connection, users) =>
-      supervisor.connectionChanged(ctx.projectId, users);
+      logger: logger.child({ component: 'supervisor' }),
+      hub: live,
+      fleet: { workerId: worker.id, leaseTtlMs: config.leaseTtlMs },
+      retryMaxDelayMs: config.retryMaxDelayMs,
+      // Given before start, so that the pipelines it restores are observed too.
+      onStats: (pipeline, stats) => metrics.sinkBatches.attach(pipeline.name, stats),
+    });
+    const pipelines = new PipelinesService(pool, supervisor);
+    const apply = new ApplyService(connections, pipelines);
     await supervisor.start();
     stops.push('pipelines', () => supervisor.stop());
     const fleet = new FleetReconciler(
@@ -198,7 +199,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         live,
         schemaDecisions: new SchemaDecisions(pool, runner, supervisor, live),
         metrics,
-        fleet: { pool, leaseTtlMs: config.leaseTtlMs },
+        workers: new WorkersService(pool, config.leaseTtlMs),
+        pool,
         accounts: new AccountService(pool),
         tokens: new TokenService(pool, hasher, config.auth.maxTokensPerUser),
         audit,

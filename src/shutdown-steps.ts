@@ -1,7 +1,7 @@
 import type { Logger } from './log/logger.js';
 
 /** A step taking longer than this is logged, and again at every such interval while it lasts. */
-export const SLOW_STEP_MS = 15_000;
+const SLOW_STEP_MS = 15_000;
 
 /**
  * The service's shutdown: the steps its start registered, run in reverse order, one at a time. A

@@ -3,7 +3,7 @@ import { access, appendFile, mkdir, open } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { StoredAuditEvent } from './audit-event.js';
 
-export const AUDIT_FILE_NAME = 'audit.log';
+const AUDIT_FILE_NAME = 'audit.log';
 export const auditFilePath = (dataDir: string) => join(dataDir, AUDIT_FILE_NAME);
 
 /**

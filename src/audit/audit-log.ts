@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Logger } from '../log/logger.js';
 import type { AuditEvent } from './audit-event.js';
 import type { AuditFile } from './audit-file.js';
+import { type AuditFilter, listAuditEvents } from './audit-store.js';
 import { boundedEvent } from './event-limits.js';
 import {
   isAnonymousRefusal,
@@ -54,5 +55,10 @@ export class AuditLog {
       // The call it records has already happened; losing its trace is logged loudly, not hidden.
       this.logger.error({ err: error, action: event.action }, 'audit event could not be recorded');
     }
+  }
+
+  /** A page of the trail, newest first. */
+  list(filter: AuditFilter) {
+    return listAuditEvents(this.pool, filter);
   }
 }

@@ -9,7 +9,7 @@ export interface RefusalThrottleOptions {
   now: () => number;
 }
 
-export const REFUSAL_THROTTLE_DEFAULTS: RefusalThrottleOptions = {
+const REFUSAL_THROTTLE_DEFAULTS: RefusalThrottleOptions = {
   perWindow: 30,
   windowMs: 60_000,
   maxAddresses: 10_000,

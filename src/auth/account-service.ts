@@ -18,7 +18,7 @@ export interface NewAccount {
 }
 
 /** Checks an e-mail, display name and password for a new account; throws 422 naming the field. */
-export async function checkNewAccount(account: NewAccount): Promise<void> {
+async function checkNewAccount(account: NewAccount): Promise<void> {
   if (account.email.length > EMAIL_MAX_LENGTH || !EMAIL_PATTERN.test(account.email)) {
     throw validationFailed('email', 'must be an e-mail address such as ada@example.com');
   }

@@ -9,7 +9,7 @@ import { findUser } from './users-store.js';
 const ProjectRole = z.object({ id: z.string(), name: z.string(), role: z.enum(ROLES) });
 
 /** Every project a user holds a role in (through any scope), with the strongest role, by name. */
-export async function projectsOf(db: CommonQueryMethods, userId: string) {
+async function projectsOf(db: CommonQueryMethods, userId: string) {
   const rows = await db.any(sql.type(ProjectRole)`
     SELECT p.id, p.name, b.role
     FROM projects p JOIN role_bindings b
@@ -26,7 +26,7 @@ export async function projectsOf(db: CommonQueryMethods, userId: string) {
   return [...strongest.values()];
 }
 
-export async function projectName(db: CommonQueryMethods, id: string): Promise<string> {
+async function projectName(db: CommonQueryMethods, id: string): Promise<string> {
   return db.oneFirst(sql.type(z.object({ name: z.string() }))`SELECT name FROM projects WHERE id = ${id}`);
 }
 

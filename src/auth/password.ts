@@ -2,7 +2,7 @@ import { Algorithm, hash, verify } from '@node-rs/argon2';
 import type { ZxcvbnFactory } from '@zxcvbn-ts/core';
 
 /** argon2id with OWASP's first recommended configuration: 46 MiB of memory, one pass, one lane. */
-export const ARGON2_PARAMETERS = {
+const ARGON2_PARAMETERS = {
   algorithm: Algorithm.Argon2id,
   memoryCost: 47_104,
   timeCost: 1,

@@ -30,7 +30,7 @@ export function weakerRole(a: Role | undefined, b: Role | undefined): Role | und
  *   bindings, SSO providers, the audit trail);
  * - `metrics`: `/metrics`, organization-wide figures: the metrics token, or an organization admin.
  */
-export const PERMISSIONS = [
+const PERMISSIONS = [
   'public',
   'authenticated',
   'read',

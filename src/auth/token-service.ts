@@ -17,7 +17,7 @@ export interface NewToken {
 }
 
 /** A token as listed: never its secret, only the first characters to tell it apart. */
-export function toTokenView(row: TokenRow) {
+function toTokenView(row: TokenRow) {
   return {
     id: row.id,
     name: row.name,

@@ -8,7 +8,7 @@ import { setFlagsFromString } from 'node:v8';
  * to it, at a cost in CPU: more full collections (a 5,000,000-row transaction: 185 rather than
  * 343 MiB at its peak, 68 rather than 43 s of CPU). The memory bound is the promise kept here.
  */
-export const HEAP_GROWING_PERCENT = 30;
+const HEAP_GROWING_PERCENT = 30;
 
 const FLAG = /--heap[-_]growing[-_]percent\b/;
 

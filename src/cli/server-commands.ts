@@ -9,7 +9,7 @@ import { EXIT } from './exit-codes.js';
 import { limitHeapGrowth } from './heap-growth.js';
 import type { CliIo } from './io.js';
 
-export const SERVER_USAGE = `Usage: replicator [serve|migrate] [flags]
+const SERVER_USAGE = `Usage: replicator [serve|migrate] [flags]
 
   serve     run the service (the default command)
   migrate   apply the metadata store's migrations and exit

@@ -1,12 +1,6 @@
 import type { ConnectionSecrets } from './connection-secrets.js';
-import { duckdbConnectionType } from './duckdb-connection-type.js';
 import type { LocalAccessPolicy } from './local-access.js';
-import { mysqlConnectionType } from './mysql-connection-type.js';
-import { natsConnectionType } from './nats-connection-type.js';
-import { postgresConnectionType } from './postgres-connection-type.js';
-import { rabbitmqConnectionType } from './rabbitmq-connection-type.js';
-import { redisConnectionType } from './redis-connection-type.js';
-import { webhookConnectionType } from './webhook-connection-type.js';
+import type { ReachCheck } from './reach-check.js';
 
 /** A DSN that passed its type's checks. */
 export interface CheckedDsn {
@@ -21,7 +15,8 @@ export interface CheckedDsn {
 /**
  * What the service knows about one kind of connection: how its DSN is checked, what a stored
  * secret is bound to, and the settings the data plane connects with. A sink or source of that
- * type receives those settings as its `Connection`. New connection types register in TYPES.
+ * type receives those settings as its `Connection`. Every connection type is registered, beside
+ * its sink kind, in `src/sinks/registry.ts`.
  */
 export interface ConnectionType<Settings = unknown, Dsn extends CheckedDsn = CheckedDsn> {
   /** The `type` value of the API. */
@@ -48,20 +43,16 @@ export interface ConnectionType<Settings = unknown, Dsn extends CheckedDsn = Che
   checkTls(dsn: Dsn, secrets: ConnectionSecrets): void;
   /** The settings to connect with, secrets included; the DSN passes the allow-list again. */
   settings(publicDsn: string, secrets: ConnectionSecrets, policy: LocalAccessPolicy): Promise<Settings>;
+  /**
+   * Checks that its server can be reached with `settings` (the first check is always `reach`),
+   * within `timeoutMs`; nothing is written. Absent for a type that can be a source: the source
+   * kind checks it, as a source or as a sink.
+   */
+  reach?(settings: Settings, timeoutMs: number): Promise<ReachCheck[]>;
 }
 
-const TYPES: readonly ConnectionType[] = [
-  postgresConnectionType,
-  mysqlConnectionType,
-  duckdbConnectionType,
-  redisConnectionType,
-  natsConnectionType,
-  rabbitmqConnectionType,
-  webhookConnectionType,
-];
-
-const BY_TYPE = new Map(TYPES.map((t) => [t.type, t]));
-
-export const connectionTypeNames = (): string[] => TYPES.map((t) => t.type);
-
-export const findConnectionType = (type: string): ConnectionType | undefined => BY_TYPE.get(type);
+/** The connection types the service knows, by name: given to what serves connections, so that it knows no kind itself. */
+export interface ConnectionTypeCatalog {
+  find(type: string): ConnectionType | undefined;
+  names(): string[];
+}

@@ -13,12 +13,7 @@ import {
   sealSecrets,
   secretChanges,
 } from './connection-secrets.js';
-import {
-  type CheckedDsn,
-  type ConnectionType,
-  connectionTypeNames,
-  findConnectionType,
-} from './connection-types.js';
+import type { CheckedDsn, ConnectionType, ConnectionTypeCatalog } from './connection-types.js';
 import { type ConnectionUserRow, type ConnectionView, toConnectionView } from './connection-view.js';
 import { PASSWORD_MASK } from './dsn.js';
 import type { LocalAccessPolicy } from './local-access.js';
@@ -54,12 +49,12 @@ export interface ConnectionEvents {
 }
 
 export class ConnectionsService {
-  events: ConnectionEvents = {};
-
   constructor(
     private readonly pool: DatabasePool,
     private readonly secrets: SecretBox,
+    private readonly types: ConnectionTypeCatalog,
     private readonly localAccess: LocalAccessPolicy,
+    private readonly events: ConnectionEvents = {},
   ) {}
 
   async list(ctx: RequestContext) {
@@ -185,7 +180,7 @@ export class ConnectionsService {
   async resolve(ctx: RequestContext, name: string): Promise<ResolvedConnection> {
     const row = await connectionsStore.find(this.pool, ctx.projectId, name);
     if (!row) throw notFound('connection', name);
-    const type = findConnectionType(row.type);
+    const type = this.types.find(row.type);
     if (!type)
       throw validationFailed(
         'type',
@@ -264,8 +259,8 @@ export class ConnectionsService {
     dsn: CheckedDsn;
     secrets: ConnectionSecrets;
   } {
-    const type = findConnectionType(input.type);
-    if (!type) throw validationFailed('type', `must be one of ${connectionTypeNames().join(', ')}`);
+    const type = this.types.find(input.type);
+    if (!type) throw validationFailed('type', `must be one of ${this.types.names().join(', ')}`);
     const dsn = type.checkDsn(input.dsn, this.policyFor(ctx));
     const secrets: ConnectionSecrets = { tls: { ...input.tls } };
     if (dsn.password !== undefined) secrets.password = dsn.password;

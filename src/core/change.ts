@@ -61,6 +61,9 @@ export interface GeneratedColumn {
 
 export type ChangeOp = 'insert' | 'update' | 'delete' | 'truncate';
 
+/** Every operation a change can carry. */
+export const CHANGE_OPS: readonly ChangeOp[] = ['insert', 'update', 'delete', 'truncate'];
+
 /** One row change (or a truncate) of a committed source transaction. */
 export interface ChangeEvent {
   op: ChangeOp;
@@ -76,7 +79,7 @@ export interface ChangeEvent {
   /** For truncate: every table truncated together, `table` being the first. */
   tables?: TableRef[];
   /** LSN of its transaction's commit record: the same for every change of a transaction. */
-  commitLsn: string;
+  commitLsn: bigint;
   xid: number;
   /** ISO 8601 commit time of the transaction at the source. */
   commitTime: string;
@@ -85,7 +88,7 @@ export interface ChangeEvent {
 /** Where a sink has durably got to. */
 export interface Checkpoint {
   /** Every transaction whose commit end LSN is at or before this is durable in the sink. */
-  lsn: string;
+  lsn: bigint;
   /** Fencing epoch of the worker that wrote it. */
   epoch: number;
 }

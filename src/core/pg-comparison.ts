@@ -21,7 +21,7 @@ export const pgComparisonDialect: ComparisonDialect = {
 /** Types whose order depends on a collation: compared byte by byte (`"C"`), as binary-collated sinks order them. */
 const COLLATABLE = /^(?:text|name|citext|character varying(?:\(\d+\))?|character(?:\(\d+\))?)$/;
 
-export const isCollatable = (typeName: string): boolean => COLLATABLE.test(typeName);
+const isCollatable = (typeName: string): boolean => COLLATABLE.test(typeName);
 
 /**
  * A PostgreSQL value spelled in `form`. `concat` prints a value with its type's output function,

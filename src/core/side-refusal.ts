@@ -1,10 +1,14 @@
+import type { RetryAdvice, RetryClass } from './retry-advice.js';
 /**
  * A server of a pipeline that refused the service's role: a login (bad password, a role that may
  * not log in, no pg_hba entry) or a privilege. Drivers word these the same whichever server said
  * them, so the message names the side and its connection; the person reading it knows which
  * server's role to fix. It needs a person, so it is never retried.
  */
-export class SideRefusalError extends Error {
+export class SideRefusalError extends Error implements RetryAdvice {
+  /** It needs a person: retrying cannot heal it. */
+  readonly retry: RetryClass = 'never';
+
   /** The driver's code (SQLSTATE or MySQL's `ER_...`), kept for whoever classifies by it. */
   readonly code: string | undefined;
 

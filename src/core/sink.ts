@@ -23,8 +23,9 @@
 
 import type { Readable } from 'node:stream';
 import type { ChangeEvent, Checkpoint, TableRef, TableSchema } from './change.js';
-import { parseLsn } from './lsn.js';
+import { formatLsn } from './lsn.js';
 import type { PropertyDoc } from './property-docs.js';
+import type { RetryAdvice, RetryClass } from './retry-advice.js';
 import type { SchemaChangeItem } from './schema-diff.js';
 import type { SinkComparison } from './table-comparison.js';
 
@@ -110,6 +111,12 @@ export interface SinkKind<P extends SinkProperties = SinkProperties, Connection 
     tables: readonly TableSchema[],
     connectTimeoutMs: number,
   ): Promise<void>;
+  /**
+   * How a failure its driver raised, passed on as it came (a session killed, a server shutting
+   * down), may heal; undefined for an error it does not know. Errors the sink builds itself carry
+   * their advice (`RetryAdvice`) instead.
+   */
+  retryAdvice?(error: unknown): RetryAdvice | undefined;
 }
 
 /** A batch of whole source transactions, in commit order. */
@@ -120,7 +127,7 @@ export interface ChangeBatch {
    * it. A transaction too large for one batch comes in several, each under the checkpoint before
    * it, so that a crash in between replays it whole.
    */
-  commitLsn: string;
+  commitLsn: bigint;
   /** Fencing epoch of the writing worker; a sink whose stored epoch is higher refuses the batch. */
   epoch: number;
 }
@@ -173,7 +180,8 @@ export interface Sink {
    * (or, for a broker, once they are acknowledged). The rows come as a COPY text-format stream of
    * the source table's columns (in `table.columns` order): a sink that loads COPY takes it as it
    * is, any other reads typed rows from it with `copyTextRows` (`core/copy-text.ts`) and loads
-   * them its own fastest way. Returns the number of rows written.
+   * them its own fastest way. Returns the number of rows written. The caller owns the stream: it
+   * listens for its errors until the call settles and destroys it when the call fails.
    */
   writeSnapshotPartition(
     table: TableSchema,
@@ -199,7 +207,7 @@ export interface Sink {
    * only then does the source acknowledge the position. Throws FencedError when a newer worker
    * owns the pipeline.
    */
-  applyBatch(batch: ChangeBatch): Promise<Checkpoint>;
+  applyBatch(batch: ChangeBatch): Promise<void>;
   /**
    * How to read the sink's tables to verify them against the source (`core/table-comparison.ts`);
    * absent for a sink that cannot be read back (a broker, a webhook). Called on an open sink.
@@ -218,11 +226,11 @@ export interface Sink {
  */
 export class CheckpointAheadError extends Error {
   constructor(
-    readonly stored: string,
-    readonly batchFrom: string,
+    readonly stored: bigint,
+    readonly batchFrom: bigint,
   ) {
     super(
-      `the sink's checkpoint ${stored} already holds this batch (from ${batchFrom}): another worker's last batch committed meanwhile; starting again from the checkpoint`,
+      `the sink's checkpoint ${formatLsn(stored)} already holds this batch (from ${formatLsn(batchFrom)}): another worker's last batch committed meanwhile; starting again from the checkpoint`,
     );
     this.name = 'CheckpointAheadError';
   }
@@ -236,18 +244,21 @@ export class CheckpointAheadError extends Error {
  * `stored` is the checkpoint row as locked by the caller, absent when there is none.
  */
 export function refuseBatchBehind(
-  stored: { lsn: string | null; epoch: number } | undefined,
+  stored: { lsn: bigint | null; epoch: number } | undefined,
   batch: ChangeBatch,
 ): void {
-  if (!stored?.lsn || stored.epoch >= batch.epoch) return;
-  const at = parseLsn(stored.lsn);
+  if (!stored || stored.lsn === null || stored.epoch >= batch.epoch) return;
+  const at = stored.lsn;
   // A change carries its commit record's start, which a checkpoint (a commit's end) lies after.
   const from = batch.changes[0]?.commitLsn ?? batch.commitLsn;
-  if (parseLsn(batch.commitLsn) < at || parseLsn(from) < at) throw new CheckpointAheadError(stored.lsn, from);
+  if (batch.commitLsn < at || from < at) throw new CheckpointAheadError(at, from);
 }
 
 /** Thrown by a sink whose stored fencing epoch is newer than the writer's: another worker owns the pipeline. */
-export class FencedError extends Error {
+export class FencedError extends Error implements RetryAdvice {
+  /** A newer worker owns the pipeline: this one must not write again. */
+  readonly retry: RetryClass = 'never';
+
   constructor(
     readonly storedEpoch: number,
     readonly writerEpoch: number,

@@ -1,3 +1,4 @@
+import type { RetryAdvice, RetryClass } from './retry-advice.js';
 import type { OwnedObjects } from './source.js';
 
 /**
@@ -11,7 +12,10 @@ import type { OwnedObjects } from './source.js';
  * The source server is not configured for logical replication, or our role may not use it or
  * lacks a privilege the pipeline needs (or the publication it was given does not serve it).
  */
-export class SourceNotReadyError extends Error {
+export class SourceNotReadyError extends Error implements RetryAdvice {
+  /** It needs a person: retrying cannot heal it. */
+  readonly retry: RetryClass = 'never';
+
   /** One sentence per problem found, each with its remedy. */
   readonly problems: string[];
 
@@ -59,7 +63,10 @@ export interface TableProblem {
 }
 
 /** Some requested tables cannot be replicated; `problems` lists every one of them. */
-export class TableNotReplicableError extends Error {
+export class TableNotReplicableError extends Error implements RetryAdvice {
+  /** It needs a person: retrying cannot heal it. */
+  readonly retry: RetryClass = 'never';
+
   readonly problems: TableProblem[];
 
   constructor(problems: TableProblem[]) {
@@ -76,7 +83,10 @@ export class TableNotReplicableError extends Error {
  * snapshot; the slot is never recreated silently because that would skip changes. The message
  * names the way out; the source knows only the slot, the runtime adds the pipeline's name.
  */
-export class SlotMissingError extends Error {
+export class SlotMissingError extends Error implements RetryAdvice {
+  /** It needs a person: retrying cannot heal it. */
+  readonly retry: RetryClass = 'never';
+
   constructor(
     readonly slotName: string,
     readonly detail: string,

@@ -39,10 +39,6 @@ export interface SourceOptions {
   publication?: string;
 }
 
-/**
- * One source database, through one session opened by connect(). Every other call but
- * exportSnapshot() and startStream(), which open their own connections, needs it.
- */
 /** What a pipeline leaves at its source until it is deleted, named for a person. */
 export interface OwnedObjects {
   /** The replication slot's name, which holds the source's WAL until it is dropped. */
@@ -79,6 +75,10 @@ export interface ReadinessCheck {
   refusesStart: boolean;
 }
 
+/**
+ * One source database, through one session opened by connect(). Every other call but
+ * exportSnapshot() and startStream(), which open their own connections, needs it.
+ */
 export interface Source {
   /** Opens the session; rejects with the driver's error (an unreachable server, a refused login). */
   connect(options?: { timeoutMs?: number }): Promise<void>;
@@ -230,7 +230,7 @@ export interface SlotStatus {
  */
 export interface SnapshotStamp {
   visibility: string;
-  lsn: string;
+  lsn: bigint;
 }
 
 /** One consistent view of the source's tables, shared by the sessions that copy them. */

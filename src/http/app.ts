@@ -13,6 +13,7 @@ import type { Sso } from '../auth/sso/index.js';
 import type { TokenService } from '../auth/token-service.js';
 import type { HttpSettings } from '../config/options.js';
 import type { ConnectionsService } from '../connections/connections-service.js';
+import type { WorkersService } from '../fleet/workers-service.js';
 import type { HealthService } from '../health/health-service.js';
 import type { LiveHub } from '../live/live-hub.js';
 import type { Logger } from '../log/logger.js';
@@ -80,8 +81,10 @@ export interface AppServices {
   live: LiveHub;
   schemaDecisions: SchemaDecisions;
   metrics: ServiceMetrics;
-  /** The metadata store and lease time, for the fleet listing. */
-  fleet: { pool: DatabasePool; leaseTtlMs: number };
+  /** The instances of the fleet. */
+  workers: WorkersService;
+  /** The metadata store, for the project choice and the sign-in routes, which read it through auth/. */
+  pool: DatabasePool;
   accounts: AccountService;
   tokens: TokenService;
   audit: AuditLog;
@@ -103,7 +106,7 @@ export interface AppOptions {
 }
 
 /** Request bodies larger than this are refused with 413. */
-export const BODY_LIMIT_BYTES = 1024 * 1024;
+const BODY_LIMIT_BYTES = 1024 * 1024;
 
 export async function buildApp({ logger, services, auth, http }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
@@ -206,7 +209,7 @@ export async function buildApp({ logger, services, auth, http }: AppOptions): Pr
   );
   app.addHook('onClose', async () => liveRegistry.stop());
   installCredentialChanges(app, liveRegistry);
-  installProjectSelection(app, auth.mode, services.fleet.pool);
+  installProjectSelection(app, auth.mode, services.pool);
   installAuditHook(app, services.audit);
   await app.register(metricsRoutes, { registry: services.metrics.registry });
   await installDashboard(app, auth.mode);
@@ -224,13 +227,13 @@ export async function buildApp({ logger, services, auth, http }: AppOptions): Pr
       await v1.register(healthRoutes, { health: services.health });
       await v1.register(liveRoutes, { hub: services.live, registry: liveRegistry });
       await v1.register(schemaReviewRoutes, { decisions: services.schemaDecisions });
-      await v1.register(workerRoutes, services.fleet);
+      await v1.register(workerRoutes, { workers: services.workers });
       await v1.register(adminRoutes, {
         accounts: services.accounts,
         loginAttemptsPerMinute: auth.loginAttemptsPerMinute,
       });
       await v1.register(authRoutes, {
-        pool: services.fleet.pool,
+        pool: services.pool,
         accounts: services.accounts,
         sessions: services.sessions,
         audit: services.audit,
@@ -240,7 +243,7 @@ export async function buildApp({ logger, services, auth, http }: AppOptions): Pr
       await v1.register(tokenRoutes, { tokens: services.tokens });
       await v1.register(sessionRoutes, { sessions: services.sessionAdmin });
       if (services.sso) await v1.register(ssoRoutes, { sso: services.sso });
-      await v1.register(auditRoutes, { pool: services.fleet.pool });
+      await v1.register(auditRoutes, { audit: services.audit });
       await v1.register(organizationRoutes, { organization: services.tenancy.organization });
       await v1.register(userRoutes, { users: services.tenancy.users });
       await v1.register(workspaceRoutes, { workspaces: services.tenancy.workspaces });

@@ -6,18 +6,16 @@ import { SAFE_METHODS } from './route-access.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** What a route adds to its call's audit event: the record it acted on, what changed. */
-    auditNote: { target?: string; details?: Record<string, unknown> } | undefined;
     /** Set when the route's handler starts: a call refused before it never got that far. */
     handlerReached: boolean;
   }
 }
 
-export const outcomeOf = (status: number): AuditEvent['outcome'] =>
+const outcomeOf = (status: number): AuditEvent['outcome'] =>
   status < 400 ? 'success' : status === 401 || status === 403 ? 'denied' : 'failure';
 
 /** The audit identity of a request's context: system, a user, or a user's token. */
-export function actorOf(
+function actorOf(
   ctx: RequestContext | null | undefined,
 ): Pick<AuditEvent, 'actorType' | 'actorId' | 'actorName'> {
   const principal = ctx?.principal;
@@ -30,17 +28,6 @@ export function actorOf(
   }
   if (ctx?.actor === 'system') return { actorType: 'system', actorName: 'system' };
   return { actorType: 'anonymous', actorName: 'anonymous' };
-}
-
-/** Adds the record acted on and facts about the change to this call's audit event. */
-export function noteAudit(
-  request: FastifyRequest,
-  note: { target?: string; details?: Record<string, unknown> },
-): void {
-  request.auditNote = {
-    target: note.target ?? request.auditNote?.target,
-    details: { ...request.auditNote?.details, ...note.details },
-  };
 }
 
 /** `pipeline.state` on `/pipelines/:name/state` → `pipeline:orders`; a create: the body's name. */

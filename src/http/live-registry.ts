@@ -3,10 +3,10 @@ import { PROJECT_PERMISSION_ROLE, roleRank } from '../auth/roles.js';
 import type { RequestContext } from '../context.js';
 
 /** How often open sockets' credentials are checked again, for changes no call here announced (another instance's). */
-export const LIVE_RECHECK_INTERVAL_MS = 30_000;
+const LIVE_RECHECK_INTERVAL_MS = 30_000;
 
 /** RFC 6455 close code for a socket whose credential no longer holds. */
-export const CLOSE_CREDENTIAL_ENDED = 1008;
+const CLOSE_CREDENTIAL_ENDED = 1008;
 
 export interface LiveCaps {
   perUser: number;

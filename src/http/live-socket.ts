@@ -17,7 +17,7 @@ export const LIVE_LIMITS = {
 } as const;
 
 /** RFC 6455 close codes the feed uses. */
-export const CLOSE_POLICY_VIOLATION = 1008;
+const CLOSE_POLICY_VIOLATION = 1008;
 export const CLOSE_TRY_AGAIN_LATER = 1013;
 
 /** One client of the live feed: sends it messages and holds it to LIVE_LIMITS. */

@@ -6,7 +6,7 @@ import { projectNamed, projectsHolding } from '../tenancy/name-holders.js';
 import type { AuthMode } from './auth-guard.js';
 
 /** The header that chooses the project while authentication is off (a name or an id). */
-export const PROJECT_HEADER = 'replicator-project';
+const PROJECT_HEADER = 'replicator-project';
 
 /** Routes that name a pipeline or a connection in their path, and which of the two. */
 const NAMED_ROUTE = /^\/v1\/(pipelines|connections)\/:name(\/|$)/;

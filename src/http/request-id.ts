@@ -9,14 +9,14 @@ declare module 'fastify' {
 }
 
 /** Long enough for a UUID, a ULID or a trace id; anything longer is not kept. */
-export const CLIENT_REQUEST_ID_MAX = 64;
+const CLIENT_REQUEST_ID_MAX = 64;
 const CLIENT_REQUEST_ID = new RegExp(`^[A-Za-z0-9._:-]{1,${CLIENT_REQUEST_ID_MAX}}$`);
 
 /** Fastify's `genReqId`: the service names every request itself; a caller cannot choose the id. */
 export const newRequestId = (): string => randomUUID();
 
 /** The caller's `x-request-id` if it is one id of a safe alphabet and length, else undefined. */
-export function clientRequestIdOf(request: FastifyRequest): string | undefined {
+function clientRequestIdOf(request: FastifyRequest): string | undefined {
   const header = request.headers['x-request-id'];
   return typeof header === 'string' && CLIENT_REQUEST_ID.test(header) ? header : undefined;
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { RefusalThrottle, type RefusalThrottleOptions } from '../audit/refusal-throttle.js';
 
 /** Longer request targets are cut in the log: a caller chooses them. */
-export const MAX_LOGGED_URL_CHARS = 512;
+const MAX_LOGGED_URL_CHARS = 512;
 
 /**
  * One log line per request, written when it is answered: at debug for a read answered below 400,

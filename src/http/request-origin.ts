@@ -25,7 +25,7 @@ export interface RequestOriginOptions {
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** The host name of a Host header, lower case, without its port; IPv6 literals keep their brackets. */
-export function hostName(host: string): string {
+function hostName(host: string): string {
   const lower = host.trim().toLowerCase();
   if (lower.startsWith('[')) return lower.slice(0, lower.indexOf(']') + 1);
   return lower.replace(/:\d*$/, '').replace(/\.$/, '');
@@ -37,7 +37,7 @@ export function hostName(host: string): string {
  * be rebound, so any is accepted; names must be loopback, the listen host, `auth.public_url`'s
  * host, or listed in `http.allowed_hosts`.
  */
-export function hostAllowed(host: string | undefined, options: RequestOriginOptions): boolean {
+function hostAllowed(host: string | undefined, options: RequestOriginOptions): boolean {
   if (!host) return false;
   const name = hostName(host);
   if (LOOPBACK_NAMES.has(name) || isIP(name.replace(/^\[|\]$/g, '')) !== 0) return true;
@@ -63,7 +63,7 @@ export function originOf(url: string | undefined): string | undefined {
 }
 
 /** The service's own origin as this request reached it. */
-export function ownOrigin(request: FastifyRequest): string {
+function ownOrigin(request: FastifyRequest): string {
   return `${request.protocol}://${request.host}`;
 }
 

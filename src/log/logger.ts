@@ -1,9 +1,6 @@
 import { type Logger, pino } from 'pino';
 import type { LogFormat, LogLevel } from '../config/options.js';
 
-/** Field names used across the service's logs, so they can be searched for consistently. */
-export const LOG_FIELDS = { component: 'component', pipeline: 'pipeline', connection: 'connection' } as const;
-
 // Anything that may hold a credential is censored wherever it appears in a log line.
 const REDACT_PATHS = [
   'dsn',

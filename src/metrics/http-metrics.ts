@@ -5,7 +5,7 @@ import type { HttpMetrics } from './metrics-registry.js';
 export const UNMATCHED_ROUTE = 'unmatched';
 
 /** The `route` label of a request: the pattern of the route it matched, e.g. `/v1/pipelines/:name`. */
-export function routeLabel(request: FastifyRequest): string {
+function routeLabel(request: FastifyRequest): string {
   const pattern = request.routeOptions.url;
   return request.is404 || !pattern ? UNMATCHED_ROUTE : pattern;
 }

@@ -25,13 +25,11 @@ export class SinkBatchObserver {
       this.histograms.applySeconds.zero({ pipeline: name });
       this.observed.add(name);
     }
-    const previous = stats.onBatch;
-    stats.onBatch = (events, seconds) => {
-      previous?.(events, seconds);
+    stats.tellBatchesTo((events, seconds) => {
       this.observed.add(name);
       this.histograms.batchEvents.observe({ pipeline: name }, events);
       this.histograms.applySeconds.observe({ pipeline: name }, seconds);
-    };
+    });
   }
 
   /** Removes the series of every observed pipeline not among `running`. */

@@ -1,5 +1,5 @@
 import { PIPELINE_STATES, type PipelineState } from '../../machines/pipeline.js';
-import type { ChangeOp } from '../core/change.js';
+import { CHANGE_OPS } from '../core/change.js';
 import type { PipelineStats, TableProgress } from '../runtime/pipeline-stats.js';
 
 /** One pipeline this process runs, as the metrics read it (an element of `supervisor.running()`). */
@@ -27,11 +27,8 @@ export type SeriesReader<L extends string> = (
 type Pipeline = 'pipeline';
 type Table = Pipeline | 'table';
 
-/** The operations counted by `replicator_pipeline_events_total`. */
-export const CHANGE_OPS: readonly ChangeOp[] = ['insert', 'update', 'delete', 'truncate'];
-
 /** Slot `wal_status` values PostgreSQL reports; each gets a series so that a change shows as 0 → 1. */
-export const WAL_STATUSES = ['reserved', 'extended', 'unreserved', 'lost'] as const;
+const WAL_STATUSES = ['reserved', 'extended', 'unreserved', 'lost'] as const;
 
 /** One series per pipeline; a null value leaves the pipeline out (not known yet). */
 const perPipeline =

@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { TableVerdict } from '../verify/verdict.js';
+import type { TableVerdict } from '../core/verdict.js';
 
 /** The metrics of verifications run by this process, by pipeline. */
 export class VerificationMetrics {

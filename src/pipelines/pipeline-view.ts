@@ -1,6 +1,6 @@
 import type { PipelineState } from '../../machines/pipeline.js';
+import { DEFAULT_SOURCE_SHARE } from '../core/verdict.js';
 import type { PipelineRow } from '../store/pipelines-store.js';
-import { DEFAULT_SOURCE_SHARE } from '../verify/verdict.js';
 import { resolveSnapshotOptions, type SnapshotOptions } from './snapshot-options.js';
 
 const snapshotJson = (o: SnapshotOptions) => ({

@@ -5,13 +5,12 @@ import {
   UniqueIntegrityConstraintViolationError,
 } from 'slonik';
 import { parseDuration } from '../config/duration.js';
-import { findConnectionType } from '../connections/connection-types.js';
 import type { ResolvedConnection } from '../connections/connections-service.js';
 import type { RequestContext } from '../context.js';
 import type { TableRef } from '../core/change.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
 import { sameValue } from '../same-value.js';
-import { findSinkKind } from '../sinks/registry.js';
+import { findConnectionType, findSinkKind } from '../sinks/registry.js';
 import { connectionsStore } from '../store/connections-store.js';
 import { type PipelineDefinitionWrite, type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { IDLE_STATS, type PipelineLiveStats, toPipelineSummary, toPipelineView } from './pipeline-view.js';
@@ -72,9 +71,11 @@ const idle: PipelineLifecycle = {
 };
 
 export class PipelinesService {
-  lifecycle: PipelineLifecycle = idle;
-
-  constructor(private readonly pool: DatabasePool) {}
+  constructor(
+    private readonly pool: DatabasePool,
+    /** What runs the pipelines; none (every pipeline idle) unless given. */
+    private readonly lifecycle: PipelineLifecycle = idle,
+  ) {}
 
   async list(ctx: RequestContext) {
     const rows = ctx.allProjects

@@ -1,7 +1,6 @@
-import { findConnectionType } from '../connections/connection-types.js';
 import type { TableRef } from '../core/change.js';
 import { validationFailed } from '../errors/app-error.js';
-import { findSinkKind } from '../sinks/registry.js';
+import { findConnectionType, findSinkKind } from '../sinks/registry.js';
 import { parseTableName } from './table-name.js';
 
 /** A pipeline as far as the tables it writes go. */

@@ -1,9 +1,3 @@
-/**
- * The states of a pipeline's table: waiting to be copied, being copied, being copied again,
- * copied and streaming, or gone from the source (dropped or renamed there).
- */
-export const TABLE_STATUSES = ['pending', 'snapshot', 'backfill', 'streaming', 'dropped'] as const;
-
 /** Progress of one table's snapshot, as the progress endpoint shows it. */
 export interface TableProgress {
   partitionsTotal: number;

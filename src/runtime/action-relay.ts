@@ -4,7 +4,8 @@ import { ACTION_EVENTS } from '../../machines/pipeline-transitions.js';
 import { leasesStore } from '../store/leases-store.js';
 import { pipelinesStore } from '../store/pipelines-store.js';
 import type { PipelineActors } from './pipeline-actors.js';
-import type { PipelineHandles } from './pipeline-handle.js';
+import type { PipelineHandle } from './pipeline-handle.js';
+import type { PipelinesView } from './pipeline-registry.js';
 
 /** What a user can ask of a pipeline that another instance of the fleet may run. */
 export type RelayedAction = PipelineAction | 'approve' | 'reject';
@@ -16,7 +17,7 @@ export type RelayedAction = PipelineAction | 'approve' | 'reject';
 export class ActionRelay {
   constructor(
     private readonly pool: DatabasePool,
-    private readonly handles: PipelineHandles,
+    private readonly handles: PipelinesView<PipelineHandle>,
     private readonly actors: PipelineActors,
   ) {}
 
@@ -28,7 +29,7 @@ export class ActionRelay {
   /** Hands a schema decision to the pipeline: to its actor here, or through the store to its owner. */
   async relayDecision(pipelineId: string, decision: 'approve' | 'reject'): Promise<void> {
     const handle = this.handles.get(pipelineId);
-    if (handle) handle.actor.send({ type: decision === 'approve' ? 'APPROVE' : 'REJECT' });
+    if (handle) handle.send({ type: decision === 'approve' ? 'APPROVE' : 'REJECT' });
     else await this.askOwner(pipelineId, decision);
   }
 
@@ -41,13 +42,13 @@ export class ActionRelay {
         : action === 'reject'
           ? ({ type: 'REJECT' } as const)
           : ACTION_EVENTS[action as PipelineAction];
-    if (handle && event && handle.actor.getSnapshot().can(event)) handle.actor.send(event);
+    if (handle && event && handle.accepts(event)) handle.send(event);
   }
 
   /** Follows what other instances changed in the store: definitions (hot reload) and backfills asked for. */
   async reconcile(): Promise<void> {
     if (this.handles.size === 0) return;
-    for (const row of await pipelinesStore.followUps(this.pool, [...this.handles.keys()])) {
+    for (const row of await pipelinesStore.followUps(this.pool, this.handles.ids())) {
       const handle = this.handles.get(row.id);
       if (!handle) continue;
       if (row.generation !== handle.generation) this.actors.definitionChanged(handle.id, row.generation);

@@ -1,27 +1,12 @@
 import type { DatabasePool } from 'slonik';
 import type { Logger } from '../log/logger.js';
+import { HISTORY_KEEP_MS, HISTORY_RESOLUTION_S } from '../pipelines/history-resolution.js';
 import { type HistoryPoint, pipelineHistoryStore } from '../store/pipeline-history-store.js';
 import { type CopiedRowsSeen, rowsCopiedSince } from './copied-rows.js';
-import type { PipelineHandles } from './pipeline-handle.js';
+import type { PipelinesView } from './pipeline-registry.js';
 import type { PipelineStats } from './pipeline-stats.js';
 
-/** Seconds a point of the history covers. */
-export const HISTORY_RESOLUTION_S = 10;
-/** How long points are kept: the charts show up to 24 h, with a day's margin. */
-export const HISTORY_KEEP_MS = 48 * 3_600_000;
 const PRUNE_EVERY_MS = 3_600_000;
-/** The most points one answer of the history holds: a long window merges points to stay under it. */
-export const HISTORY_MAX_POINTS = 720;
-
-/**
- * Seconds each point of an answer covers for a window: 10 up to two hours, then a multiple of 10
- * that keeps the answer at HISTORY_MAX_POINTS at most (30 s over 6 h, 2 min over 24 h).
- */
-export const historyResolutionS = (windowMs: number) =>
-  Math.max(
-    HISTORY_RESOLUTION_S,
-    Math.ceil(windowMs / 1000 / HISTORY_MAX_POINTS / HISTORY_RESOLUTION_S) * HISTORY_RESOLUTION_S,
-  );
 
 interface Window {
   samples: number;
@@ -48,7 +33,7 @@ export class FigureHistory {
 
   constructor(
     private readonly pool: DatabasePool,
-    private readonly handles: PipelineHandles,
+    private readonly handles: PipelinesView,
     private readonly logger: Logger,
   ) {}
 

@@ -2,7 +2,7 @@ import type { DatabasePool } from 'slonik';
 import type { Logger } from '../log/logger.js';
 import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import { type Figures, pipelineFiguresStore } from '../store/pipeline-figures-store.js';
-import type { PipelineHandles } from './pipeline-handle.js';
+import type { PipelinesView } from './pipeline-registry.js';
 
 /** Figures unchanged are stored again after this, so that a reader sees they are still measured. */
 const REFRESH_MS = 10_000;
@@ -19,7 +19,7 @@ export class FleetFigures {
 
   constructor(
     private readonly pool: DatabasePool,
-    private readonly handles: PipelineHandles,
+    private readonly handles: PipelinesView,
     private readonly logger: Logger,
   ) {}
 

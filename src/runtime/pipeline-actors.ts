@@ -1,24 +1,23 @@
 import type { DatabasePool } from 'slonik';
-import { createActor, fromCallback, fromPromise } from 'xstate';
+import { fromCallback, fromPromise } from 'xstate';
 import {
   MAX_RETRY_DELAY_MS,
   type PipelineEvent,
   type PipelineState,
   type PrepareFailure,
   pipelineMachine,
-  retryDelayMs,
+  retryWaitMs,
 } from '../../machines/pipeline.js';
-import { apiState } from '../../machines/pipeline-transitions.js';
 import type { Logger } from '../log/logger.js';
 import { leasesStore } from '../store/leases-store.js';
 import { pipelineFiguresStore } from '../store/pipeline-figures-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
-import { isRetryable, isUnreachable, messageOf } from './error-kinds.js';
-import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
-import { PipelineStats } from './pipeline-stats.js';
+import { isRetryable, isUnreachable, messageOf, retryAfterMsOf } from './error-kinds.js';
+import { PipelineHandle } from './pipeline-handle.js';
+import type { PipelineRegistry } from './pipeline-registry.js';
+import { type ControlFigures, PipelineStats } from './pipeline-stats.js';
 import type { ReplicationRunner } from './replication-runner.js';
 import { runAttributed } from './run-attribution.js';
-import { awaitStop } from './slow-stop.js';
 import type { StateRecorder } from './state-recorder.js';
 import type { StatsPublisher } from './stats-publisher.js';
 
@@ -28,6 +27,7 @@ export type ResumeAs = 'stopped' | 'running' | 'paused' | 'failed';
 /**
  * Spawns, takes on and lets go of the actor of each pipeline this process runs. The actor is the
  * pipeline machine given the data plane to invoke; every state it reaches is shown and recorded.
+ * It alone adds pipelines to the registry and removes them from it.
  */
 export class PipelineActors {
   /** The tail of each pipeline's queue of actions and take-overs in this process. */
@@ -44,7 +44,7 @@ export class PipelineActors {
     private readonly runner: ReplicationRunner,
     private readonly logger: Logger,
     private readonly fleet: { workerId: string; leaseTtlMs: number },
-    private readonly handles: PipelineHandles,
+    private readonly handles: PipelineRegistry,
     private readonly recorder: StateRecorder,
     private readonly publisher: StatsPublisher,
     /** The longest wait between two attempts of a failing pipeline. */
@@ -116,8 +116,8 @@ export class PipelineActors {
   /** The definition of a pipeline changed: a running one restarts its data plane with it. */
   definitionChanged(pipelineId: string, generation?: number): void {
     const handle = this.handles.get(pipelineId);
-    if (handle && generation !== undefined) handle.generation = generation;
-    if (handle?.state === 'running') handle.actor.send({ type: 'RELOAD' });
+    if (handle && generation !== undefined) handle.followGeneration(generation);
+    if (handle?.state === 'running') handle.send({ type: 'RELOAD' });
   }
 
   /**
@@ -130,8 +130,8 @@ export class PipelineActors {
       const handle = this.handles.get(id);
       if (!handle) continue;
       this.logger.warn({ pipeline: handle.name }, 'lost the lease of the pipeline; another worker takes it');
-      this.handles.delete(id);
-      handle.actor.stop();
+      this.handles.remove(handle);
+      handle.stop();
       const ended = handle.loop.then(() => {
         if (this.retiring.get(id) === ended) this.retiring.delete(id);
       });
@@ -144,25 +144,20 @@ export class PipelineActors {
     await this.retiring.get(pipelineId);
     const handle = this.handles.get(pipelineId);
     if (!handle) return;
-    handle.actor.stop();
+    handle.stop();
     await handle.loop;
     if (handle.runId) await this.recorder.closeRun(handle.runId, 'deleted');
     await handle.writes;
-    this.handles.delete(pipelineId);
+    this.handles.remove(handle);
   }
 
   /** Stops every loop (leaving desired states as they are, so the next start restores them). */
   async stopAll(): Promise<void> {
     this.recorder.close();
     const handles = [...this.handles.values()];
-    for (const h of handles) h.actor.stop();
+    for (const h of handles) h.stop();
     // Each data plane's wait is logged while it lasts, as a stop's is (slow-stop.ts).
-    const ended = handles.map((h) =>
-      awaitStop(h.loop, this.logger.child({ pipeline: h.name }), () => ({
-        phase: h.stats.phase,
-        step: h.control.step,
-      })),
-    );
+    const ended = handles.map((h) => h.awaitStop(this.logger.child({ pipeline: h.name })));
     await Promise.all([...ended, ...this.retiring.values()]);
     await this.recorder.recordProgress();
     for (const h of handles) {
@@ -175,23 +170,33 @@ export class PipelineActors {
   }
 
   private spawn(row: PipelineRow, epoch: number, resumeAs: ResumeAs, carriedLagMs = 0): PipelineHandle {
-    const stats = Object.assign(new PipelineStats(), { lastCheckpointAt: row.last_checkpoint_at });
+    const stats: PipelineStats = new PipelineStats({
+      lastCheckpointAt: row.last_checkpoint_at,
+      control: (): ControlFigures => handle.machineFigures(),
+    });
     if (carriedLagMs > 0) stats.carryLag(Date.now() - carriedLagMs);
-    const handle = {
+    const handle: PipelineHandle = new PipelineHandle({
       id: row.id,
       name: row.name,
       projectId: row.project_id,
       stats,
-      loop: Promise.resolve(),
-      runId: null,
-      state: 'stopped',
+      resumeAs,
       error: row.error,
-      control: { epoch },
       generation: row.generation,
-      writes: Promise.resolve(),
-    } as unknown as PipelineHandle;
+      epoch,
+      machine: (h) => this.machineFor(row, h),
+      changed: (h, previous, state, error) => this.changed(h, previous, state, error),
+    });
+    this.handles.add(handle);
+    this.publisher.attach(handle);
+    handle.start();
+    return handle;
+  }
+
+  /** The pipeline machine, given the data plane of `handle`'s pipeline to invoke. */
+  private machineFor(row: PipelineRow, handle: PipelineHandle) {
     const log = this.logger.child({ pipeline: row.name });
-    const machine = pipelineMachine.provide({
+    return pipelineMachine.provide({
       actors: {
         prepare: fromPromise(() => {
           // An error escaping the preparation (an 'error' event nobody listened to) fails it too.
@@ -203,7 +208,11 @@ export class PipelineActors {
           return Promise.race([runAttributed(run, () => this.runner.prepare(row.id)), failed]).catch(
             (error: unknown) => {
               log.warn({ err: error }, 'could not prepare the pipeline');
-              throw { message: messageOf(error), retryable: isRetryable(error) } satisfies PrepareFailure;
+              throw {
+                message: messageOf(error),
+                retryable: isRetryable(error),
+                retryAfterMs: retryAfterMsOf(error),
+              } satisfies PrepareFailure;
             },
           );
         }),
@@ -213,11 +222,11 @@ export class PipelineActors {
             if (!controller.signal.aborted) sendBack(event);
           };
           let progressed = false;
-          handle.stats.onProgress = () => {
+          handle.stats.tellProgressTo(() => {
             if (progressed) return;
             progressed = true;
             report({ type: 'PROGRESS' });
-          };
+          });
           const failed = (error: unknown) => {
             if (controller.signal.aborted) return;
             log.warn({ err: error }, 'replication failed');
@@ -226,6 +235,7 @@ export class PipelineActors {
               message: messageOf(error),
               retryable: isRetryable(error),
               unreachable: isUnreachable(error),
+              retryAfterMs: retryAfterMsOf(error),
             });
           };
           // An error escaping the run (an 'error' event nobody listened to) fails it as a thrown one
@@ -237,8 +247,8 @@ export class PipelineActors {
               controller.abort(error);
             },
           };
-          handle.loop = handle.loop
-            .then(() => {
+          handle.runAfterLoop(
+            () => {
               if (controller.signal.aborted) return;
               return runAttributed(run, () =>
                 this.runner.run(
@@ -249,47 +259,23 @@ export class PipelineActors {
                   handle.control,
                 ),
               );
-            })
-            .then(
-              (outcome) =>
-                report(
-                  outcome === 'held-for-schema'
-                    ? { type: 'SCHEMA_CHANGE' }
-                    : { type: 'FAILED', message: 'the change stream ended unexpectedly', retryable: true },
-                ),
-              failed,
-            );
+            },
+            (outcome) =>
+              report(
+                outcome === 'held-for-schema'
+                  ? { type: 'SCHEMA_CHANGE' }
+                  : { type: 'FAILED', message: 'the change stream ended unexpectedly', retryable: true },
+              ),
+            failed,
+          );
           return () => controller.abort();
         }),
-        drain: fromPromise(() =>
-          awaitStop(handle.loop, log, () => ({ phase: handle.stats.phase, step: handle.control.step })),
-        ),
+        drain: fromPromise(() => handle.awaitStop(log)),
       },
       delays: {
-        backoff: ({ context }) => retryDelayMs(context.retries - 1, this.retryMaxDelayMs),
+        backoff: ({ context }) => retryWaitMs(context, this.retryMaxDelayMs),
       },
     });
-    handle.actor = createActor(machine, { input: { pipelineId: row.id, resumeAs, error: row.error } });
-    handle.actor.subscribe((snapshot) => {
-      const state = apiState(snapshot.value);
-      handle.stats.retries = snapshot.context.retries;
-      // A retried failure changes the error without changing the state: both are shown, both are kept.
-      if (state === handle.state && snapshot.context.error === handle.error) return;
-      const previous = handle.state;
-      handle.state = state;
-      handle.error = snapshot.context.error;
-      if (state !== 'running' && state !== 'pending_schema_approval') handle.stats.phase = 'idle';
-      this.changed(handle, previous, state, snapshot.context.error);
-    });
-    this.handles.set(row.id, handle);
-    this.publisher.attach(handle);
-    handle.actor.start();
-    handle.state = apiState(handle.actor.getSnapshot().value);
-    // An actor born stopped is about to be given an action whose state is stored already.
-    if (handle.state !== 'stopped') {
-      this.changed(handle, 'stopped', handle.state, handle.actor.getSnapshot().context.error);
-    }
-    return handle;
   }
 
   /** A state the actor reached: on the feed at once, in the store after the writes before it. */
@@ -300,6 +286,7 @@ export class PipelineActors {
     error: string | null,
   ): void {
     this.publisher.stateChanged(handle, state, error);
-    this.recorder.stateChanged(handle, previous, state, error);
+    // A pipeline that stopped is let go once its state is stored, before its lease is.
+    this.recorder.stateChanged(handle, previous, state, error, () => this.handles.remove(handle));
   }
 }

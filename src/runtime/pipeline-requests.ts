@@ -15,7 +15,8 @@ import { pipelinesStore } from '../store/pipelines-store.js';
 import type { ActionRelay } from './action-relay.js';
 import { messageOf } from './error-kinds.js';
 import type { PipelineActors } from './pipeline-actors.js';
-import type { PipelineHandles } from './pipeline-handle.js';
+import type { PipelineHandle } from './pipeline-handle.js';
+import type { PipelinesView } from './pipeline-registry.js';
 import type { ReplicationRunner } from './replication-runner.js';
 import type { StateRecorder } from './state-recorder.js';
 
@@ -30,7 +31,7 @@ export class PipelineRequests {
     private readonly runner: ReplicationRunner,
     private readonly logger: Logger,
     private readonly fleet: { workerId: string; leaseTtlMs: number },
-    private readonly handles: PipelineHandles,
+    private readonly handles: PipelinesView<PipelineHandle>,
     private readonly actors: PipelineActors,
     private readonly recorder: StateRecorder,
     private readonly relay: ActionRelay,
@@ -99,7 +100,7 @@ export class PipelineRequests {
         : invalidTransition(name, now ?? state, action, why);
     }
     if (handle) {
-      handle.actor.send(ACTION_EVENTS[action]);
+      handle.send(ACTION_EVENTS[action]);
       return handle.state;
     }
     // Another live worker runs it: the action waits in the store for that worker to carry out.
@@ -113,7 +114,7 @@ export class PipelineRequests {
       epoch,
       state === 'failed' || state === 'paused' ? state : 'stopped',
     );
-    target.actor.send(ACTION_EVENTS[action]);
+    target.send(ACTION_EVENTS[action]);
     return target.state;
   }
 

@@ -1,8 +1,7 @@
 import type { Phase } from '../../machines/pipeline.js';
-import type { ChangeEvent, ChangeOp } from '../core/change.js';
-import { parseLsn } from '../core/lsn.js';
+import { CHANGE_OPS, type ChangeEvent, type ChangeOp } from '../core/change.js';
+import { formatLsn } from '../core/lsn.js';
 import type { SlotPosition } from '../core/source.js';
-import { CHANGE_OPS } from '../metrics/pipeline-series.js';
 import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import type { TableProgress } from '../pipelines/table-progress.js';
 import { WalClock } from './wal-clock.js';
@@ -12,28 +11,50 @@ export type { TableProgress };
 // Rates are measured over this window so a single large batch does not make the figure jump.
 const RATE_WINDOW_MS = 5_000;
 
+/** The source slot's figures, as last read. */
+export interface SlotFigures {
+  retainedWalBytes: number | null;
+  walStatus: string | null;
+}
+
+/** What the pipeline's machine holds of a data plane: shown with its figures, kept only there. */
+export interface ControlFigures {
+  phase: Phase | 'idle';
+  /** Failures in a row being retried; 0 once the data plane is healthy. */
+  retries: number;
+}
+
+/** Told of a write the sink made durable: its size in events and how long it took. */
+export type BatchListener = (events: number, seconds: number) => void;
+
+export interface PipelineStatsOptions {
+  /** Reads the pipeline's machine: the one place its phase and retry count are kept. */
+  control?: () => ControlFigures;
+  /** The last checkpoint's time as stored, before this process records one. */
+  lastCheckpointAt?: string | null;
+}
+
+const IDLE_CONTROL: ControlFigures = { phase: 'idle', retries: 0 };
+
 /**
  * What the data plane of one pipeline is doing, measured in this process. The figures the API
  * shows are read from here; what must survive a restart is handed to the store in `takeDeltas`.
  */
 export class PipelineStats {
-  phase: Phase | 'idle' = 'idle';
-  eventsTotal = 0;
-  sinkErrorsTotal = 0;
-  lastCheckpointAt: string | null = null;
-  lastCheckpointLsn: string | null = null;
+  #eventsTotal = 0;
+  #sinkErrorsTotal = 0;
+  #lastCheckpointAt: string | null;
+  #lastCheckpointLsn: bigint | null = null;
   /** Commit time (ms) of the oldest transaction received but not yet durable in the sink. */
-  oldestPendingCommitMs: number | null = null;
+  private oldestPendingCommitMs: number | null = null;
   /**
    * While streaming: when the oldest transaction the source is still sending began to arrive (ms;
    * null when none), for a large one that is handed over only at its commit.
    */
-  sourcePendingSinceMs?: () => number | null;
-  readonly tables = new Map<string, TableProgress>();
-  /** Events applied in this process, by operation. */
-  readonly eventsByOp: Record<ChangeOp, number> = { insert: 0, update: 0, delete: 0, truncate: 0 };
-  /** The source slot as last read (see observeSource); null before the first read, or when it has none. */
-  slot: { retainedWalBytes: number | null; walStatus: string | null } | null = null;
+  private arrivingSinceMs: (() => number | null) | null = null;
+  readonly #tables = new Map<string, TableProgress>();
+  readonly #eventsByOp: Record<ChangeOp, number> = { insert: 0, update: 0, delete: 0, truncate: 0 };
+  #slot: SlotFigures | null = null;
   /** When the source wrote its WAL, for the lag of what is not durable yet, received or not. */
   private readonly wal = new WalClock();
   /** Acknowledged to the source in this run of the data plane (durable in the sink). */
@@ -45,10 +66,62 @@ export class PipelineStats {
    * it (a restart, a take-over): it counts until this process dates that WAL itself.
    */
   private carriedSinceMs: number | null = null;
-  /** Failures in a row being retried (the machine's count); 0 once the data plane is healthy. */
-  retries = 0;
   // Each watcher of the pipeline (the slot, the source's tables) keeps its own warning.
   private readonly warnings = new Map<string, string>();
+  private readonly control: () => ControlFigures;
+  private readonly batchListeners: BatchListener[] = [];
+  private progressListener: (() => void) | null = null;
+
+  constructor(options: PipelineStatsOptions = {}) {
+    this.control = options.control ?? (() => IDLE_CONTROL);
+    this.#lastCheckpointAt = options.lastCheckpointAt ?? null;
+  }
+
+  /** What the data plane is doing, as the pipeline's machine holds it. */
+  get phase(): Phase | 'idle' {
+    return this.control().phase;
+  }
+
+  /** Failures in a row being retried (the machine's count); 0 once the data plane is healthy. */
+  get retries(): number {
+    return this.control().retries;
+  }
+
+  /** Events applied in this process. */
+  get eventsTotal(): number {
+    return this.#eventsTotal;
+  }
+
+  /** Batches the sink refused or failed, in this process. */
+  get sinkErrorsTotal(): number {
+    return this.#sinkErrorsTotal;
+  }
+
+  /** When the sink last held a checkpoint durably (ISO time), this process or the stored one. */
+  get lastCheckpointAt(): string | null {
+    return this.#lastCheckpointAt;
+  }
+
+  /** The last checkpoint the sink holds durably, recorded in this process. */
+  get lastCheckpointLsn(): bigint | null {
+    return this.#lastCheckpointLsn;
+  }
+
+  /** Events applied in this process, by operation. */
+  get eventsByOp(): Readonly<Record<ChangeOp, number>> {
+    return this.#eventsByOp;
+  }
+
+  /** The tables being copied, by name (the snapshot's or a backfill's). */
+  get tables(): ReadonlyMap<string, TableProgress> {
+    return this.#tables;
+  }
+
+  /** The source slot as last read; null before the first read, or when it has none. */
+  get slot(): SlotFigures | null {
+    return this.#slot;
+  }
+
   /** What a person should see (e.g. the slot keeps too much WAL, a table was dropped), or null. */
   get warning(): string | null {
     return this.warnings.size === 0 ? null : [...this.warnings.values()].join('; ');
@@ -65,13 +138,48 @@ export class PipelineStats {
     this.warnings.clear();
   }
 
-  /** Told of every durable batch: its size in events and how long the sink took. */
-  onBatch?: (events: number, seconds: number) => void;
+  /** Every write the sink made durable is told to `listener`: its size in events and how long it took. */
+  tellBatchesTo(listener: BatchListener): void {
+    this.batchListeners.push(listener);
+  }
+
   /**
-   * Told when the data plane shows it is healthy: the sink durably took something (a batch, a
-   * snapshot partition), or the stream caught up with nothing to apply.
+   * From now on `listener` (the current run's, replacing the previous one) is told when the data
+   * plane shows it is healthy: the sink durably took something (a batch, a snapshot partition), or
+   * the stream caught up with nothing to apply.
    */
-  onProgress?: () => void;
+  tellProgressTo(listener: () => void): void {
+    this.progressListener = listener;
+  }
+
+  /** Copying `table` began (a snapshot's or a backfill's), from the figures in `progress`. */
+  copyStarted(table: string, progress: TableProgress): void {
+    this.#tables.set(table, progress);
+  }
+
+  /** The oldest transaction received and not yet durable in the sink committed at `ms`; null: none. */
+  oldestPendingCommit(ms: number | null): void {
+    this.oldestPendingCommitMs = ms;
+  }
+
+  /**
+   * The change stream opened: `arrivingSinceMs` tells when the oldest transaction the source is
+   * still sending began to arrive (null when none).
+   */
+  streamOpened(arrivingSinceMs: () => number | null): void {
+    this.arrivingSinceMs = arrivingSinceMs;
+  }
+
+  /** The change stream closed: nothing is arriving any more. */
+  streamClosed(): void {
+    this.arrivingSinceMs = null;
+  }
+
+  /** The source's slot was read: what it keeps of the WAL and in what state. */
+  slotRead(slot: SlotFigures | null): void {
+    this.#slot = slot && { retainedWalBytes: slot.retainedWalBytes, walStatus: slot.walStatus };
+  }
+
   private applied: { at: number; events: number }[] = [];
   /** Events of pieces of the transaction being applied, not counted yet (see recordPiece). */
   private readonly piecesByOp: Record<ChangeOp, number> = { insert: 0, update: 0, delete: 0, truncate: 0 };
@@ -79,8 +187,8 @@ export class PipelineStats {
   private pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };
 
   /** A batch became durable in the sink, after `seconds` of writing. */
-  recordApplied(changes: readonly ChangeEvent[], checkpointLsn: string, seconds = 0, now = Date.now()): void {
-    for (const change of changes) this.eventsByOp[change.op]++;
+  recordApplied(changes: readonly ChangeEvent[], checkpointLsn: bigint, seconds = 0, now = Date.now()): void {
+    for (const change of changes) this.#eventsByOp[change.op]++;
     this.count(changes.length);
     this.recordWrite(changes.length, seconds, now);
     this.recordCheckpoint(checkpointLsn, now);
@@ -103,7 +211,7 @@ export class PipelineStats {
   /** The transaction whose pieces were recorded is durable whole: its events count now. */
   countPieces(): void {
     for (const op of CHANGE_OPS) {
-      this.eventsByOp[op] += this.piecesByOp[op];
+      this.#eventsByOp[op] += this.piecesByOp[op];
       this.piecesByOp[op] = 0;
     }
     this.count(this.piecesEvents);
@@ -117,17 +225,17 @@ export class PipelineStats {
   }
 
   /** The sink holds everything up to `lsn` durably: after a batch, or when a snapshot completed. */
-  recordCheckpoint(lsn: string, now = Date.now()): void {
-    this.acknowledged(parseLsn(lsn));
-    this.lastCheckpointLsn = lsn;
-    this.lastCheckpointAt = new Date(now).toISOString();
+  recordCheckpoint(lsn: bigint, now = Date.now()): void {
+    this.acknowledged(lsn);
+    this.#lastCheckpointLsn = lsn;
+    this.#lastCheckpointAt = new Date(now).toISOString();
     this.pendingSave.checkpoint = true;
     this.madeProgress();
   }
 
   /** The sink durably took something: what a failing pipeline needs to count as healthy again. */
   madeProgress(): void {
-    this.onProgress?.();
+    this.progressListener?.();
   }
 
   /**
@@ -136,11 +244,12 @@ export class PipelineStats {
    * refused at every attempt does not count.
    */
   caughtUp(): void {
-    this.onProgress?.();
+    this.progressListener?.();
   }
 
+  /** The sink refused or failed a batch. */
   recordSinkError(): void {
-    this.sinkErrorsTotal++;
+    this.#sinkErrorsTotal++;
     this.pendingSave.sinkErrors++;
   }
 
@@ -173,7 +282,7 @@ export class PipelineStats {
     }
     this.carriedSinceMs = null;
     this.wal.observe(walEnd, atMs);
-    this.slot = slot && { retainedWalBytes: slot.retainedWalBytes, walStatus: slot.walStatus };
+    this.slotRead(slot);
   }
 
   /** The pipeline's previous owner measured its oldest change not yet durable as written at `sinceMs`. */
@@ -186,7 +295,7 @@ export class PipelineStats {
     this.carriedSinceMs = null;
     this.wal.clear();
     this.confirmedLsn = null;
-    this.slot = null;
+    this.#slot = null;
   }
 
   /** Where the sink is durable, as far as this process knows; null when it cannot tell. */
@@ -210,7 +319,7 @@ export class PipelineStats {
    */
   lagMs(now = Date.now()): number {
     const applying = this.oldestPendingCommitMs;
-    const arriving = this.sourcePendingSinceMs?.() ?? null;
+    const arriving = this.arrivingSinceMs?.() ?? null;
     const oldest = applying === null ? arriving : arriving === null ? applying : Math.min(applying, arriving);
     const received = oldest === null ? 0 : Math.max(0, now - oldest);
     const durable = this.durableLsn();
@@ -248,8 +357,11 @@ export class PipelineStats {
     const deltas = {
       events: this.pendingSave.events,
       sinkErrors: this.pendingSave.sinkErrors,
-      checkpointLsn: this.pendingSave.checkpoint ? this.lastCheckpointLsn : null,
-      checkpointAt: this.pendingSave.checkpoint ? this.lastCheckpointAt : null,
+      checkpointLsn:
+        this.pendingSave.checkpoint && this.#lastCheckpointLsn !== null
+          ? formatLsn(this.#lastCheckpointLsn)
+          : null,
+      checkpointAt: this.pendingSave.checkpoint ? this.#lastCheckpointAt : null,
     };
     this.pendingSave = { events: 0, sinkErrors: 0, checkpoint: false };
     return deltas;
@@ -263,13 +375,13 @@ export class PipelineStats {
   }
 
   private count(events: number): void {
-    this.eventsTotal += events;
+    this.#eventsTotal += events;
     this.pendingSave.events += events;
   }
 
   /** The sink wrote `events` events in `seconds`: for the rate and the batch figures. */
   private recordWrite(events: number, seconds: number, now: number): void {
-    this.onBatch?.(events, seconds);
+    for (const listener of this.batchListeners) listener(events, seconds);
     this.applied.push({ at: now, events });
     this.trim(now);
   }

@@ -1,7 +1,6 @@
 import type { DatabasePool } from 'slonik';
 import type { Phase } from '../../machines/pipeline.js';
 import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
-import { formatLsn, parseLsn } from '../core/lsn.js';
 import { FencedError, type Sink } from '../core/sink.js';
 import type { Source, SourceSnapshot } from '../core/source.js';
 import {
@@ -89,7 +88,7 @@ export interface RunnerDeps {
 }
 
 /** 10 GiB: a day of a busy database's WAL, long before most disks fill. */
-export const DEFAULT_WARN_RETAINED_WAL_BYTES = 10 * 1024 ** 3;
+const DEFAULT_WARN_RETAINED_WAL_BYTES = 10 * 1024 ** 3;
 
 export type { ConnectionResolver, DefinitionCheckOutcome, DefinitionToCheck };
 
@@ -218,16 +217,12 @@ export class ReplicationRunner {
       slotSnapshot = claim.snapshot;
       if (resync) await resyncStore.done(this.deps.pool, pipelineId);
       // A new slot's snapshot holds everything before its position, whatever the sink had before.
-      const startLsn = slotSnapshot
-        ? formatLsn(claim.position)
-        : (checkpoint?.lsn ?? formatLsn(claim.position));
-      const startPosition = parseLsn(startLsn);
+      const startPosition = slotSnapshot ? claim.position : (checkpoint?.lsn ?? claim.position);
 
       const pending = schemas.filter(
         (s) => tableRows.find((t) => t.table_name === tableKey(s))?.status !== 'streaming',
       );
       if (pending.length > 0) {
-        stats.phase = 'snapshot';
         onPhase('snapshot');
         control.step = 'copying tables';
         await snapshotTables({
@@ -244,7 +239,7 @@ export class ReplicationRunner {
           logger: log,
         });
         // Everything up to the slot's start position is in the sink now: that is a checkpoint.
-        if (!signal.aborted) stats.recordCheckpoint(startLsn);
+        if (!signal.aborted) stats.recordCheckpoint(startPosition);
       }
       await slotSnapshot?.release();
       slotSnapshot = undefined;
@@ -318,7 +313,6 @@ export class ReplicationRunner {
           backfill.request([table]);
         },
       });
-      stats.phase = 'streaming';
       onPhase('streaming');
       control.step = 'streaming';
       // Every change committed so far lies before this: a stream idle past it has caught up.
@@ -329,7 +323,7 @@ export class ReplicationRunner {
         ...(this.deps.spoolDir ? { spoolDir: this.deps.spoolDir } : {}),
       });
       // A large transaction still arriving counts in the lag before the applier sees any of it.
-      stats.sourcePendingSinceMs = () => stream.stats().arrivingSinceMs;
+      stats.streamOpened(() => stream.stats().arrivingSinceMs);
       // Stops the stream for the caller's abort, and for a slot found lost while streaming.
       const { controller: streaming, unlink } = abortWith(signal);
       let slotLost: SlotMissingError | undefined;
@@ -395,7 +389,7 @@ export class ReplicationRunner {
         stopWatchingTables();
         unlink();
         stats.clearWarnings();
-        stats.sourcePendingSinceMs = undefined;
+        stats.streamClosed();
         control.backfill = undefined;
         control.verification = undefined;
         control.step = 'ending the backfill and the stream';

@@ -38,7 +38,7 @@ export function watchSlot(options: SlotMonitorOptions): () => void {
       return;
     }
     if (stopped) return;
-    stats.slot = { retainedWalBytes: status.retainedWalBytes, walStatus: status.walStatus };
+    stats.slotRead(status);
     const retained = status.retainedWalBytes ?? 0;
     stats.warn(
       'slot',

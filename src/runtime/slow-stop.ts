@@ -1,7 +1,7 @@
 import type { Logger } from '../log/logger.js';
 
 /** A stop that takes longer than this is logged, and again at every such interval while it lasts. */
-export const SLOW_STOP_MS = 15_000;
+const SLOW_STOP_MS = 15_000;
 
 /**
  * Waits for a data plane's loop to end, logging while it takes long (with what it was doing, from

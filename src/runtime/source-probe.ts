@@ -1,6 +1,7 @@
 import type { Source } from '../core/source.js';
 import type { Logger } from '../log/logger.js';
-import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
+import type { PipelineReading } from './pipeline-handle.js';
+import type { PipelinesView } from './pipeline-registry.js';
 
 /** How often the sources of this process's pipelines are read. */
 export const SOURCE_PROBE_INTERVAL_MS = 1_000;
@@ -14,7 +15,7 @@ export type SourceLookup = (pipelineId: string) => Promise<{ key: string; open: 
 
 interface Group {
   open: () => Promise<Source>;
-  handles: PipelineHandle[];
+  handles: PipelineReading[];
 }
 
 /**
@@ -38,7 +39,7 @@ export class SourceProbe {
 
   constructor(
     private readonly deps: {
-      handles: PipelineHandles;
+      handles: PipelinesView;
       lookup: SourceLookup;
       logger: Logger;
       now?: () => number;
@@ -77,7 +78,7 @@ export class SourceProbe {
     await Promise.all([...groups].map(([key, group]) => this.read(key, group)));
   }
 
-  private async lookup(handle: PipelineHandle) {
+  private async lookup(handle: PipelineReading) {
     const now = this.now();
     const known = this.lookups.get(handle.id);
     if (known && known.generation === handle.generation && now - known.at < LOOKUP_TTL_MS) return known;

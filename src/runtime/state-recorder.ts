@@ -8,7 +8,8 @@ import { pipelinesStore } from '../store/pipelines-store.js';
 import { resyncStore } from '../store/resync-store.js';
 import { runsStore } from '../store/runs-store.js';
 import { isStoreUnreachable } from '../store/store-unreachable.js';
-import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
+import type { PipelineHandle, PipelineReading } from './pipeline-handle.js';
+import type { PipelinesView } from './pipeline-registry.js';
 
 const DESIRED: Record<PipelineAction, 'running' | 'paused' | 'stopped'> = {
   start: 'running',
@@ -17,13 +18,13 @@ const DESIRED: Record<PipelineAction, 'running' | 'paused' | 'stopped'> = {
   stop: 'stopped',
 };
 
+/** How often a state write is tried again while the metadata store is out of reach. */
+const STATE_RETRY_MS = 1_000;
+
 /**
  * Writes what happens to pipelines into the store, the record of truth: the actions users took
  * and the states they want, every state an actor reaches, the runs, and the progress counted.
  */
-/** How often a state write is tried again while the metadata store is out of reach. */
-const STATE_RETRY_MS = 1_000;
-
 export class StateRecorder {
   private closing = false;
 
@@ -31,7 +32,7 @@ export class StateRecorder {
     private readonly pool: DatabasePool,
     private readonly logger: Logger,
     private readonly workerId: string,
-    private readonly handles: PipelineHandles,
+    private readonly handles: PipelinesView,
   ) {}
 
   /**
@@ -68,38 +69,38 @@ export class StateRecorder {
 
   /**
    * Records a state the pipeline's actor reached, after the writes recorded before it: a run opens
-   * when it starts and closes when it stops or fails; a stopped pipeline lets go of its lease.
+   * when it starts and closes when it stops or fails; a stopped pipeline is let go (`letGo`, once
+   * its state is stored) and lets go of its lease.
    */
   stateChanged(
     handle: PipelineHandle,
     previous: PipelineState,
     state: PipelineState,
     error: string | null,
+    letGo: () => void,
   ): void {
     this.logChange(handle, previous, state, error);
-    handle.writes = handle.writes
-      .then(() =>
+    handle.queueWrite(
+      () =>
         this.untilStored(handle, async () => {
           await pipelinesStore.setState(this.pool, handle.id, state, error, this.workerId);
           // A pipeline restored as running opens its run there: it does not pass through starting.
           if ((state === 'starting' || state === 'running') && !handle.runId) {
-            handle.runId = await runsStore.open(this.pool, handle.id, handle.projectId);
+            handle.runOpened(await runsStore.open(this.pool, handle.id, handle.projectId));
           }
           if ((state === 'stopped' || state === 'failed') && handle.runId) {
             await this.recordProgress();
             await runsStore.close(this.pool, handle.runId, state, state === 'failed' ? error : null);
-            handle.runId = null;
+            handle.runClosed();
           }
           if (state === 'stopped' && previous !== 'stopped') {
-            this.handles.delete(handle.id);
+            letGo();
             await pipelineFiguresStore.forget(this.pool, handle.id);
             await leasesStore.release(this.pool, handle.id, this.workerId);
           }
         }),
-      )
-      .catch((e: unknown) =>
-        this.logger.error({ err: e, pipeline: handle.name }, 'could not record pipeline state'),
-      );
+      (e: unknown) => this.logger.error({ err: e, pipeline: handle.name }, 'could not record pipeline state'),
+    );
   }
 
   /**
@@ -108,7 +109,7 @@ export class StateRecorder {
    * pipeline was dropped (another worker owns it now) or the service stops.
    */
   private async untilStored(handle: PipelineHandle, write: () => Promise<void>): Promise<void> {
-    for (let failures = 0; !this.closing && this.handles.get(handle.id) === handle; failures++) {
+    for (let failures = 0; !this.closing && this.handles.holds(handle); failures++) {
       try {
         await write();
         return;
@@ -127,7 +128,7 @@ export class StateRecorder {
 
   /** One line a state change, with the pipeline's name: a failure as a warning, with its error. */
   private logChange(
-    handle: PipelineHandle,
+    handle: PipelineReading,
     from: PipelineState,
     to: PipelineState,
     error: string | null,

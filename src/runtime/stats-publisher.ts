@@ -2,31 +2,37 @@ import type { PipelineState } from '../../machines/pipeline.js';
 import type { LiveHub } from '../live/live-hub.js';
 import { IDLE_STATS, type PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import { etaSeconds, percentOf } from '../pipelines/table-progress.js';
-import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
+import type { PipelineReading } from './pipeline-handle.js';
+import type { PipelinesView } from './pipeline-registry.js';
 import type { PipelineStats } from './pipeline-stats.js';
+
+/** Told of the figures of each pipeline this process takes on. */
+export type StatsObserver = (
+  pipeline: { id: string; name: string; projectId: string },
+  stats: PipelineStats,
+) => void;
 
 /**
  * Shows what the pipelines this process runs are doing: their states and figures on the live feed
  * of their project, their figures to the metrics and to the API.
  */
 export class StatsPublisher {
-  /** Called with the figures of each pipeline this process takes on (metrics attach here). */
-  onStats?: (pipeline: { id: string; name: string; projectId: string }, stats: PipelineStats) => void;
-
   constructor(
     private readonly hub: LiveHub,
-    private readonly handles: PipelineHandles,
+    private readonly handles: PipelinesView,
     /** The figures of pipelines other instances run. */
     private readonly fleet?: { of(pipelineId: string): PipelineLiveStats | undefined },
+    /** Called with the figures of each pipeline this process takes on (metrics attach here). */
+    private readonly onStats?: StatsObserver,
   ) {}
 
   /** A pipeline was taken on: its figures are handed to whoever observes them. */
-  attach(handle: PipelineHandle): void {
+  attach(handle: PipelineReading): void {
     this.onStats?.({ id: handle.id, name: handle.name, projectId: handle.projectId }, handle.stats);
   }
 
   /** Tells the feed at once of a state a pipeline's actor reached. */
-  stateChanged(handle: PipelineHandle, state: PipelineState, error: string | null): void {
+  stateChanged(handle: PipelineReading, state: PipelineState, error: string | null): void {
     this.hub.publish(handle.projectId, { type: 'pipeline.state', name: handle.name, state, error });
     if (state === 'pending_schema_approval') {
       this.hub.publish(handle.projectId, {

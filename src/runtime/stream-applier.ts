@@ -66,7 +66,7 @@ function perTable(change: ChangeEvent): ChangeEvent[] {
 export async function applyStream(options: StreamApplierOptions): Promise<ApplyOutcome> {
   const { stats, limits, signal, backfill } = options;
   const commits = new PendingCommits((oldestMs) => {
-    stats.oldestPendingCommitMs = oldestMs;
+    stats.oldestPendingCommit(oldestMs);
   });
   // Pieces of an earlier run, if it stopped mid-transaction, are replayed whole.
   stats.dropPieces();

@@ -12,7 +12,8 @@ import { ActionRelay } from './action-relay.js';
 import { FigureHistory } from './figure-history.js';
 import { FleetFigures } from './fleet-figures.js';
 import { PipelineActors, type ResumeAs } from './pipeline-actors.js';
-import type { PipelineHandle, PipelineHandles } from './pipeline-handle.js';
+import type { PipelineHandle } from './pipeline-handle.js';
+import { PipelineRegistry, type PipelinesView } from './pipeline-registry.js';
 import { PipelineRequests } from './pipeline-requests.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import type {
@@ -24,7 +25,22 @@ import type {
 } from './replication-runner.js';
 import { SOURCE_PROBE_INTERVAL_MS, SourceProbe } from './source-probe.js';
 import { StateRecorder } from './state-recorder.js';
-import { StatsPublisher } from './stats-publisher.js';
+import { type StatsObserver, StatsPublisher } from './stats-publisher.js';
+
+/** What a supervisor works with. */
+export interface SupervisorDeps {
+  pool: DatabasePool;
+  runner: ReplicationRunner;
+  logger: Logger;
+  /** The live feed states and figures go to; one of its own unless given. */
+  hub?: LiveHub;
+  /** This worker, and how long its leases last without renewal. */
+  fleet?: { workerId: string; leaseTtlMs: number };
+  /** The longest wait between two attempts of a failing pipeline (60 s unless told). */
+  retryMaxDelayMs?: number;
+  /** Told of the figures of each pipeline this process takes on, restored ones included (metrics). */
+  onStats?: StatsObserver;
+}
 
 /** How often live counters are written to the store, and live figures sent to the feed. */
 const PERSIST_INTERVAL_MS = 1_000;
@@ -38,7 +54,10 @@ const PERSIST_INTERVAL_MS = 1_000;
  * all of them acting on the same pipelines.
  */
 export class Supervisor implements PipelineLifecycle, PipelineControl {
-  private readonly handles: PipelineHandles = new Map();
+  private readonly handles: PipelinesView<PipelineHandle>;
+  private readonly runner: ReplicationRunner;
+  /** This worker, and how long its leases last without renewal. */
+  readonly fleet: { workerId: string; leaseTtlMs: number };
   private readonly recorder: StateRecorder;
   private readonly publisher: StatsPublisher;
   private readonly actors: PipelineActors;
@@ -50,29 +69,27 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
   private timer: NodeJS.Timeout | undefined;
   private probeTimer: NodeJS.Timeout | undefined;
 
-  constructor(
-    pool: DatabasePool,
-    private readonly runner: ReplicationRunner,
-    logger: Logger,
-    hub: LiveHub = new LiveHub(),
-    /** This worker, and how long its leases last without renewal. */
-    readonly fleet: { workerId: string; leaseTtlMs: number } = { workerId: randomUUID(), leaseTtlMs: 15_000 },
-    /** The longest wait between two attempts of a failing pipeline (60 s unless told). */
-    retryMaxDelayMs?: number,
-  ) {
-    this.recorder = new StateRecorder(pool, logger, fleet.workerId, this.handles);
-    this.figures = new FleetFigures(pool, this.handles, logger);
-    this.history = new FigureHistory(pool, this.handles, logger);
-    this.publisher = new StatsPublisher(hub, this.handles, this.figures);
+  constructor(deps: SupervisorDeps) {
+    const { pool, runner, logger } = deps;
+    const fleet = deps.fleet ?? { workerId: randomUUID(), leaseTtlMs: 15_000 };
+    this.runner = runner;
+    this.fleet = fleet;
+    // Written only by the actors' part, which takes pipelines on and lets them go; read by the others.
+    const registry = new PipelineRegistry();
+    this.handles = registry;
+    this.recorder = new StateRecorder(pool, logger, fleet.workerId, registry);
+    this.figures = new FleetFigures(pool, registry, logger);
+    this.history = new FigureHistory(pool, registry, logger);
+    this.publisher = new StatsPublisher(deps.hub ?? new LiveHub(), registry, this.figures, deps.onStats);
     this.actors = new PipelineActors(
       pool,
       runner,
       logger,
       fleet,
-      this.handles,
+      registry,
       this.recorder,
       this.publisher,
-      retryMaxDelayMs,
+      deps.retryMaxDelayMs,
     );
     this.probe = new SourceProbe({
       handles: this.handles,
@@ -90,15 +107,6 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
       this.recorder,
       this.relay,
     );
-  }
-
-  /** Called with the figures of each pipeline this process takes on (metrics attach here). */
-  get onStats(): StatsPublisher['onStats'] {
-    return this.publisher.onStats;
-  }
-
-  set onStats(observer: StatsPublisher['onStats']) {
-    this.publisher.onStats = observer;
   }
 
   /** Starts the periodic work: progress to the store, live figures to the feed. */
@@ -234,7 +242,7 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
 
   /** The pipelines this worker holds. */
   ownedIds(): string[] {
-    return [...this.handles.keys()];
+    return this.handles.ids();
   }
 
   /** Lets go of pipelines whose lease this worker lost: their actors stop, recording nothing. */

@@ -7,7 +7,7 @@ const KEY_PATTERN = /^[0-9a-f]{64}$/i;
 const KEY = 'auth.master_key_file';
 const HOW_TO_MAKE = 'make one with: (umask 077; openssl rand -hex 32 > FILE)';
 
-export const defaultMasterKeyPath = (dataDir: string) => join(dataDir, 'master.key');
+const defaultMasterKeyPath = (dataDir: string) => join(dataDir, 'master.key');
 
 /**
  * Reads the master key (32 bytes as 64 hex characters). With no `auth.master_key_file`, the key

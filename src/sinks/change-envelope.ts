@@ -38,6 +38,7 @@
  * at the source since) comes as the source's text.
  */
 import type { ChangeEvent, ChangeOp, Row, TableRef, TableSchema } from '../core/change.js';
+import { formatLsn } from '../core/lsn.js';
 import {
   arrayOf,
   isArrayType,
@@ -106,7 +107,7 @@ export interface AddressedEnvelope {
 
 /** How many messages of a transaction have been numbered for one table. */
 export interface TableCount {
-  /** `commitLsn` of the transaction. */
+  /** `commitLsn` of the transaction, as its messages carry it (`lsn`). */
   commitLsn: string;
   count: number;
 }
@@ -236,10 +237,17 @@ export function changeEnvelopes(
     numbering.set(path, { commitLsn, count: sequence + 1 });
     return { id: `${commitLsn}/${path}/${sequence}`, sequence };
   };
+  // A transaction's changes come together: its position is formatted once.
+  let position: bigint | undefined;
+  let lsn = '';
   for (const change of changes) {
+    if (change.commitLsn !== position) {
+      position = change.commitLsn;
+      lsn = formatLsn(position);
+    }
     if (change.op === 'truncate') {
       for (const table of change.tables ?? [change.table]) {
-        const { id, sequence } = next(change.commitLsn, table);
+        const { id, sequence } = next(lsn, table);
         envelopes.push({
           table,
           sequence,
@@ -250,7 +258,7 @@ export function changeEnvelopes(
             key: null,
             before: null,
             after: null,
-            lsn: change.commitLsn,
+            lsn,
             commit_time: change.commitTime,
           },
         });
@@ -258,7 +266,7 @@ export function changeEnvelopes(
       continue;
     }
     const schema = schemaOf(change.table);
-    const { id, sequence } = next(change.commitLsn, change.table);
+    const { id, sequence } = next(lsn, change.table);
     const envelope: ChangeEnvelope = {
       id,
       op: change.op,
@@ -266,16 +274,16 @@ export function changeEnvelopes(
       key: keyOf(schema, change.key ?? change.before ?? change.after),
       before: change.before ? jsonRow(schema, change.before) : null,
       after: change.after ? jsonRow(schema, change.after) : null,
-      lsn: change.commitLsn,
+      lsn,
       commit_time: change.commitTime,
     };
     if (change.unchangedToast && change.unchangedToast.length > 0) {
       // `unchanged` goes before `lsn`, next to `after`, for a reader of the raw JSON.
-      const { lsn, commit_time, ...rest } = envelope;
+      const { lsn: text, commit_time, ...rest } = envelope;
       envelopes.push({
         table: change.table,
         sequence,
-        envelope: { ...rest, unchanged: [...change.unchangedToast], lsn, commit_time },
+        envelope: { ...rest, unchanged: [...change.unchangedToast], lsn: text, commit_time },
       });
     } else {
       envelopes.push({ table: change.table, sequence, envelope });

@@ -9,9 +9,7 @@ import {
   type SnapshotPartition,
   type StoredSinkCheckpoint,
 } from '../core/sink.js';
-
-/** A table's key in a map: tables are told apart by schema and name, whatever characters they hold. */
-export const tableRefKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
+import { tableRefKey } from './table-ref-key.js';
 
 /**
  * What every sink that sends change envelopes (a broker, a webhook) shares: the shapes of the
@@ -30,7 +28,7 @@ export abstract class EnvelopeSink implements Sink {
     partition: SnapshotPartition,
     copyText: Readable,
   ): Promise<number>;
-  abstract applyBatch(batch: ChangeBatch): Promise<Checkpoint>;
+  abstract applyBatch(batch: ChangeBatch): Promise<void>;
   abstract close(): Promise<void>;
 
   async finishSnapshot(): Promise<void> {}

@@ -1,11 +1,15 @@
 import type { TableRef } from '../core/change.js';
+import type { RetryAdvice, RetryClass } from '../core/retry-advice.js';
 
 /**
  * A sink refused a change for good (a constraint, a value its column cannot hold, a privilege):
  * retrying the batch cannot help. Names the table and the key of the change it refused, when the
  * sink could tell, and keeps the sink's own error as the cause.
  */
-export class RefusedChangeError extends Error {
+export class RefusedChangeError extends Error implements RetryAdvice {
+  /** Written again, the change would be refused again. */
+  readonly retry: RetryClass = 'never';
+
   constructor(
     readonly table: TableRef | undefined,
     readonly key: Record<string, string | null> | undefined,

@@ -1,7 +1,8 @@
-import { tableKey } from '../core/change.js';
+import { type TableRef, tableKey } from '../core/change.js';
 import type { PropertyDoc } from '../core/property-docs.js';
 import { validationFailed } from '../errors/app-error.js';
 import { refuseUnknownProperties } from './property-values.js';
+import { tableRefKey } from './table-ref-key.js';
 
 // Names a user types for a SQL sink's targets: plain identifiers, under every server's length limit.
 const PART = '[A-Za-z_][A-Za-z0-9_$]{0,62}';
@@ -59,4 +60,45 @@ export function tableMapProperties<Q extends string>(
   }
   refuseUnknownProperties(others, docs);
   return tableMap;
+}
+
+/** Two source tables that would be written to one target. */
+export interface SharedTarget<T extends TableRef> {
+  first: T;
+  second: T;
+  target: TableRef;
+}
+
+/**
+ * The first two of `sources` whose targets are one table, compared by `keyOf` (a sink whose
+ * server folds names compares them folded); undefined when every source has a target of its own.
+ */
+export function sharedTarget<T extends TableRef>(
+  sources: readonly T[],
+  targetOf: (source: T) => TableRef,
+  keyOf: (target: TableRef) => string = tableRefKey,
+): SharedTarget<T> | undefined {
+  const writers = new Map<string, T>();
+  for (const source of sources) {
+    const target = targetOf(source);
+    const key = keyOf(target);
+    const first = writers.get(key);
+    if (first) return { first, second: source, target };
+    writers.set(key, source);
+  }
+  return undefined;
+}
+
+/** Throws when two of `sources` would be written to one target: each would overwrite the other's rows. */
+export function refuseSharedTargets<T extends TableRef>(
+  sources: readonly T[],
+  targetOf: (source: T) => TableRef,
+  keyOf?: (target: TableRef) => string,
+): void {
+  const shared = sharedTarget(sources, targetOf, keyOf);
+  if (!shared) return;
+  const { first, second, target } = shared;
+  throw new Error(
+    `${tableKey(first)} and ${tableKey(second)} would both be written to ${tableKey(target)}; map one elsewhere`,
+  );
 }

@@ -16,7 +16,7 @@ export interface Migration {
   sql: string;
 }
 
-export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
+function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
   return readdirSync(dir)
     .filter((file) => FILE_PATTERN.test(file))
     .sort()

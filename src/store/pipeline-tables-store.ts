@@ -1,6 +1,11 @@
 import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
-import { TABLE_STATUSES } from '../pipelines/table-progress.js';
+
+/**
+ * The states of a pipeline's table: waiting to be copied, being copied, being copied again,
+ * copied and streaming, or gone from the source (dropped or renamed there).
+ */
+const TABLE_STATUSES = ['pending', 'snapshot', 'backfill', 'streaming', 'dropped'] as const;
 
 const PipelineTableRow = z.object({
   table_name: z.string(),

@@ -1,6 +1,7 @@
 import { type DatabasePool, sql } from 'slonik';
 import { z } from 'zod';
 import type { Checkpoint, TableRef } from '../core/change.js';
+import { formatLsn, parseLsn } from '../core/lsn.js';
 import { FencedError, type SinkStateStore, type SnapshotPartition } from '../core/sink.js';
 
 const CheckpointRow = z.object({
@@ -17,7 +18,7 @@ export function sinkStateStore(pool: DatabasePool, pipelineId: string): SinkStat
     readCheckpoint: async () => {
       const row = await pool.maybeOne(sql.type(CheckpointRow)`
         SELECT lsn::text AS lsn, epoch, detail FROM sink_checkpoints WHERE pipeline_id = ${pipelineId}`);
-      return row ? { lsn: row.lsn, epoch: row.epoch, detail: row.detail } : null;
+      return row ? { lsn: parseLsn(row.lsn), epoch: row.epoch, detail: row.detail } : null;
     },
 
     // One statement: the epoch check and the write cannot be split by another writer. The
@@ -25,7 +26,7 @@ export function sinkStateStore(pool: DatabasePool, pipelineId: string): SinkStat
     writeCheckpoint: async (checkpoint: Checkpoint, detail: Record<string, unknown> = {}) => {
       const written = await pool.maybeOne(sql.type(z.object({ epoch: z.number() }))`
         INSERT INTO sink_checkpoints (pipeline_id, lsn, epoch, detail)
-        VALUES (${pipelineId}, ${checkpoint.lsn}::pg_lsn, ${checkpoint.epoch}, ${sql.jsonb(detail as never)})
+        VALUES (${pipelineId}, ${formatLsn(checkpoint.lsn)}::pg_lsn, ${checkpoint.epoch}, ${sql.jsonb(detail as never)})
         ON CONFLICT (pipeline_id) DO UPDATE SET
           lsn = GREATEST(sink_checkpoints.lsn, EXCLUDED.lsn),
           epoch = EXCLUDED.epoch,

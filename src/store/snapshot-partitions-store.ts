@@ -1,5 +1,6 @@
 import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
+import { formatLsn } from '../core/lsn.js';
 import type { SnapshotStamp } from '../core/source.js';
 
 const PartitionRow = z.object({
@@ -60,7 +61,7 @@ export const snapshotPartitionsStore = {
     stamp: SnapshotStamp | undefined,
   ) =>
     db.query(sql.unsafe`UPDATE snapshot_partitions
-      SET copied_in_visibility = ${stamp?.visibility ?? null}, copied_in_lsn = ${stamp?.lsn ?? null}
+      SET copied_in_visibility = ${stamp?.visibility ?? null}, copied_in_lsn = ${stamp ? formatLsn(stamp.lsn) : null}
       WHERE pipeline_id = ${pipelineId} AND table_name = ${table}
         AND partition_id = ANY(${sql.array(partitionIds, 'text')})`),
 

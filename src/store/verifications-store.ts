@@ -1,6 +1,6 @@
 import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
-import type { TableVerdict } from '../verify/verdict.js';
+import type { TableVerdict } from '../core/verdict.js';
 
 const VerificationRow = z.object({
   id: z.string(),

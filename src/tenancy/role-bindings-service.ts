@@ -4,13 +4,13 @@ import {
   ForeignKeyIntegrityConstraintViolationError,
   UniqueIntegrityConstraintViolationError,
 } from 'slonik';
+import { lockAdminSet, refuseRemovingLastAdmin } from '../auth/last-admin-guard.js';
 import type { Role, ScopeType } from '../auth/roles.js';
 import { findUser } from '../auth/users-store.js';
 import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
 import { DEFAULT_ORGANIZATION_ID } from '../store/pool.js';
 import { isRecordId } from '../store/record-id.js';
-import { lockAdminSet, refuseRemovingLastAdmin } from './last-admin-guard.js';
 import { projectsStore } from './projects-store.js';
 import { type RoleBindingFilter, type RoleBindingRow, roleBindingsStore } from './role-bindings-store.js';
 import { listRoles, type RoleView } from './roles-catalog.js';

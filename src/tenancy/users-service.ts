@@ -1,11 +1,11 @@
 import { type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
+import { lockAdminSet, refuseRemovingLastAdmin } from '../auth/last-admin-guard.js';
 import { hashPassword, passwordProblem } from '../auth/password.js';
 import { toUserView, type UserView } from '../auth/user-view.js';
 import { findUser, insertUser } from '../auth/users-store.js';
 import type { RequestContext } from '../context.js';
 import { AppError, notFound, validationFailed } from '../errors/app-error.js';
 import { isRecordId } from '../store/record-id.js';
-import { lockAdminSet, refuseRemovingLastAdmin } from './last-admin-guard.js';
 import { type UserChanges, usersAdminStore } from './users-admin-store.js';
 
 /** What the users service needs of the sessions: ending all of a user's (`auth/sessions.ts`). */

@@ -8,6 +8,7 @@ import {
   type SourceComparison,
   type SourceComparisonReader,
 } from '../core/table-comparison.js';
+import { type DifferenceKind, emptyVerdict, type TableVerdict } from '../core/verdict.js';
 import { type PositionedReads, TableBusyError } from '../runtime/backfill/backfill-coordinator.js';
 import {
   type ComparedTable,
@@ -21,7 +22,6 @@ import {
   splitPointsSql,
   WHOLE_TABLE,
 } from './comparison-sql.js';
-import { type DifferenceKind, emptyVerdict, type TableVerdict } from './verdict.js';
 
 /** How a verification reads, and how much it keeps. */
 export interface VerifyLimits {
@@ -95,7 +95,7 @@ export interface TableFindings {
  * left out and listed; a key column that cannot be compared (or ordered alike) leaves the table
  * not verified.
  */
-export function planComparison(
+function planComparison(
   table: TableSchema,
   source: SourceComparison,
   sink: SinkComparison,

@@ -1,13 +1,13 @@
 import { type DatabasePool, UniqueIntegrityConstraintViolationError } from 'slonik';
 import type { PipelineState } from '../../machines/pipeline.js';
 import type { RequestContext } from '../context.js';
+import { DEFAULT_SOURCE_SHARE } from '../core/verdict.js';
 import { AppError, badRequest, notFound } from '../errors/app-error.js';
 import { requirePipeline } from '../pipelines/require-pipeline.js';
 import { findSinkKind } from '../sinks/registry.js';
 import { connectionsStore } from '../store/connections-store.js';
 import type { PipelineRow } from '../store/pipelines-store.js';
 import { verificationsStore } from '../store/verifications-store.js';
-import { DEFAULT_SOURCE_SHARE } from './verdict.js';
 import { toVerificationView, type VerificationView } from './verification-view.js';
 
 export interface VerifyRequest {

@@ -1,5 +1,5 @@
+import type { TableVerdict } from '../core/verdict.js';
 import type { VerificationRow } from '../store/verifications-store.js';
-import type { TableVerdict } from './verdict.js';
 
 /** A verification as the API, the live feed and the CLI show it. */
 export interface VerificationView {

@@ -5,12 +5,12 @@ import { parseDuration } from '../config/duration.js';
 import { type TableSchema, tableKey } from '../core/change.js';
 import { formatLsn } from '../core/lsn.js';
 import type { ComparisonReader, SourceComparisonReader } from '../core/table-comparison.js';
+import { DEFAULT_SOURCE_SHARE, emptyVerdict, overallResult, type TableVerdict } from '../core/verdict.js';
 import type { Logger } from '../log/logger.js';
 import type { VerifiableRun } from '../runtime/replication-runner.js';
 import { pipelineTablesStore } from '../store/pipeline-tables-store.js';
 import { type VerificationRow, verificationsStore } from '../store/verifications-store.js';
 import { DEFAULT_VERIFY_LIMITS, TableVerifier, type VerifyLimits } from './table-verifier.js';
-import { DEFAULT_SOURCE_SHARE, emptyVerdict, overallResult, type TableVerdict } from './verdict.js';
 
 /** A pipeline this process runs, as verifications see it. */
 export interface VerifiablePipeline {

@@ -366,12 +366,8 @@ describe('the dashboard in a real browser', () => {
         Number((figures.exec(text ?? '')?.[2] ?? '0').replaceAll(',', ''));
       await copying.goto(`${service.url}/app/`);
       const row = copying.getByTestId('pipeline-row-archive');
-      await expect
-        .poll(() => row.getByTestId('phase-archive').getAttribute('data-phase'), { timeout: 10_000 })
-        .toBe('snapshot');
-      await expect
-        .poll(() => row.getByTestId('copy-archive').textContent(), { timeout: 10_000 })
-        .toMatch(figures);
+      await expect.poll(() => row.getByTestId('phase-archive').getAttribute('data-phase')).toBe('snapshot');
+      await expect.poll(() => row.getByTestId('copy-archive').textContent()).toMatch(figures);
       const listed = await rate(await row.getByTestId('copy-archive').textContent());
       expect(listed).toBeGreaterThan(1_000);
       expect(listed).toBeLessThan(3_000);
@@ -380,9 +376,7 @@ describe('the dashboard in a real browser', () => {
       await copying.goto(`${service.url}/app/pipelines/archive`);
       await copying.getByRole('heading', { level: 1, name: 'archive' }).waitFor();
       const header = copying.locator('.page-head');
-      await expect
-        .poll(() => header.getByTestId('copy-archive').textContent(), { timeout: 10_000 })
-        .toMatch(figures);
+      await expect.poll(() => header.getByTestId('copy-archive').textContent()).toMatch(figures);
       expect(await header.getByTestId('phase-archive').getAttribute('data-phase')).toBe('snapshot');
     } finally {
       await copying.close();

@@ -119,8 +119,9 @@ describe('PostgreSQL to a DuckDB file, through the service', () => {
   }, 180_000);
 
   it('loses and doubles nothing when the pipeline is stopped and started while changes flow', async () => {
+    let written = 0;
     const writes = (async () => {
-      for (let i = 0; i < 20; i++) {
+      for (let i = 0; i < 20; i++, written++) {
         await sqlOn(
           dbs.source,
           `BEGIN; INSERT INTO orders (id, qty) SELECT g, ${i} FROM generate_series(${1000 + i * 10}, ${1009 + i * 10}) g;
@@ -128,8 +129,9 @@ describe('PostgreSQL to a DuckDB file, through the service', () => {
         );
       }
     })();
-    for (const state of ['stop', 'start', 'stop', 'start']) {
-      await new Promise((resolve) => setTimeout(resolve, 150));
+    for (const [move, state] of ['stop', 'start', 'stop', 'start'].entries()) {
+      // Each move comes while changes flow: after a few more of the 20 transactions (or all of them).
+      await waitFor(async () => written >= Math.min(20, (move + 1) * 4), `transaction ${(move + 1) * 4}`);
       // A pipeline still starting or stopping refuses the next move for now (409): asked again.
       await waitFor(
         async () => (await service.request('PUT', '/v1/pipelines/to-duckdb/state', { state })).status === 200,

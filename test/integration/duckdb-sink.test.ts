@@ -5,11 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { duckdbConnectionType } from '../../src/connections/duckdb-connection-type.js';
 import { type LocalAccessPolicy, NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
 import type { ChangeEvent, Row, TableSchema } from '../../src/core/change.js';
 import { copyTextOf } from '../../src/core/copy-text.js';
-import { FencedError, type Sink } from '../../src/core/sink.js';
+import type { Sink } from '../../src/core/sink.js';
+import { duckdbConnectionType } from '../../src/sinks/duckdb/duckdb-connection-type.js';
 import { createDuckdbSink } from '../../src/sinks/duckdb/duckdb-sink.js';
 import { acquireInstance, releaseInstance } from '../../src/sinks/duckdb/instances.js';
 import { RefusedChangeError } from '../../src/sinks/refused-change.js';
@@ -71,123 +71,6 @@ describe('duckdb sink, through the sink contract', () => {
   }
 
   const batch = (changes: ChangeEvent[], n: number, epoch = 1) => ({ changes, commitLsn: tx(n).end, epoch });
-
-  it('writes snapshot partitions with their markers, and a reopened sink skips the done ones', async () => {
-    const p = await pipeline();
-    const sink = await p.open();
-    expect(await sink.readCheckpoint()).toBeNull();
-    expect(await sink.snapshotPartitionsDone()).toEqual([]);
-    expect(
-      await sink.writeSnapshotPartition(
-        orders,
-        { table: orders, partitionId: '0' },
-        copyText(orderRows(1, 3)),
-      ),
-    ).toBe(3);
-    await sink.close();
-
-    const again = await p.open();
-    expect(await again.snapshotPartitionsDone()).toEqual([
-      { table: { schema: 'public', table: 'orders' }, partitionId: '0' },
-    ]);
-    // A partition written again converges.
-    await again.writeSnapshotPartition(
-      orders,
-      { table: orders, partitionId: '0' },
-      copyText(orderRows(1, 3)),
-    );
-    await again.writeSnapshotPartition(
-      orders,
-      { table: orders, partitionId: '1' },
-      copyText(orderRows(4, 5)),
-    );
-    await again.finishSnapshot(orders);
-    expect(await p.read('public.orders')).toEqual(
-      [1, 2, 3, 4, 5].map((i) => ({ id: String(i), total: `${i}.50`, note: 'n' })),
-    );
-    expect((await again.snapshotPartitionsDone()).map((x) => x.partitionId)).toEqual(['0', '1']);
-
-    // A reset empties the table and forgets its markers.
-    await again.resetTable(orders);
-    expect(await p.read('public.orders')).toEqual([]);
-    expect(await again.snapshotPartitionsDone()).toEqual([]);
-  });
-
-  it('applies every op in order, keeps unchanged TOAST values, and a replayed batch converges', async () => {
-    const p = await pipeline();
-    const sink = await p.open();
-    await sink.writeSnapshotPartition(orders, { table: orders, partitionId: '0' }, copyText(orderRows(1, 4)));
-    const t1 = tx(1);
-    const changes: ChangeEvent[] = [
-      ev(t1, { op: 'insert', after: { id: '10', total: '1.00', note: 'a' } }),
-      ev(t1, { op: 'delete', key: { id: '10' } }),
-      ev(t1, { op: 'insert', after: { id: '10', total: '2.00', note: 'b' } }),
-      // note unchanged (TOAST): keeps 'n'
-      ev(t1, { op: 'update', after: { id: '1', total: '9.99' }, unchangedToast: ['note'] }),
-      // a key change of a stored row without all columns: moved in place
-      ev(t1, {
-        op: 'update',
-        key: { id: '2' },
-        after: { id: '20', total: '7.00' },
-        unchangedToast: ['note'],
-      }),
-      ev(t1, { op: 'delete', key: { id: '3' } }),
-      // a key change with every column
-      ev(t1, { op: 'update', key: { id: '4' }, after: { id: '40', total: '4.00', note: null } }),
-      { ...ev(t1, { op: 'insert', after: { id: '7', sku: 'x' } }), table: lines },
-    ];
-    const checkpoint = await sink.applyBatch(batch(changes, 1));
-    expect(checkpoint).toEqual({ lsn: tx(1).end, epoch: 1 });
-    const expected = [
-      { id: '1', total: '9.99', note: 'n' },
-      { id: '10', total: '2.00', note: 'b' },
-      { id: '20', total: '7.00', note: 'n' },
-      { id: '40', total: '4.00', note: null },
-    ];
-    expect(await p.read('public.orders')).toEqual(expected);
-    expect(await p.read('shop.lines')).toEqual([{ id: '7', sku: 'x' }]);
-
-    // The same batch again (a crash before the source heard of the commit) ends the same.
-    await sink.applyBatch(batch(changes, 1));
-    expect(await p.read('public.orders')).toEqual(expected);
-    expect(await sink.readCheckpoint()).toEqual({ lsn: tx(1).end, epoch: 1 });
-
-    // A truncate empties the table, in its place in the batch.
-    const t2 = tx(2);
-    await sink.applyBatch(
-      batch(
-        [
-          ev(t2, { op: 'insert', after: { id: '50', total: '5.00', note: 'c' } }),
-          ev(t2, { op: 'truncate', tables: [orders] }),
-          ev(t2, { op: 'insert', after: { id: '60', total: '6.00', note: 'd' } }),
-        ],
-        2,
-      ),
-    );
-    expect(await p.read('public.orders')).toEqual([{ id: '60', total: '6.00', note: 'd' }]);
-    expect(await p.read('shop.lines')).toEqual([{ id: '7', sku: 'x' }]);
-  });
-
-  it('fences off an older writer, in the same transaction as the batch', async () => {
-    const p = await pipeline();
-    const sink = await p.open();
-    await sink.applyBatch(
-      batch([ev(tx(1), { op: 'insert', after: { id: '1', total: '1.00', note: 'a' } })], 1, 2),
-    );
-    const older = sink.applyBatch(
-      batch([ev(tx(2), { op: 'insert', after: { id: '2', total: '1.00', note: 'a' } })], 2, 1),
-    );
-    await expect(older).rejects.toBeInstanceOf(FencedError);
-    expect(await p.read('public.orders')).toEqual([{ id: '1', total: '1.00', note: 'a' }]);
-    expect(await sink.readCheckpoint()).toEqual({ lsn: tx(1).end, epoch: 2 });
-    // A second sink of the same pipeline, in the same process, shares the file.
-    const newer = await p.open();
-    await newer.applyBatch(batch([ev(tx(3), { op: 'delete', key: { id: '1' } })], 3, 3));
-    await expect(
-      sink.applyBatch(batch([ev(tx(4), { op: 'delete', key: { id: '1' } })], 4, 2)),
-    ).rejects.toBeInstanceOf(FencedError);
-    expect(await sink.readCheckpoint()).toEqual({ lsn: tx(3).end, epoch: 3 });
-  });
 
   const typed = tableOf(
     [

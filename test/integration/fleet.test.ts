@@ -18,6 +18,7 @@ import {
   waitFor,
 } from '../support/replication-fixture.js';
 import { jsonRequest } from '../support/service.js';
+import { HANG_MS } from '../support/wait-for.js';
 
 // Several service processes on one metadata database; one PostgreSQL version is enough.
 const [cluster] = inject('pgClusters');
@@ -99,6 +100,9 @@ describe('a fleet of three instances on one metadata database', () => {
     const victim = instances.findIndex((_, i) => i === 0);
     expect(owner).toBeDefined();
     let writing = true;
+    const newest = async (url: string) =>
+      (await sqlOn<{ id: number | null }>(url, 'SELECT max(id)::int AS id FROM f1'))[0]?.id ?? 0;
+    const before = await newest(dbs.source);
     const writer = (async () => {
       while (writing)
         await sqlOn(
@@ -106,7 +110,8 @@ describe('a fleet of three instances on one metadata database', () => {
           'INSERT INTO f1 (v) SELECT g FROM generate_series(1, 5) g; UPDATE f1 SET v = v + 1 WHERE id % 10 = 0',
         );
     })();
-    await new Promise((r) => setTimeout(r, 500));
+    // Killed while it replicates the writes: some of them are in the sink already.
+    await waitFor(async () => (await newest(dbs.sink)) > before, 'the first writes in the sink');
     await stopChild(instances[victim]?.child as never, 'SIGKILL');
     const survivor = victim === 0 ? 1 : 0;
     const taken = await waitFor(
@@ -121,7 +126,12 @@ describe('a fleet of three instances on one metadata database', () => {
       30_000,
     );
     expect(taken.find((w: { id: string }) => w.id === owner.id).status).toBe('stale');
-    await new Promise((r) => setTimeout(r, 500));
+    // The new owner replicates writes made after it took over, while they go on.
+    const afterTakeover = await newest(dbs.source);
+    await waitFor(
+      async () => (await newest(dbs.sink)) >= afterTakeover,
+      'writes after the takeover in the sink',
+    );
     writing = false;
     await writer;
     await waitConverged(dbs.source, dbs.sink, 'f1');
@@ -232,11 +242,7 @@ describe('fencing: an owner frozen past its lease and woken with a batch in hand
         if (await noOpenTransaction(dbs.sink, zombiePorts)) break;
         zombie.child.kill('SIGCONT');
         frozen = false;
-        await waitFor(
-          async () => (await checkpointWrites(dbs.sink)).length > writes,
-          'another checkpoint',
-          10_000,
-        );
+        await waitFor(async () => (await checkpointWrites(dbs.sink)).length > writes, 'another checkpoint');
       }
       const [atFreeze] = await sqlOn(
         dbs.sink,
@@ -488,10 +494,10 @@ async function slotStreamerPort(source: string): Promise<number> {
 
 /**
  * Whether the (frozen) process has no transaction open on the sink. A statement sent just before
- * the freeze (a COMMIT) still finishes on the server, so this waits a little for that.
+ * the freeze (a COMMIT) still finishes on the server, so this waits for that (as long as a hang).
  */
 async function noOpenTransaction(sink: string, ports: Set<number>): Promise<boolean> {
-  const deadline = Date.now() + 1_000;
+  const deadline = Date.now() + HANG_MS;
   for (;;) {
     const open = (await backendsOf(sink, ports)).filter((b) => b.xact_start !== null);
     if (open.length === 0) return true;

@@ -6,6 +6,7 @@ import { connectionBudget, openFileLimit } from '../../src/http/connection-limit
 import { openLive } from '../support/live-client.js';
 import { createDatabase } from '../support/pg-cluster.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
+import { HANG_MS, waitFor } from '../support/wait-for.js';
 
 const cluster = inject('pgClusters')[0] as { adminUrl: string };
 
@@ -131,12 +132,16 @@ describe('HTTP guards: Host, Origin and Content-Type in mode none', () => {
     expect(JSON.parse(fourth.body as string).code).toBe('TOO_MANY_SOCKETS');
     open[0]?.socket?.close();
     await open[0]?.closed;
-    // The server sees the close a moment after the client: wait until the place is free.
-    let again = await openLive(service.url);
-    for (let tries = 0; again.status === 429 && tries < 50; tries++) {
-      await new Promise((resolve) => setImmediate(resolve));
-      again = await openLive(service.url);
-    }
+    // The server sees the close a moment after the client: asked again until the place is free.
+    const again = await waitFor(
+      async () => {
+        const opening = await openLive(service.url);
+        return opening.status === 429 ? undefined : opening;
+      },
+      'a live socket once one was closed',
+      HANG_MS,
+      20,
+    );
     expect(again.socket).toBeDefined();
     for (const o of [...open.slice(1), again]) {
       o.socket?.close();

@@ -9,6 +9,7 @@ import { clientErrorHandler } from '../../src/http/client-error.js';
 import { LIVE_LIMITS } from '../../src/http/live-socket.js';
 import { createDatabase } from '../support/pg-cluster.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
+import { HANG_MS, waitFor } from '../support/wait-for.js';
 
 const cluster = inject('pgClusters')[0]!;
 
@@ -16,7 +17,7 @@ interface RawResponse {
   status: number;
   headers: Record<string, string>;
   body: string;
-  /** Whether the server closed the connection within a second after answering. */
+  /** Whether the server closed the connection after answering (waited for as long as a hang). */
   closed: boolean;
 }
 
@@ -38,17 +39,9 @@ async function raw(base: string, head: string, extraHeaders: string[] = ['Connec
     data = Buffer.concat([data, chunk]);
   });
   socket.on('error', () => {});
-  const closing = once(socket, 'close').then(() => {
-    closed = true;
-  });
-  const complete = () => {
-    const end = data.indexOf('\r\n\r\n');
-    if (end < 0) return false;
-    const length = /\r\ncontent-length: *(\d+)/i.exec(data.subarray(0, end).toString());
-    return data.length >= end + 4 + Number(length?.[1] ?? 0);
-  };
-  for (let waited = 0; !complete() && !closed && waited < 5_000; waited += 10) await sleep(10);
-  await Promise.race([closing, sleep(1_000)]);
+  // Every request here ends with the server closing the connection, after the whole response.
+  await waitFor(() => socket.closed, 'the server to answer and close', HANG_MS, 10).catch(() => undefined);
+  closed = socket.closed;
   socket.destroy();
   const text = data.toString();
   const end = text.indexOf('\r\n\r\n');
@@ -74,10 +67,17 @@ class RawLiveClient {
   private handshaken = false;
   closeCode: number | undefined;
   received = 0;
+  /** Resolves once the server sends its close frame, or the connection ends. */
+  readonly ended: Promise<void>;
+  private end: () => void = () => {};
 
   private constructor(socket: net.Socket) {
     this.socket = socket;
+    this.ended = new Promise((resolve) => {
+      this.end = resolve;
+    });
     socket.on('error', () => {});
+    socket.on('close', () => this.end());
     socket.on('data', (chunk) => this.read(chunk));
   }
 
@@ -85,10 +85,7 @@ class RawLiveClient {
     const { port } = new URL(base);
     const client = new RawLiveClient(net.connect(Number(port), '127.0.0.1'));
     client.socket.write(`GET /v1/live HTTP/1.1\r\nHost: 127.0.0.1\r\n${HANDSHAKE.join('\r\n')}\r\n\r\n`);
-    for (let waited = 0; !client.handshaken; waited += 10) {
-      if (waited > 5_000) throw new Error('no handshake');
-      await sleep(10);
-    }
+    await waitFor(() => client.handshaken, 'the handshake', HANG_MS, 10);
     return client;
   }
 
@@ -116,7 +113,10 @@ class RawLiveClient {
         offset = 10;
       }
       if (this.pending.length < offset + length) return;
-      if (opcode === 0x8) this.closeCode = this.pending.readUInt16BE(offset);
+      if (opcode === 0x8) {
+        this.closeCode = this.pending.readUInt16BE(offset);
+        this.end();
+      }
       this.received += length;
       this.pending = this.pending.subarray(offset + length);
     }
@@ -134,7 +134,7 @@ class RawLiveClient {
     let sent = 0;
     while (sent < upTo && this.closeCode === undefined && !this.socket.destroyed) {
       sent += chunk.length;
-      if (!this.socket.write(chunk)) await Promise.race([once(this.socket, 'drain'), sleep(200)]);
+      if (!this.socket.write(chunk)) await Promise.race([once(this.socket, 'drain'), this.ended]);
     }
     return sent;
   }
@@ -146,10 +146,10 @@ async function liveClient(url: string): Promise<WebSocket> {
   return socket;
 }
 
-async function closeCodeOf(socket: WebSocket, timeoutMs = 5_000): Promise<number | 'open'> {
+async function closeCodeOf(socket: WebSocket, timeoutMs = HANG_MS): Promise<number | 'open'> {
   if (socket.readyState === WebSocket.CLOSED) throw new Error('already closed');
   const closed = once(socket, 'close').then(([code]) => code as number);
-  return Promise.race([closed, sleep(timeoutMs).then(() => 'open' as const)]);
+  return Promise.race([closed, sleep(timeoutMs, 'open' as const, { ref: false })]);
 }
 
 describe('HTTP surface', () => {
@@ -169,14 +169,15 @@ describe('HTTP surface', () => {
       const messages: any[] = [];
       socket.on('message', (data) => messages.push(JSON.parse(String(data))));
       await once(socket, 'open');
-      await sleep(50);
+      // Subscribed to the hub: the greeting has come.
+      await waitFor(() => messages.length >= 1, 'the greeting', HANG_MS, 10);
       service.running.live.publish(SYSTEM_CONTEXT.projectId, {
         type: 'pipeline.state',
         name: 'p',
         state: 'running',
         error: null,
       });
-      for (let waited = 0; messages.length < 2 && waited < 2_000; waited += 20) await sleep(20);
+      await waitFor(() => messages.length >= 2, 'the published message', HANG_MS, 10);
       expect(messages).toEqual([
         { type: 'hello', version: expect.any(String) },
         // Authentication is off: the feed holds every project's messages, each naming its project.
@@ -202,7 +203,7 @@ describe('HTTP surface', () => {
       const client = await RawLiveClient.open(service.url);
       const before = process.memoryUsage().arrayBuffers;
       const sent = await client.streamFrame(96 * 1024 * 1024, 64 * 1024 * 1024);
-      for (let waited = 0; client.closeCode === undefined && waited < 2_000; waited += 20) await sleep(20);
+      await Promise.race([client.ended, sleep(HANG_MS, undefined, { ref: false })]);
       const grown = process.memoryUsage().arrayBuffers - before;
       client.socket.destroy();
       expect(client.closeCode).toBe(1009);
@@ -212,15 +213,19 @@ describe('HTTP surface', () => {
 
     it(`closes a client that sends more than ${LIVE_LIMITS.inboundMessages} messages in a window with 1008`, async () => {
       const socket = await liveClient(service.url);
-      for (let i = 0; i < LIVE_LIMITS.inboundMessages; i++) socket.send('ping');
-      expect(await closeCodeOf(socket, 300)).toBe('open');
+      for (let i = 0; i < LIVE_LIMITS.inboundMessages - 1; i++) socket.send('ping');
+      // The last one allowed is a ping: its pong says the server has read them all, and kept the socket.
+      socket.ping();
+      await once(socket, 'pong');
+      expect(socket.readyState).toBe(WebSocket.OPEN);
       socket.send('one too many');
       expect(await closeCodeOf(socket)).toBe(1008);
     });
 
     it('drops a client that does not read once its send buffer passes the bound', async () => {
       const client = await RawLiveClient.open(service.url);
-      await sleep(50);
+      // The server has taken the socket on: its greeting has come.
+      await waitFor(() => client.received > 0, 'the greeting', HANG_MS, 10);
       client.socket.pause();
       expect(openLiveSockets()).toBe(1);
       const error = 'x'.repeat(256 * 1024);
@@ -232,12 +237,13 @@ describe('HTTP surface', () => {
           state: 'failed',
           error,
         });
-        if (i % 8 === 0) await sleep(5);
+        // The socket's writes go on between publications (the buffer only grows as the kernel's fill).
+        if (i % 8 === 0) await new Promise((resolve) => setImmediate(resolve));
       }
       expect(openLiveSockets()).toBe(0);
       expect(service.running.live.watched(SYSTEM_CONTEXT.projectId)).toBe(false);
       client.socket.resume();
-      for (let waited = 0; client.closeCode === undefined && waited < 10_000; waited += 20) await sleep(20);
+      await Promise.race([client.ended, sleep(HANG_MS, undefined, { ref: false })]);
       client.socket.destroy();
       expect(client.closeCode).toBe(1013);
     });
@@ -299,7 +305,7 @@ describe('HTTP surface', () => {
       });
       const timeout = Object.assign(new Error('timed out'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' });
       clientErrorHandler.call(service.running.app, timeout, socket as unknown as net.Socket);
-      await sleep(20);
+      await waitFor(() => socket.destroyed && written.includes('\r\n\r\n'), 'the answer', HANG_MS, 10);
       expect(written).toMatch(/^HTTP\/1\.1 408 /);
       expect(JSON.parse(written.slice(written.indexOf('\r\n\r\n') + 4))).toMatchObject({
         code: 'REQUEST_TIMEOUT',

@@ -3,7 +3,7 @@ import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManage
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
-import { replicationDatabases, sqlOn, waitFor } from '../support/replication-fixture.js';
+import { replicationDatabases, sqlOn, waitAcknowledged, waitFor } from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 import { queryStore } from '../support/store-query.js';
 
@@ -202,8 +202,8 @@ describe('PostgreSQL to a NATS JetStream stream, through the service', () => {
     await sqlOn(dbs.source, 'TRUNCATE orders');
     await sqlOn(dbs.source, 'INSERT INTO orders (id, qty, doc) VALUES (1, 1, \'[1, "a"]\'), (2, 2, NULL)');
     await waitFor(async () => (await read()).length >= 50 + 16, 'every change in the stream');
-    // A while longer, for a duplicate to show if there were one.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Until the pipeline has acknowledged all of it: a duplicate would be sent before that.
+    await waitAcknowledged(dbs.source);
     const all = await read();
     const changes = all.slice(50);
     expect(changes.map((m) => [m.envelope.op, m.envelope.key?.id ?? null])).toEqual([

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { HISTORY_KEEP_MS, HISTORY_MAX_POINTS } from '../../src/runtime/figure-history.js';
+import { HISTORY_KEEP_MS, HISTORY_MAX_POINTS } from '../../src/pipelines/history-resolution.js';
 import { pipelineHistoryStore } from '../../src/store/pipeline-history-store.js';
 import { createStorePool } from '../../src/store/pool.js';
 import {

@@ -30,6 +30,7 @@ import {
   slotStatus,
 } from '../../src/source/postgres/slot.js';
 import { createDatabase } from '../support/pg-cluster.js';
+import { HANG_MS, waitFor } from '../support/wait-for.js';
 
 interface Pipeline {
   id: string;
@@ -52,8 +53,6 @@ const withTimeout = <T>(promise: Promise<T>, ms: number, what: string): Promise<
       setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms),
     ),
   ]);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Reads items of one stream in order, transaction by transaction. */
 class Reader {
@@ -315,7 +314,7 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
     const txn = await stream.txn();
     expect(txn.changes.map((c) => [c.op, c.after])).toEqual([['insert', { id: '4', v: 'after the slot' }]]);
     expect(txn.commit.endLsn).toBeGreaterThan(parseLsn(created.consistentPoint));
-    expect(parseLsn(txn.changes[0]?.commitLsn as string)).toBeGreaterThan(parseLsn(created.consistentPoint));
+    expect(txn.changes[0]?.commitLsn).toBeGreaterThan(parseLsn(created.consistentPoint));
 
     // The publication follows the requested table list exactly.
     await sql('CREATE TABLE snap_other (id int PRIMARY KEY)');
@@ -410,7 +409,7 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
     expect(inserted?.key).toBeUndefined();
     expect(inserted?.unchangedToast).toBeUndefined();
     // The commit record's LSN precedes its end, the position the commit item carries.
-    expect(parseLsn(inserted?.commitLsn as string)).toBeLessThan(insert.commit.endLsn);
+    expect(inserted?.commitLsn).toBeLessThan(insert.commit.endLsn);
     expect(insert.begin.xid).toBe(insert.commit.xid);
     expect(Date.parse(inserted?.commitTime as string)).toBe(insert.begin.commitTimeMs);
     expect(inserted?.commitTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
@@ -509,19 +508,20 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
     const txn = await reader.txn();
     reader.stream.ack(txn.commit.endLsn);
     const confirmed = async () => (await slotStatus(admin, p.slot))?.confirmedFlushLsn;
-    const waitFor = async (lsn: string) => {
-      const deadline = Date.now() + 10_000;
-      while ((await confirmed()) !== lsn && Date.now() < deadline) await sleep(50);
+    const waitConfirmed = async (lsn: string) => {
+      await waitFor(async () => (await confirmed()) === lsn, `confirmed_flush_lsn ${lsn}`, HANG_MS, 50).catch(
+        () => undefined,
+      );
       return confirmed();
     };
-    expect(await waitFor(formatLsn(txn.commit.endLsn))).toBe(formatLsn(txn.commit.endLsn));
+    expect(await waitConfirmed(formatLsn(txn.commit.endLsn))).toBe(formatLsn(txn.commit.endLsn));
 
     // WAL of tables outside the publication moves the server on; the idle position follows it.
     await sql('INSERT INTO unpublished SELECT generate_series(1, 100)');
     let idle = await reader.idle();
     while (idle.walEnd <= txn.commit.endLsn) idle = await reader.idle();
     reader.stream.ack(idle.walEnd);
-    expect(await waitFor(formatLsn(idle.walEnd))).toBe(formatLsn(idle.walEnd));
+    expect(await waitConfirmed(formatLsn(idle.walEnd))).toBe(formatLsn(idle.walEnd));
 
     // A new stream resumes after the acked position.
     await sql('INSERT INTO acked VALUES (2)');
@@ -555,9 +555,23 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
     // A walsender drops a receiver silent for longer than this; status updates must go on while paused.
     await sql(`ALTER DATABASE ${dbName} SET wal_sender_timeout = '1s'`);
     const reader = openStream(p, { queueCapacity: 50, statusIntervalMs: 300 });
-    await sleep(500);
+    const walsender = async () =>
+      (
+        await sql(
+          `SELECT r.pid FROM pg_stat_replication r
+             JOIN pg_replication_slots s ON s.active_pid = r.pid WHERE s.slot_name = $1`,
+          [p.slot],
+        )
+      ).rows[0] as { pid: number } | undefined;
+    // Its walsender has started, under the 1 s timeout (read as it connects).
+    await waitFor(walsender, 'the walsender', HANG_MS, 50);
     await sql(`ALTER DATABASE ${dbName} RESET wal_sender_timeout`);
-    await sleep(2500);
+    // The consumer reads nothing: the queue fills, and then the stall goes on for longer than the
+    // walsender's timeout. Its length is the scenario, not a wait: the stream counts no status
+    // updates, and the reply_time the server shows is the client library's malformed timestamp.
+    await waitFor(() => reader.stream.stats().queuedItems >= 50, 'the queue to fill', HANG_MS, 50);
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(await walsender()).toBeDefined();
     const stalled = reader.stream.stats();
     // About 9000 messages are waiting on the server; only the socket's last chunk may pass the high-water mark.
     expect(stalled.queuedItems).toBeLessThan(50 + 2500);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import amqp, { type Channel, type ChannelModel, type GetMessage } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
-import { replicationDatabases, sqlOn, waitFor } from '../support/replication-fixture.js';
+import { replicationDatabases, sqlOn, waitAcknowledged, waitFor } from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
 const [cluster] = inject('pgClusters');
@@ -117,8 +117,8 @@ describe('PostgreSQL to RabbitMQ, through the service', () => {
     await sqlOn(dbs.source, 'UPDATE orders SET price = 2.25 WHERE id = 5');
 
     await waitFor(async () => (await drain()).length >= 50 + 17, 'every change in the queue');
-    // A while longer, for a duplicate to show if there were one.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Until the pipeline has acknowledged all of it: a duplicate would be sent before that.
+    await waitAcknowledged(dbs.source);
     const all = await drain();
     const changes = all.slice(50);
     expect(changes.map((e) => [e.op, e.key?.id ?? null])).toEqual([

@@ -94,6 +94,8 @@ describe('RabbitMQ down mid-stream', () => {
       );
     }
     await waitFor(async () => (await sinkErrors()) > 0, 'a failed sink write counted', 60_000);
+    // The outage goes on a little past the failed write: its length is the scenario, not a wait
+    // (waiting for a retry to fail too instead took past the test's bound on a loaded machine).
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     await proxy.up();
 

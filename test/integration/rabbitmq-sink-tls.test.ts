@@ -7,9 +7,9 @@ import amqp, { type ChannelModel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConnectionSecrets } from '../../src/connections/connection-secrets.js';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { rabbitmqConnectionType } from '../../src/connections/rabbitmq-connection-type.js';
 import type { Sink } from '../../src/core/sink.js';
 import { isUnreachable } from '../../src/runtime/error-kinds.js';
+import { rabbitmqConnectionType } from '../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
 import { createRabbitmqSink } from '../../src/sinks/rabbitmq/rabbitmq-sink.js';
 import { memorySinkState } from '../support/memory-sink-state.js';
 import { col, tableOf } from '../support/table-schemas.js';
@@ -98,15 +98,15 @@ describe('rabbitmq sink over TLS', () => {
           op: 'insert',
           table: items,
           after: { id: '1' },
-          commitLsn: '0/1000',
+          commitLsn: 0x1000n,
           xid: 1,
           commitTime: '2024-05-01T12:00:00Z',
         },
       ],
-      commitLsn: '0/1010',
+      commitLsn: 0x1010n,
       epoch: 1,
     });
-    expect(await sink.readCheckpoint()).toEqual({ lsn: '0/1010', epoch: 1 });
+    expect(await sink.readCheckpoint()).toEqual({ lsn: 0x1010n, epoch: 1 });
     expect(clientNames).toContain('replicator-client');
   });
 

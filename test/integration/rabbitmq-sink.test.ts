@@ -1,30 +1,20 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { type AddressInfo, createConnection, createServer, type Socket } from 'node:net';
-import { Readable } from 'node:stream';
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type GetMessage } from 'amqplib';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { rabbitmqConnectionType } from '../../src/connections/rabbitmq-connection-type.js';
 import type { TableSchema } from '../../src/core/change.js';
-import { FencedError, type Sink, type SinkStateStore } from '../../src/core/sink.js';
+import type { Sink, SinkStateStore } from '../../src/core/sink.js';
 import { freePort } from '../../src/net/free-port.js';
 import { isUnreachable } from '../../src/runtime/error-kinds.js';
 import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
 import { Broker } from '../../src/sinks/rabbitmq/broker.js';
 import { Flight } from '../../src/sinks/rabbitmq/confirms.js';
+import { rabbitmqConnectionType } from '../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
 import { createRabbitmqSink } from '../../src/sinks/rabbitmq/rabbitmq-sink.js';
 import { memorySinkState } from '../support/memory-sink-state.js';
-import {
-  copyLines,
-  copyText,
-  ev,
-  lines,
-  orderRows,
-  orders,
-  type Tx,
-  tx,
-} from '../support/message-sink-fixtures.js';
+import { copyText, ev, lines, orderRows, orders, type Tx, tx } from '../support/message-sink-fixtures.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
 const RABBITMQ_URL = 'amqp://guest@127.0.0.1:5672/';
@@ -97,11 +87,9 @@ describe('rabbitmq sink, through the sink contract', () => {
     await admin.close();
   });
 
-  it('publishes snapshot partitions as read messages, and a restarted snapshot skips the done ones', async () => {
+  it('publishes snapshot rows as persistent read messages named by their key, the marker in the service', async () => {
     const p = await pipeline();
     const sink = await p.open();
-    expect(await sink.readCheckpoint()).toBeNull();
-    expect(await sink.snapshotPartitionsDone()).toEqual([]);
     expect(
       await sink.writeSnapshotPartition(
         orders,
@@ -110,28 +98,6 @@ describe('rabbitmq sink, through the sink contract', () => {
       ),
     ).toBe(3);
     expect(await p.state.partitionsDone()).toEqual([{ table: orders, partitionId: '0' }]);
-
-    // The second partition fails after some of its rows went out: a crash mid-partition.
-    async function* failing() {
-      yield copyLines(orderRows(4, 1003));
-      throw new Error('source connection lost');
-    }
-    await expect(
-      sink.writeSnapshotPartition(orders, { table: orders, partitionId: '1' }, Readable.from(failing())),
-    ).rejects.toThrow('source connection lost');
-    await sink.close();
-
-    const again = await p.open();
-    expect((await again.snapshotPartitionsDone()).map((d) => d.partitionId)).toEqual(['0']);
-    expect(
-      await again.writeSnapshotPartition(
-        orders,
-        { table: orders, partitionId: '1' },
-        copyText(orderRows(4, 1003)),
-      ),
-    ).toBe(1000);
-    expect((await again.snapshotPartitionsDone()).map((d) => d.partitionId).sort()).toEqual(['0', '1']);
-    await again.finishSnapshot(orders);
 
     const messages = await p.take();
     const events = messages.map((m) => JSON.parse(m.content.toString()) as ChangeEnvelope);
@@ -154,25 +120,8 @@ describe('rabbitmq sink, through the sink contract', () => {
       appId: 'replicator',
       headers: { schema: 'public', table: 'orders', op: 'read' },
     });
-    // The rows of the failed attempt come again under the same ids: consumers drop them by id.
-    expect(events.length).toBeGreaterThanOrEqual(1003);
-    expect(new Set(events.map((e) => e.id)).size).toBe(1003);
-    expect(events.every((e) => e.op === 'read')).toBe(true);
+    expect(events.map((e) => e.op)).toEqual(['read', 'read', 'read']);
     expect(messages.every((m) => m.properties.messageId === JSON.parse(m.content.toString()).id)).toBe(true);
-  });
-
-  it("forgets only the reset table's partition markers, and leaves the queues to the consumers", async () => {
-    const p = await pipeline();
-    const sink = await p.open();
-    await sink.writeSnapshotPartition(orders, { table: orders, partitionId: '0' }, copyText(orderRows(1, 2)));
-    await sink.writeSnapshotPartition(
-      lines,
-      { table: lines, partitionId: '0' },
-      copyText([{ id: '1', sku: 'A' }], lines),
-    );
-    await sink.resetTable(orders);
-    expect(await sink.snapshotPartitionsDone()).toEqual([{ table: lines, partitionId: '0' }]);
-    expect((await p.read()).length).toBe(3);
   });
 
   it('publishes inserts, updates, deletes and truncates as envelopes, then the checkpoint', async () => {
@@ -181,7 +130,7 @@ describe('rabbitmq sink, through the sink contract', () => {
     const t1 = tx(1);
     const t2 = tx(2);
     const t3 = tx(3);
-    const checkpoint = await sink.applyBatch({
+    await sink.applyBatch({
       changes: [
         ev(t1, { op: 'insert', after: { id: '1', total: '9.99', note: 'hello' } }),
         ev(t1, { op: 'insert', table: lines, after: { id: '9007199254740993', sku: 'X' } }),
@@ -191,7 +140,7 @@ describe('rabbitmq sink, through the sink contract', () => {
       commitLsn: t2.end,
       epoch: 1,
     });
-    expect(checkpoint).toEqual({ lsn: t2.end, epoch: 1 });
+    expect(await sink.readCheckpoint()).toEqual({ lsn: t2.end, epoch: 1 });
     await sink.applyBatch({
       changes: [
         ev(t3, { op: 'delete', key: { id: '2' } }),
@@ -205,8 +154,8 @@ describe('rabbitmq sink, through the sink contract', () => {
 
     const messages = await p.take();
     const base = (t: Tx, n: number, path = 'public/orders') => ({
-      id: `${t.commitLsn}/${path}/${n}`,
-      lsn: t.commitLsn,
+      id: `${t.lsnText}/${path}/${n}`,
+      lsn: t.lsnText,
       commit_time: t.commitTime,
     });
     expect(messages.map((m) => JSON.parse(m.content.toString()))).toEqual([
@@ -312,54 +261,6 @@ describe('rabbitmq sink, through the sink contract', () => {
     ]);
   });
 
-  it('publishes nothing twice when a transaction written in pieces is replayed whole after a crash', async () => {
-    const p = await pipeline();
-    const t1 = tx(1);
-    const t2 = tx(2);
-    const first = await p.open();
-    await first.applyBatch({
-      changes: [ev(t1, { op: 'insert', after: { id: '1' } })],
-      commitLsn: t1.end,
-      epoch: 1,
-    });
-    // t2 is too large for one batch: its pieces go under the checkpoint before it.
-    const t2changes = [
-      ...[11, 12, 13].map((id) => ev(t2, { op: 'insert', after: { id: String(id) } })),
-      ev(t2, { op: 'insert', table: lines, after: { id: '1', sku: 'A' } }),
-      ...[14, 15].map((id) => ev(t2, { op: 'insert', after: { id: String(id) } })),
-    ];
-    await first.applyBatch({ changes: t2changes.slice(0, 2), commitLsn: t1.end, epoch: 1 });
-    await first.applyBatch({ changes: t2changes.slice(2, 4), commitLsn: t1.end, epoch: 1 });
-    expect(await first.readCheckpoint()).toEqual({ lsn: t1.end, epoch: 1 });
-    expect((await p.state.readCheckpoint())?.detail).toEqual({
-      unfinished: {
-        'public/orders': { commitLsn: t2.commitLsn, count: 3 },
-        'shop/lines': { commitLsn: t2.commitLsn, count: 1 },
-      },
-    });
-    await first.close(); // a crash before the rest of t2
-
-    // The stream starts again at the checkpoint: t2 comes whole from its start, cut otherwise.
-    const second = await p.open();
-    await second.applyBatch({ changes: t2changes.slice(0, 1), commitLsn: t1.end, epoch: 1 });
-    await second.close(); // and a crash again, having got less far than the first run
-    const third = await p.open();
-    await third.applyBatch({ changes: t2changes.slice(0, 5), commitLsn: t1.end, epoch: 1 });
-    await third.applyBatch({ changes: t2changes.slice(5), commitLsn: t2.end, epoch: 1 });
-
-    const events = await p.read();
-    expect(events.map((e) => e.id)).toEqual([
-      `${t1.commitLsn}/public/orders/0`,
-      `${t2.commitLsn}/public/orders/0`,
-      `${t2.commitLsn}/public/orders/1`,
-      `${t2.commitLsn}/public/orders/2`,
-      `${t2.commitLsn}/shop/lines/0`,
-      `${t2.commitLsn}/public/orders/3`,
-      `${t2.commitLsn}/public/orders/4`,
-    ]);
-    expect(await p.state.readCheckpoint()).toEqual({ lsn: t2.end, epoch: 1, detail: {} });
-  });
-
   it('stores the checkpoint only once every message of the batch is confirmed, and in the queue', async () => {
     const p = await pipeline();
     const seen: number[] = [];
@@ -378,28 +279,6 @@ describe('rabbitmq sink, through the sink contract', () => {
     expect(await sink.readCheckpoint()).toEqual({ lsn: tx(2).end, epoch: 1 });
   });
 
-  it('refuses a batch from an older epoch, publishing nothing', async () => {
-    const p = await pipeline();
-    const newer = await p.open();
-    const older = await p.open();
-    const t1 = tx(1);
-    const t2 = tx(2);
-    await newer.applyBatch({
-      changes: [ev(t1, { op: 'insert', after: { id: '1' } })],
-      commitLsn: t1.end,
-      epoch: 2,
-    });
-    const refused = older.applyBatch({
-      changes: [ev(t2, { op: 'insert', after: { id: '2' } })],
-      commitLsn: t2.end,
-      epoch: 1,
-    });
-    await expect(refused).rejects.toBeInstanceOf(FencedError);
-    await expect(refused).rejects.toMatchObject({ storedEpoch: 2, writerEpoch: 1 });
-    expect((await p.read()).map((e) => e.after?.id)).toEqual([1]);
-    expect(await older.readCheckpoint()).toEqual({ lsn: t1.end, epoch: 2 });
-  });
-
   it('fails a batch with a message no queue takes, storing no checkpoint, unless mandatory is false', async () => {
     const p = await pipeline({}, 'public.*');
     const sink = await p.open();
@@ -413,24 +292,24 @@ describe('rabbitmq sink, through the sink contract', () => {
       epoch: 1,
     };
     await expect(sink.applyBatch(batch)).rejects.toThrow(
-      `no queue took message ${t1.commitLsn}/shop/lines/0 published to exchange '${p.exchange}' with routing key 'shop.lines' (312 NO_ROUTE): bind a queue that matches it, or set the sink property mandatory to false`,
+      `no queue took message ${t1.lsnText}/shop/lines/0 published to exchange '${p.exchange}' with routing key 'shop.lines' (312 NO_ROUTE): bind a queue that matches it, or set the sink property mandatory to false`,
     );
     expect(await sink.readCheckpoint()).toBeNull();
     // The message that had a queue went to it: the retried batch brings it again, under its id.
-    expect((await p.read()).map((e) => e.id)).toEqual([`${t1.commitLsn}/public/orders/0`]);
+    expect((await p.read()).map((e) => e.id)).toEqual([`${t1.lsnText}/public/orders/0`]);
     // The sink goes on: the next batch, once a queue takes every message, passes.
     const all = await p.queue('#');
     await sink.applyBatch(batch);
     expect((await p.read(all)).map((e) => e.id)).toEqual([
-      `${t1.commitLsn}/public/orders/0`,
-      `${t1.commitLsn}/shop/lines/0`,
+      `${t1.lsnText}/public/orders/0`,
+      `${t1.lsnText}/shop/lines/0`,
     ]);
 
     const q = await pipeline({ mandatory: 'false' }, 'public.*');
     const lenient = await q.open();
     await lenient.applyBatch(batch);
     expect(await lenient.readCheckpoint()).toEqual({ lsn: t1.end, epoch: 1 });
-    expect((await q.read()).map((e) => e.id)).toEqual([`${t1.commitLsn}/public/orders/0`]);
+    expect((await q.read()).map((e) => e.id)).toEqual([`${t1.lsnText}/public/orders/0`]);
   });
 
   it('fails a batch the broker nacks', async () => {
@@ -539,19 +418,24 @@ describe('rabbitmq sink, through the sink contract', () => {
       await sink.applyBatch({ changes: inserts(tx(1), 1, 10), commitLsn: tx(1).end, epoch: 1 });
       const big = sink.applyBatch({ changes: inserts(tx(2), 100, 50_000), commitLsn: tx(2).end, epoch: 1 });
       const outcome = big.catch((e: unknown) => e);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Cut once the batch is under way: the broker has taken some of its messages.
+      await vi.waitFor(
+        async () => expect((await channel.checkQueue(p.bound as string)).messageCount).toBeGreaterThan(10),
+        { timeout: 30_000, interval: 10 },
+      );
       const cut = Date.now();
       await proxy.down();
       const error = (await outcome) as Error & { code?: string };
       expect(Date.now() - cut).toBeLessThan(2_000);
       expect(error.message).toMatch(/^lost the connection to RabbitMQ at 127\.0\.0\.1:\d+ \(vhost \/\)/);
-      expect(error.code).toBe('ECONNRESET');
+      // Reset as the broker's side goes, or a broken pipe when the sink was writing at that moment.
+      expect(['ECONNRESET', 'EPIPE']).toContain(error.code);
       expect(isUnreachable(error)).toBe(true);
       expect(await sink.readCheckpoint()).toEqual({ lsn: tx(1).end, epoch: 1 });
       // Every later call fails the same way, at once: the runtime opens a new sink.
       await expect(
         sink.applyBatch({ changes: inserts(tx(3), 1, 1), commitLsn: tx(3).end, epoch: 1 }),
-      ).rejects.toMatchObject({ code: 'ECONNRESET' });
+      ).rejects.toMatchObject({ code: error.code });
     } finally {
       await proxy.stop();
     }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
-import { replicationDatabases, sqlOn, waitFor } from '../support/replication-fixture.js';
+import { replicationDatabases, sqlOn, waitAcknowledged, waitFor } from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
 const [cluster] = inject('pgClusters');
@@ -108,8 +108,8 @@ describe('PostgreSQL to Redis streams, through the service', () => {
     await sqlOn(dbs.source, 'INSERT INTO orders (id, qty) VALUES (1, 1)');
 
     await waitFor(async () => (await read()).length >= 50 + 15, 'every change in the stream');
-    // A while longer, for a duplicate to show if there were one.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Until the pipeline has acknowledged all of it: a duplicate would be sent before that.
+    await waitAcknowledged(dbs.source);
     const changes = (await read()).slice(50);
     expect(changes.map((e) => [e.op, e.key?.id ?? null])).toEqual([
       ...Array.from({ length: 10 }, (_, i) => ['insert', 51 + i]),

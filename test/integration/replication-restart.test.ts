@@ -10,7 +10,9 @@ import { jsonRequest } from '../support/service.js';
 // Hard kills need the service in its own process; one PostgreSQL version is enough for them.
 const [cluster] = inject('pgClusters');
 
-describe('replication across hard kills of the service', () => {
+// Each test starts the service's CLI (node with tsx) again after a kill: on a busy machine one start
+// alone has taken 50 s, so the bound is one that only a hang reaches.
+describe('replication across hard kills of the service', { timeout: 300_000 }, () => {
   let dbs: Awaited<ReturnType<typeof replicationDatabases>>;
   let port: number;
   let base: string;
@@ -103,9 +105,16 @@ describe('replication across hard kills of the service', () => {
       'rows in the sink',
     );
     await stopChild(server!.child, 'SIGKILL');
-    await new Promise((r) => setTimeout(r, 300));
+    // Changes go on while the service is down…
+    const atKill = written;
+    await waitFor(async () => written >= atKill + 3, 'writes while the service is down');
     server = await serve();
-    await new Promise((r) => setTimeout(r, 1000));
+    // …and while the restarted one catches up, until it has replicated some made after its start.
+    const newest = async (url: string) =>
+      (await sqlOn<{ id: number | null }>(url, 'SELECT max(id)::int AS id FROM live').catch(() => []))[0]
+        ?.id ?? 0;
+    const atStart = await newest(dbs.source);
+    await waitFor(async () => (await newest(dbs.sink)) >= atStart, 'writes after the restart in the sink');
     writing = false;
     await writer;
     expect(written).toBeGreaterThan(5);

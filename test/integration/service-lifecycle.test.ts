@@ -8,6 +8,7 @@ import { runCli, startCliServer, stopChild } from '../support/cli-process.js';
 import { createDatabase, freePort } from '../support/pg-cluster.js';
 import { jsonRequest, startTestService, testConfig } from '../support/service.js';
 import { queryStore } from '../support/store-query.js';
+import { workerHeartbeats } from '../support/worker-heartbeats.js';
 
 const [firstCluster] = inject('pgClusters');
 const adminUrl = firstCluster?.adminUrl as string;
@@ -110,8 +111,9 @@ describe('service lifecycle', () => {
     const storeUrl = await createDatabase(adminUrl, 'lifecycle_last_known');
     const service = await startTestService(testConfig(storeUrl));
     try {
-      // Longer than a refresh period (a third of the lease TTL of 3 s), so the counts are known.
-      await new Promise((r) => setTimeout(r, 1_500));
+      // Two heartbeats: the health counts are refreshed in the background on the same period (a
+      // third of the lease TTL), so they are known by then.
+      await workerHeartbeats(storeUrl, 2);
       await query(adminUrl, 'ALTER DATABASE lifecycle_last_known ALLOW_CONNECTIONS false');
       await query(
         adminUrl,
@@ -127,7 +129,9 @@ describe('service lifecycle', () => {
   });
 });
 
-describe('command line', () => {
+// Each test starts the CLI (node with tsx) once or several times: on a busy machine one start alone
+// has taken 50 s, so the bound is one that only a hang reaches.
+describe('command line', { timeout: 300_000 }, () => {
   it('prints the version', () => {
     const { code, stdout } = runCli(['version']);
     expect(code).toBe(0);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { replicationDatabases, sqlOn, waitConverged, waitFor } from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
+import { workerHeartbeats } from '../support/worker-heartbeats.js';
 
 const cluster = inject('pgClusters')[0];
 
@@ -53,8 +54,9 @@ describe('concurrent state changes on one pipeline, across two instances', () =>
     }
     await waitConverged(dbs.source, dbs.sink, 'r');
     await waitFor(async () => (await state()) === 'running', 'running');
-    // Let any second data plane show itself.
-    await new Promise((r) => setTimeout(r, 2_000));
+    // Two more fleet ticks on each instance (they run on the heartbeat's period): any second data
+    // plane would be started by one of them.
+    await workerHeartbeats(dbs.store, 2);
     expect(await walsenders()).toBe(1);
   });
 
@@ -68,7 +70,8 @@ describe('concurrent state changes on one pipeline, across two instances', () =>
     await waitFor(async () => (await state()) === 'stopped', 'stopped', 10_000);
     await waitFor(async () => (await walsenders()) === 0, 'no walsender', 5_000);
     await sqlOn(dbs.source, "INSERT INTO r SELECT g, 'after stop' FROM generate_series(1001, 1100) g");
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Three more fleet ticks on each instance: a restart of the stopped pipeline would come from one.
+    await workerHeartbeats(dbs.store, 3);
     const [{ n }] = await sqlOn(dbs.sink, "SELECT count(*)::int AS n FROM r WHERE v = 'after stop'");
     expect(n).toBe(0);
     expect(await walsenders()).toBe(0);

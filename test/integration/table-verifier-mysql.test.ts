@@ -1,11 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import mysql, { type Connection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { mysqlConnectionOptions } from '../../src/connections/mysql-connection-type.js';
-import { parseMysqlDsn } from '../../src/connections/mysql-dsn.js';
 import type { TableSchema } from '../../src/core/change.js';
 import type { Sink } from '../../src/core/sink.js';
 import type { SinkComparison } from '../../src/core/table-comparison.js';
+import { mysqlConnectionOptions } from '../../src/sinks/mysql/mysql-connection-type.js';
+import { parseMysqlDsn } from '../../src/sinks/mysql/mysql-dsn.js';
 import { createMysqlSink } from '../../src/sinks/mysql/mysql-sink.js';
 import type { VerifyLimits } from '../../src/verify/table-verifier.js';
 import { memorySinkState } from '../support/memory-sink-state.js';

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDatabase } from '../support/pg-cluster.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
+import { waitFor } from '../support/wait-for.js';
 
 const DEFAULT_ORGANIZATION_ID = '00000000-0000-4000-8000-000000000001';
 const DEFAULT_WORKSPACE_ID = '00000000-0000-4000-8000-000000000003';
@@ -292,7 +293,16 @@ describe.each(inject('pgClusters'))('tenancy API on $label', (cluster) => {
         ]);
         await tx.query('UPDATE users SET disabled = true WHERE id = $1', [first.id]);
         const pending = request('PATCH', `/v1/users/${other.id}`, { disabled: true });
-        await new Promise((r) => setTimeout(r, 300));
+        // The request has reached the admin-set lock and waits on it behind this transaction.
+        await waitFor(
+          async () =>
+            (
+              await db.query<{ n: number }>(
+                "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+              )
+            ).rows[0]?.n === 1,
+          'the request to wait on the admin-set lock',
+        );
         await tx.query('COMMIT');
         // Counted before that commit, the first would still look enabled and both would be disabled.
         expect(await pending).toMatchObject({ status: 409, body: { code: 'LAST_ADMIN' } });

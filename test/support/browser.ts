@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { HANG_MS } from './wait-for.js';
 
 /** Where the browser tests leave a screenshot of each page they visit. */
 export const SCREENSHOT_DIR = join(process.cwd(), 'test-artifacts', 'screenshots');
@@ -16,13 +17,24 @@ function chromiumPath(): string {
   }
 }
 
-/** Debian's chromium, headless, with nothing reaching out to the network by itself. */
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
+/**
+ * Debian's chromium, headless, with nothing reaching out to the network by itself. Every page's
+ * waits, clicks and navigations get the same deadline, set here once: one that bounds a hang, not
+ * one a busy machine can reach.
+ */
+export async function launchChromium(): Promise<Browser> {
+  const browser = await chromium.launch({
     executablePath: chromiumPath(),
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
+    timeout: HANG_MS,
   });
+  // Emitted as each context (a newPage's too) is made, before the caller gets it.
+  browser.on('context', (context) => {
+    context.setDefaultTimeout(HANG_MS);
+    context.setDefaultNavigationTimeout(HANG_MS);
+  });
+  return browser;
 }
 
 /** Saves a full-page screenshot named after the page, as a test artifact. */

@@ -1,4 +1,3 @@
-import { parseLsn } from '../../src/core/lsn.js';
 import { FencedError, type SinkStateStore, type SnapshotPartition } from '../../src/core/sink.js';
 
 /**
@@ -7,13 +6,13 @@ import { FencedError, type SinkStateStore, type SnapshotPartition } from '../../
  * second sink to play a restart.
  */
 export function memorySinkState(): SinkStateStore {
-  let checkpoint: { lsn: string; epoch: number; detail: Record<string, unknown> } | null = null;
+  let checkpoint: { lsn: bigint; epoch: number; detail: Record<string, unknown> } | null = null;
   let partitions: SnapshotPartition[] = [];
   return {
     readCheckpoint: async () => (checkpoint ? structuredClone(checkpoint) : null),
     writeCheckpoint: async ({ lsn, epoch }, detail = {}) => {
       if (checkpoint && checkpoint.epoch > epoch) throw new FencedError(checkpoint.epoch, epoch);
-      const kept = checkpoint && parseLsn(checkpoint.lsn) > parseLsn(lsn) ? checkpoint.lsn : lsn;
+      const kept = checkpoint && checkpoint.lsn > lsn ? checkpoint.lsn : lsn;
       checkpoint = { lsn: kept, epoch, detail: structuredClone(detail) };
     },
     partitionsDone: async () => partitions.map((p) => ({ ...p })),

@@ -26,10 +26,11 @@ export const orderRows = (from: number, to: number): Row[] =>
     note: 'n',
   }));
 
-/** Commit `n` of the tests: its commit record at `0/n000`, its end 0x10 later. */
+/** Commit `n` of the tests: its commit record at `0/n000` (`lsnText`, as messages carry it), its end 0x10 later. */
 export const tx = (n: number) => ({
-  commitLsn: `0/${n.toString(16).toUpperCase()}000`,
-  end: `0/${n.toString(16).toUpperCase()}010`,
+  commitLsn: BigInt(n) * 0x1000n,
+  lsnText: `0/${n.toString(16).toUpperCase()}000`,
+  end: BigInt(n) * 0x1000n + 0x10n,
   xid: 1000 + n,
   commitTime: `2024-05-01T12:00:${String(n % 60).padStart(2, '0')}Z`,
 });

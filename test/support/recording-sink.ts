@@ -67,7 +67,7 @@ export class RecordingSink implements Sink {
     return this.batches.map((batch) => batch.changes.map((c) => `${c.table.table}:${c.after?.id ?? c.op}`));
   }
 
-  async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+  async applyBatch(batch: ChangeBatch): Promise<void> {
     this.batches.push(batch);
     const failure = this.failure;
     this.failure = null;
@@ -76,7 +76,6 @@ export class RecordingSink implements Sink {
     if (failure) throw failure.error;
     this.durable.push(batch);
     this.steps.check();
-    return { lsn: batch.commitLsn, epoch: batch.epoch };
   }
 
   async readCheckpoint(): Promise<Checkpoint | null> {

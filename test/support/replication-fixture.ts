@@ -1,6 +1,9 @@
 import pg from 'pg';
 import { createDatabase } from './pg-cluster.js';
 import { startTestService, type TestService, testConfig } from './service.js';
+import { waitFor } from './wait-for.js';
+
+export { waitFor };
 
 /** Runs one statement (or several, without parameters) on a database and returns its rows. */
 export async function sqlOn<T extends pg.QueryResultRow = any>(
@@ -40,21 +43,26 @@ export async function tableDigest(
   return { rows: Number(row?.rows), md5: row?.md5 ?? '' };
 }
 
-/** Polls until `check` returns a truthy value, or fails with the last value seen. */
-export async function waitFor<T>(
-  check: () => Promise<T>,
-  what: string,
-  timeoutMs = 60_000,
-  intervalMs = 200,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  while (Date.now() < deadline) {
-    last = await check();
-    if (last) return last;
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-  throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
+/**
+ * Waits until every pipeline slot on the source's database has confirmed the position the source
+ * has reached now: what was written before is delivered and acknowledged, so a duplicate of any of
+ * it would already have been sent.
+ */
+export async function waitAcknowledged(source: string, timeoutMs = 60_000): Promise<void> {
+  const [current] = await sqlOn<{ lsn: string }>(source, 'SELECT pg_current_wal_lsn()::text AS lsn');
+  await waitFor(
+    async () =>
+      (
+        await sqlOn<{ caught: boolean | null }>(
+          source,
+          `SELECT bool_and(confirmed_flush_lsn >= $1::pg_lsn) AS caught
+             FROM pg_replication_slots WHERE database = current_database() AND slot_type = 'logical'`,
+          [current?.lsn],
+        )
+      )[0]?.caught === true,
+    `the slots to confirm ${current?.lsn}`,
+    timeoutMs,
+  );
 }
 
 /** Waits until the sink's copy of `table` equals the source's, row for row. */

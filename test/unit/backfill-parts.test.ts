@@ -33,7 +33,7 @@ const change = (i: number): ChangeEvent => ({
   op: 'insert',
   table: { schema: 'public', table: 't' },
   after: { id: String(i), v: `line\nwith "quotes" ${i}` },
-  commitLsn: '0/2',
+  commitLsn: 2n,
   xid: i,
   commitTime: '2024-01-01T00:00:00.000Z',
 });

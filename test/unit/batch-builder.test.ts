@@ -6,7 +6,7 @@ const change = (id: string, value = ''): ChangeEvent => ({
   op: 'insert',
   table: { schema: 'public', table: 't' },
   after: { id, value },
-  commitLsn: '0/1',
+  commitLsn: 0x1n,
   xid: 1,
   commitTime: '',
 });

@@ -9,7 +9,7 @@ const change = (id: string): ChangeEvent => ({
   op: 'insert',
   table: { schema: 'public', table: 't' },
   after: { id },
-  commitLsn: '0/1',
+  commitLsn: 0x1n,
   xid: 1,
   commitTime: '',
 });
@@ -46,7 +46,7 @@ describe('BatchWriter', () => {
     writer.start([change('a'), change('b')], 0x100n);
     expect(writer.busy).toBe(true);
     await sink.began(1);
-    expect(sink.batches[0]).toMatchObject({ commitLsn: '0/100', epoch: 3 });
+    expect(sink.batches[0]).toMatchObject({ commitLsn: 0x100n, epoch: 3 });
     expect(acks).toEqual([]);
     expect(stats.eventsTotal).toBe(0);
     sink.release();
@@ -55,7 +55,7 @@ describe('BatchWriter', () => {
     expect(acks).toEqual([0x100n]);
     expect(writer.durableLsn).toBe(0x100n);
     expect(stats.eventsTotal).toBe(2);
-    expect(stats.lastCheckpointLsn).toBe('0/100');
+    expect(stats.lastCheckpointLsn).toBe(0x100n);
     expect(wakes()).toBe(1);
   });
 
@@ -105,7 +105,7 @@ describe('BatchWriter', () => {
     const { sink, stats, acks, writer } = setup();
     await writer.writePiece([change('a'), change('b')]);
     await writer.writePiece([change('c')]);
-    expect(sink.batches.map((b) => b.commitLsn)).toEqual(['0/10', '0/10']);
+    expect(sink.batches.map((b) => b.commitLsn)).toEqual([0x10n, 0x10n]);
     expect(writer.piecesHeld).toBe(true);
     expect(stats.eventsTotal).toBe(0);
     expect(acks).toEqual([]);
@@ -141,7 +141,7 @@ describe('BatchWriter', () => {
     const { sink, acks, writer } = setup();
     await writer.write([change('a')], 0x100n);
     await writer.writeAtDurable([change('held')]);
-    expect(sink.batches.map((b) => b.commitLsn)).toEqual(['0/100', '0/100']);
+    expect(sink.batches.map((b) => b.commitLsn)).toEqual([0x100n, 0x100n]);
     expect(acks).toEqual([0x100n]);
   });
 

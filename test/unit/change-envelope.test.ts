@@ -42,7 +42,7 @@ const schemaOf = (ref: TableRef) => schemas.get(`${ref.schema}.${ref.table}`) as
 
 const NONE: Numbering = new Map();
 
-const TX = { commitLsn: '0/16B3748', xid: 700, commitTime: '2024-05-01T12:00:00.123456Z' };
+const TX = { commitLsn: 0x16b3748n, xid: 700, commitTime: '2024-05-01T12:00:00.123456Z' };
 const change = (c: Partial<ChangeEvent> & Pick<ChangeEvent, 'op'>, tx = TX): ChangeEvent => ({
   table: orders,
   ...tx,
@@ -246,8 +246,8 @@ describe('change envelope', () => {
   });
 
   it('numbers the messages of each table within their transaction, going on across the batches of one transaction', () => {
-    const t2 = { commitLsn: '0/16B4000', xid: 701, commitTime: '2024-05-01T12:00:01Z' };
-    const t3 = { commitLsn: '0/16C0000', xid: 702, commitTime: '2024-05-01T12:00:02Z' };
+    const t2 = { commitLsn: 0x16b4000n, xid: 701, commitTime: '2024-05-01T12:00:01Z' };
+    const t3 = { commitLsn: 0x16c0000n, xid: 702, commitTime: '2024-05-01T12:00:02Z' };
     const all = [
       change({ op: 'insert', after: { id: '1' } }),
       change({ op: 'insert', after: { id: '2' } }, t2),
@@ -285,8 +285,8 @@ describe('change envelope', () => {
   });
 
   it("numbers a table's changes held back and published after the rest of their transactions (a backfill) alike", () => {
-    const t2 = { commitLsn: '0/16B4000', xid: 701, commitTime: '2024-05-01T12:00:01Z' };
-    const t3 = { commitLsn: '0/16C0000', xid: 702, commitTime: '2024-05-01T12:00:02Z' };
+    const t2 = { commitLsn: 0x16b4000n, xid: 701, commitTime: '2024-05-01T12:00:01Z' };
+    const t3 = { commitLsn: 0x16c0000n, xid: 702, commitTime: '2024-05-01T12:00:02Z' };
     const item = (tx: typeof t2, line: string) =>
       change({ op: 'insert', table: items, after: { order_id: '1', line } }, tx);
     const inOrder = changeEnvelopes(

@@ -10,7 +10,7 @@ import { Msg, pgoutput, type RelationInput } from '../support/pgoutput-messages.
 
 const TX: TransactionInfo = {
   xid: 4000000000,
-  commitLsn: '16/B374D848',
+  commitLsn: 0x16b374d848n,
   commitTime: '2024-05-06T07:08:09.123456Z',
 };
 const COMMIT = { xid: TX.xid, commitLsn: TX.commitLsn, commitTime: TX.commitTime };

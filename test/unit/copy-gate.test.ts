@@ -40,7 +40,7 @@ const change = (xid: number, op: ChangeEvent['op'], id: string | null, old?: str
   table: { schema: 'public', table: 'items' },
   ...(op === 'delete' ? { key: { id } } : { after: { id, k2: '1', v: 'x' } }),
   ...(old !== undefined ? { key: { id: old } } : {}),
-  commitLsn: '0/A000',
+  commitLsn: 0xa000n,
   xid,
   commitTime: '2026-01-01T00:00:00Z',
 });

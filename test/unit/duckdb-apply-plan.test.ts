@@ -6,7 +6,7 @@ import { col, tableOf } from '../support/table-schemas.js';
 const t = tableOf([col('id', 'integer', { isKey: true }), col('a', 'text'), col('big', 'text')], ['id']);
 const u = tableOf([col('id', 'integer', { isKey: true })], ['id'], { schema: 'public', table: 'u' });
 const lookup = (ref: { schema: string; table: string }) => (ref.table === 't' ? t : u);
-const base = { commitLsn: '0/1', xid: 1, commitTime: '' };
+const base = { commitLsn: 1n, xid: 1, commitTime: '' };
 const ins = (id: string, a = 'x', big = 'B'): ChangeEvent => ({
   ...base,
   op: 'insert',

@@ -2,10 +2,10 @@ import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { duckdbConnectionType } from '../../src/connections/duckdb-connection-type.js';
-import { parseDuckdbDsn } from '../../src/connections/duckdb-dsn.js';
 import { type LocalAccessPolicy, NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
 import { AppError } from '../../src/errors/app-error.js';
+import { duckdbConnectionType } from '../../src/sinks/duckdb/duckdb-connection-type.js';
+import { parseDuckdbDsn } from '../../src/sinks/duckdb/duckdb-dsn.js';
 
 function refusal(run: () => unknown): AppError {
   try {

@@ -21,8 +21,8 @@ describe('pipeline series', () => {
 
   it('counts events by operation, every operation present, and reads rate, lag and checkpoint', () => {
     const p = sample('a');
-    p.stats.recordApplied(changes('insert', 'insert', 'update', 'delete'), '0/1', 0.01, NOW - 1000);
-    p.stats.oldestPendingCommitMs = NOW - 2500;
+    p.stats.recordApplied(changes('insert', 'insert', 'update', 'delete'), 1n, 0.01, NOW - 1000);
+    p.stats.oldestPendingCommit(NOW - 2500);
     expect(pipelineSeries.eventsTotal([p], NOW)).toEqual([
       { labels: { pipeline: 'a', op: 'insert' }, value: 2 },
       { labels: { pipeline: 'a', op: 'update' }, value: 1 },
@@ -47,7 +47,7 @@ describe('pipeline series', () => {
 
   it('reads snapshot progress per table, the total never below what is done', () => {
     const p = sample('a');
-    p.stats.tables.set('public.t', { partitionsTotal: 4, partitionsDone: 1, rowsTotal: 100, rowsDone: 150 });
+    p.stats.copyStarted('public.t', { partitionsTotal: 4, partitionsDone: 1, rowsTotal: 100, rowsDone: 150 });
     const labels = { pipeline: 'a', table: 'public.t' };
     expect(pipelineSeries.snapshotRowsDone([p], NOW)).toEqual([{ labels, value: 150 }]);
     expect(pipelineSeries.snapshotRowsPlanned([p], NOW)).toEqual([{ labels, value: 150 }]);
@@ -57,7 +57,7 @@ describe('pipeline series', () => {
 
   it('shows the slot, with an unknown wal_status added to the known ones', () => {
     const p = sample('a');
-    p.stats.slot = { retainedWalBytes: 4096, walStatus: 'extended' };
+    p.stats.slotRead({ retainedWalBytes: 4096, walStatus: 'extended' });
     expect(pipelineSeries.slotRetainedWalBytes([p], NOW)).toEqual([
       { labels: { pipeline: 'a' }, value: 4096 },
     ]);
@@ -68,7 +68,7 @@ describe('pipeline series', () => {
       ['unreserved', 0],
       ['lost', 0],
     ]);
-    p.stats.slot = { retainedWalBytes: null, walStatus: 'weird' };
+    p.stats.slotRead({ retainedWalBytes: null, walStatus: 'weird' });
     expect(pipelineSeries.slotRetainedWalBytes([p], NOW)).toEqual([]);
     expect(pipelineSeries.slotWalStatus([p], NOW).find((s) => s.value === 1)?.labels.status).toBe('weird');
   });

@@ -16,7 +16,7 @@ describe('service metrics registry', () => {
     const stats = new PipelineStats();
     metrics.sinkBatches.attach('orders', stats);
     running.push({ name: 'orders', state: 'running', stats });
-    stats.recordApplied([insert, insert, insert], '0/10', 0.02);
+    stats.recordApplied([insert, insert, insert], 0x10n, 0.02);
 
     let text = await metrics.registry.metrics();
     expect(seriesValue(text, 'replicator_pipeline_state{pipeline="orders",state="running"}')).toBe(1);
@@ -34,7 +34,7 @@ describe('service metrics registry', () => {
     expect(text).toContain('process_cpu_seconds_total');
 
     // Mirrored counters follow the figures, not add them up scrape after scrape.
-    stats.recordApplied([insert], '0/11', 0.001);
+    stats.recordApplied([insert], 0x11n, 0.001);
     text = await metrics.registry.metrics();
     expect(seriesValue(text, 'replicator_pipeline_events_total{pipeline="orders",op="insert"}')).toBe(4);
 

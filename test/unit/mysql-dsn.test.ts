@@ -2,13 +2,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { maskDsn } from '../../src/connections/dsn.js';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
+import { AppError } from '../../src/errors/app-error.js';
 import {
   checkMysqlTls,
   mysqlConnectionOptions,
   mysqlConnectionType,
-} from '../../src/connections/mysql-connection-type.js';
-import { mysqlEndpointOf, parseMysqlDsn } from '../../src/connections/mysql-dsn.js';
-import { AppError } from '../../src/errors/app-error.js';
+} from '../../src/sinks/mysql/mysql-connection-type.js';
+import { mysqlEndpointOf, parseMysqlDsn } from '../../src/sinks/mysql/mysql-dsn.js';
 
 function refusal(dsn: string): AppError {
   try {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { findConnectionType } from '../../src/connections/connection-types.js';
 import { maskDsn } from '../../src/connections/dsn.js';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { natsConnectionType } from '../../src/connections/nats-connection-type.js';
-import { checkNatsDsn, natsEndpointOf, parseNatsDsn } from '../../src/connections/nats-dsn.js';
 import { AppError } from '../../src/errors/app-error.js';
+import { natsConnectionType } from '../../src/sinks/nats/nats-connection-type.js';
+import { checkNatsDsn, natsEndpointOf, parseNatsDsn } from '../../src/sinks/nats/nats-dsn.js';
+import { findConnectionType } from '../../src/sinks/registry.js';
 
 function refusal(dsn: string): AppError {
   try {

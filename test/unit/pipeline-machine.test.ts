@@ -1,15 +1,17 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createActor, fromCallback, fromPromise, type SnapshotFrom } from 'xstate';
 import {
   MAX_RETRIES,
+  MAX_RETRY_DELAY_MS,
   PIPELINE_ACTIONS,
   PIPELINE_STATES,
   type PipelineAction,
   type PipelineEvent,
   type PipelineState,
   pipelineMachine,
+  retryWaitMs,
 } from '../../machines/pipeline.js';
-import { apiState, isActionAllowed, stateAfter } from '../../machines/pipeline-transitions.js';
+import { apiState, isActionAllowed, phaseOf, stateAfter } from '../../machines/pipeline-transitions.js';
 
 /** The allowed (state, action) pairs and where they lead once the actors have settled. */
 const ALLOWED: Record<string, PipelineState> = {
@@ -23,6 +25,9 @@ const ALLOWED: Record<string, PipelineState> = {
 };
 
 type Snapshot = SnapshotFrom<typeof pipelineMachine>;
+
+/** The retry delay of the harness; its clock is faked, so the tests move time on by it. */
+const BACKOFF_MS = 5;
 
 /** A machine whose actors resolve when the test says so. */
 function harness(options: { prepareFails?: string; retryable?: boolean } = {}) {
@@ -49,7 +54,7 @@ function harness(options: { prepareFails?: string; retryable?: boolean } = {}) {
       }),
       drain: fromPromise(() => new Promise<void>((resolve) => gates.drain.push(resolve))),
     },
-    delays: { backoff: 5 },
+    delays: { backoff: BACKOFF_MS },
   });
   return {
     machine,
@@ -59,7 +64,19 @@ function harness(options: { prepareFails?: string; retryable?: boolean } = {}) {
   };
 }
 
-const flush = () => new Promise((r) => setTimeout(r, 0));
+// The machine's delays run on the faked clock: a test moves time on itself, and never waits for it.
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+/** Lets the promise actors' settlements run (and any timer due now). */
+const flush = () => vi.advanceTimersByTimeAsync(0);
+
+/** Moves time past one retry delay, so a waiting retry fires. */
+const passBackoff = () => vi.advanceTimersByTimeAsync(BACKOFF_MS);
 
 async function settle(h: ReturnType<typeof harness>) {
   for (let i = 0; i < 5; i++) {
@@ -151,11 +168,27 @@ describe('pipeline machine', () => {
     expect(h.replicateStops()).toBe(1);
   });
 
-  it('tracks the snapshot and streaming phases inside running', async () => {
+  it('tracks the snapshot and streaming phases inside running, as the data plane reports them', async () => {
     const { actor, h } = await actorIn('running');
+    expect(actor.getSnapshot().matches({ running: { replicating: 'opening' } })).toBe(true);
+    expect(phaseOf(actor.getSnapshot().value)).toBe('idle');
+    h.report({ type: 'PHASE', phase: 'snapshot' });
     expect(actor.getSnapshot().matches({ running: { replicating: 'snapshot' } })).toBe(true);
+    expect(phaseOf(actor.getSnapshot().value)).toBe('snapshot');
     h.report({ type: 'PHASE', phase: 'streaming' });
     expect(actor.getSnapshot().matches({ running: { replicating: 'streaming' } })).toBe(true);
+    expect(phaseOf(actor.getSnapshot().value)).toBe('streaming');
+  });
+
+  it('shows a held pipeline as streaming and one whose data plane does not run as idle', async () => {
+    const { actor, h } = await actorIn('running');
+    h.report({ type: 'PHASE', phase: 'streaming' });
+    h.report({ type: 'SCHEMA_CHANGE' });
+    expect(apiState(actor.getSnapshot().value)).toBe('pending_schema_approval');
+    expect(phaseOf(actor.getSnapshot().value)).toBe('streaming');
+    for (const state of ['stopped', 'paused', 'failed'] as const) {
+      expect(phaseOf((await actorIn(state)).actor.getSnapshot().value)).toBe('idle');
+    }
   });
 
   it('fails with the message when prepare is refused', async () => {
@@ -177,7 +210,7 @@ describe('pipeline machine', () => {
     expect(actor.getSnapshot().matches({ starting: 'waiting' })).toBe(true);
     expect(actor.getSnapshot().context).toMatchObject({ error: 'connect ECONNREFUSED', retries: 1 });
     for (let i = 0; i < MAX_RETRIES; i++) {
-      await new Promise((r) => setTimeout(r, 20));
+      await passBackoff();
       await settle(h);
     }
     expect(apiState(actor.getSnapshot().value)).toBe('failed');
@@ -188,12 +221,12 @@ describe('pipeline machine', () => {
     for (let i = 0; i < MAX_RETRIES + 3; i++) {
       running.report({ type: 'FAILED', message: 'connect ECONNREFUSED', retryable: true, unreachable: true });
       expect(apiState(actor.getSnapshot().value)).toBe('running');
-      await new Promise((r) => setTimeout(r, 20));
+      await passBackoff();
     }
     // Anything else that keeps failing still fails the pipeline after MAX_RETRIES in a row.
     for (let i = 0; i <= MAX_RETRIES; i++) {
       running.report({ type: 'FAILED', message: 'deadlock detected', retryable: true });
-      await new Promise((r) => setTimeout(r, 20));
+      await passBackoff();
     }
     expect(apiState(actor.getSnapshot().value)).toBe('failed');
   });
@@ -217,7 +250,7 @@ describe('pipeline machine', () => {
     h.report({ type: 'FAILED', message: 'connection reset', retryable: true });
     expect(actor.getSnapshot().matches({ running: 'retrying' })).toBe(true);
     expect(apiState(actor.getSnapshot().value)).toBe('running');
-    await new Promise((r) => setTimeout(r, 20));
+    await passBackoff();
     expect(actor.getSnapshot().matches({ running: 'replicating' })).toBe(true);
     h.report({ type: 'PHASE', phase: 'streaming' });
     expect(actor.getSnapshot().context).toMatchObject({ retries: 1, error: 'connection reset' });
@@ -225,7 +258,7 @@ describe('pipeline machine', () => {
     expect(actor.getSnapshot().context).toMatchObject({ retries: 0, error: null });
     for (let i = 0; i < MAX_RETRIES; i++) {
       h.report({ type: 'FAILED', message: `attempt ${i}`, retryable: true });
-      await new Promise((r) => setTimeout(r, 20));
+      await passBackoff();
     }
     h.report({ type: 'FAILED', message: 'still down', retryable: true });
     expect(apiState(actor.getSnapshot().value)).toBe('failed');
@@ -238,7 +271,7 @@ describe('pipeline machine', () => {
       h.report({ type: 'PHASE', phase: 'streaming' });
       h.report({ type: 'FAILED', message: 'deadlock detected', retryable: true });
       expect(apiState(actor.getSnapshot().value)).toBe('running');
-      await new Promise((r) => setTimeout(r, 20));
+      await passBackoff();
     }
     h.report({ type: 'PHASE', phase: 'streaming' });
     h.report({ type: 'FAILED', message: 'deadlock detected', retryable: true });
@@ -260,7 +293,7 @@ describe('pipeline machine', () => {
     h.report({ type: 'PHASE', phase: 'streaming' });
     actor.send({ type: 'RELOAD' });
     expect(h.replicateStops()).toBe(1);
-    expect(actor.getSnapshot().matches({ running: { replicating: 'snapshot' } })).toBe(true);
+    expect(actor.getSnapshot().matches({ running: { replicating: 'opening' } })).toBe(true);
     const paused = await actorIn('paused');
     paused.actor.send({ type: 'RELOAD' });
     expect(apiState(paused.actor.getSnapshot().value)).toBe('paused');
@@ -276,7 +309,7 @@ describe('pipeline machine', () => {
       h.report({ type: 'FAILED', message: 'connect ECONNREFUSED', retryable: true, unreachable: true });
       expect(apiState(actor.getSnapshot().value)).toBe('running');
       expect(actor.getSnapshot().context).toMatchObject({ error: 'connect ECONNREFUSED', retries: i + 1 });
-      await new Promise((r) => setTimeout(r, 20));
+      await passBackoff();
       expect(actor.getSnapshot().matches({ running: 'replicating' })).toBe(true);
     }
     expect(actor.getSnapshot().can({ type: 'PAUSE' })).toBe(true);
@@ -327,5 +360,52 @@ describe('stateAfter', () => {
     ['failed', 'start', 'starting'],
   ] as const)('%s + %s is %s at once', (state, action, next) => {
     expect(stateAfter(state, action)).toBe(next);
+  });
+});
+
+describe('the wait before a retry', () => {
+  it('is the capped backoff, or longer when the failure’s cause asks for it', () => {
+    expect(retryWaitMs({ retries: 1 })).toBe(1_000);
+    expect(retryWaitMs({ retries: 3, retryAfterMs: 0 })).toBe(4_000);
+    expect(retryWaitMs({ retries: 1, retryAfterMs: 30_000 })).toBe(30_000);
+    expect(retryWaitMs({ retries: 12, retryAfterMs: 30_000 })).toBe(MAX_RETRY_DELAY_MS);
+    expect(retryWaitMs({ retries: 12 }, 5_000)).toBe(5_000);
+  });
+
+  it('waits as long as the failure asked before the next attempt, and forgets it at the next failure', async () => {
+    vi.useFakeTimers();
+    try {
+      let sendBack: ((event: PipelineEvent) => void) | undefined;
+      const machine = pipelineMachine.provide({
+        actors: {
+          prepare: fromPromise(async () => {}),
+          replicate: fromCallback(({ sendBack: send }) => {
+            sendBack = send as (event: PipelineEvent) => void;
+          }),
+          drain: fromPromise(async () => {}),
+        },
+      });
+      const actor = createActor(machine, { input: { pipelineId: 'p', resumeAs: 'running' } }).start();
+      sendBack?.({
+        type: 'FAILED',
+        message: 'busy',
+        retryable: true,
+        unreachable: true,
+        retryAfterMs: 7_000,
+      });
+      expect(actor.getSnapshot().context.retryAfterMs).toBe(7_000);
+      await vi.advanceTimersByTimeAsync(6_999);
+      expect(actor.getSnapshot().matches({ running: 'retrying' })).toBe(true);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(actor.getSnapshot().matches({ running: 'replicating' })).toBe(true);
+      sendBack?.({ type: 'FAILED', message: 'reset', retryable: true, unreachable: true });
+      expect(actor.getSnapshot().context.retryAfterMs).toBe(0);
+      // The second failure in a row: the backoff's 2 s.
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(actor.getSnapshot().matches({ running: 'replicating' })).toBe(true);
+      actor.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -7,7 +7,7 @@ const insert = (id: number): ChangeEvent => ({
   op: 'insert',
   table: { schema: 'public', table: 't' },
   xid: 9,
-  commitLsn: '0/100',
+  commitLsn: 0x100n,
   commitTime: '2026-01-01T00:00:00Z',
   after: { id: String(id) },
 });
@@ -17,7 +17,7 @@ describe('pipeline lag', () => {
   const tracked = () => {
     const stats = new PipelineStats();
     const commits = new PendingCommits((oldest) => {
-      stats.oldestPendingCommitMs = oldest;
+      stats.oldestPendingCommit(oldest);
     });
     return { stats, commits };
   };
@@ -58,7 +58,7 @@ describe('pipeline lag', () => {
   it('counts a transaction still arriving from its first message, and the oldest of both', () => {
     const { stats, commits } = tracked();
     let arriving: number | null = 5_000;
-    stats.sourcePendingSinceMs = () => arriving;
+    stats.streamOpened(() => arriving);
     expect(stats.lagMs(20_000)).toBe(15_000);
     commits.begin(7_000);
     expect(stats.lagMs(20_000)).toBe(15_000);
@@ -73,7 +73,7 @@ describe('pipeline event counts', () => {
   it('counts the pieces of a transaction once its commit is durable, and never those replayed after a stop', () => {
     const stats = new PipelineStats();
     const batches: number[] = [];
-    stats.onBatch = (events) => batches.push(events);
+    stats.tellBatchesTo((events) => batches.push(events));
     stats.recordPiece(inserts(400));
     stats.recordPiece(inserts(400));
     expect(stats.eventsTotal).toBe(0);
@@ -87,7 +87,7 @@ describe('pipeline event counts', () => {
     stats.dropPieces();
     stats.recordPiece(inserts(400));
     stats.recordPiece(inserts(400));
-    stats.recordApplied(inserts(200), '0/200');
+    stats.recordApplied(inserts(200), 0x200n);
     expect(stats.eventsTotal).toBe(200);
     stats.countPieces();
     expect(stats.eventsTotal).toBe(1_000);
@@ -95,5 +95,30 @@ describe('pipeline event counts', () => {
     expect(stats.takeDeltas()).toMatchObject({ events: 1_000, checkpointLsn: '0/200' });
     stats.countPieces();
     expect(stats.eventsTotal).toBe(1_000);
+  });
+});
+
+describe('pipeline stats and the machine', () => {
+  it("shows the phase and the retry count the pipeline's machine holds, kept nowhere else", () => {
+    let control = { phase: 'snapshot' as 'snapshot' | 'streaming' | 'idle', retries: 2 };
+    const stats = new PipelineStats({ control: () => control, lastCheckpointAt: '2026-01-01T00:00:00.000Z' });
+    expect([stats.phase, stats.retries, stats.lastCheckpointAt]).toEqual([
+      'snapshot',
+      2,
+      '2026-01-01T00:00:00.000Z',
+    ]);
+    control = { phase: 'streaming', retries: 0 };
+    expect([stats.phase, stats.retries]).toEqual(['streaming', 0]);
+    expect(new PipelineStats().phase).toBe('idle');
+  });
+
+  it('tells progress to the current run only', () => {
+    const stats = new PipelineStats();
+    const told: string[] = [];
+    stats.tellProgressTo(() => told.push('first run'));
+    stats.caughtUp();
+    stats.tellProgressTo(() => told.push('second run'));
+    stats.recordApplied(inserts(1), 0x300n);
+    expect(told).toEqual(['first run', 'second run']);
   });
 });

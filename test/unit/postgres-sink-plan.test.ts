@@ -30,7 +30,7 @@ const lookup = (ref: { table: string }): TargetTable => {
   return table;
 };
 
-const base = { commitLsn: '0/2', xid: 1, commitTime: '2024-01-01T00:00:00Z' };
+const base = { commitLsn: 2n, xid: 1, commitTime: '2024-01-01T00:00:00Z' };
 const ins = (after: Row, table = items): ChangeEvent => ({ ...base, op: 'insert', table, after });
 const upd = (after: Row, extra: Partial<ChangeEvent> = {}): ChangeEvent => ({
   ...base,

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { findConnectionType } from '../../src/connections/connection-types.js';
 import { maskDsn } from '../../src/connections/dsn.js';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { rabbitmqConnectionType } from '../../src/connections/rabbitmq-connection-type.js';
-import { parseRabbitmqDsn, rabbitmqEndpointOf } from '../../src/connections/rabbitmq-dsn.js';
 import { AppError } from '../../src/errors/app-error.js';
+import { rabbitmqConnectionType } from '../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
+import { parseRabbitmqDsn, rabbitmqEndpointOf } from '../../src/sinks/rabbitmq/rabbitmq-dsn.js';
+import { findConnectionType } from '../../src/sinks/registry.js';
 
 function refusal(dsn: string): AppError {
   try {

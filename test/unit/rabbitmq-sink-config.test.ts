@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { rabbitmqSettings } from '../../src/connections/rabbitmq-connection-type.js';
-import { parseRabbitmqDsn } from '../../src/connections/rabbitmq-dsn.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { isUnreachable } from '../../src/runtime/error-kinds.js';
 import {
@@ -15,6 +13,8 @@ import {
   routeOf,
 } from '../../src/sinks/rabbitmq/config.js';
 import { messageOf } from '../../src/sinks/rabbitmq/message.js';
+import { rabbitmqSettings } from '../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
+import { parseRabbitmqDsn } from '../../src/sinks/rabbitmq/rabbitmq-dsn.js';
 import { findSinkKind, sinkTypes } from '../../src/sinks/registry.js';
 
 function refusal(run: () => unknown): AppError {

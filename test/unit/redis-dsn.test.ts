@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { findConnectionType } from '../../src/connections/connection-types.js';
 import { maskDsn } from '../../src/connections/dsn.js';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { redisConnectionType } from '../../src/connections/redis-connection-type.js';
-import { parseRedisDsn, redisEndpointOf } from '../../src/connections/redis-dsn.js';
 import { AppError } from '../../src/errors/app-error.js';
+import { redisConnectionType } from '../../src/sinks/redis/redis-connection-type.js';
+import { parseRedisDsn, redisEndpointOf } from '../../src/sinks/redis/redis-dsn.js';
+import { findConnectionType } from '../../src/sinks/registry.js';
 
 function refusal(dsn: string): AppError {
   try {

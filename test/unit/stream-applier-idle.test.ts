@@ -18,7 +18,7 @@ describe('the applier and the idle position', () => {
     { kind: 'begin', xid, commitTimeMs: Date.now() },
     {
       kind: 'change',
-      change: { op: 'insert', table, after: { id: String(xid) }, commitLsn: '0/1', xid, commitTime: '' },
+      change: { op: 'insert', table, after: { id: String(xid) }, commitLsn: 1n, xid, commitTime: '' },
     },
     { kind: 'commit', xid, endLsn },
   ];
@@ -81,7 +81,7 @@ describe('the applier and the idle position', () => {
       { maxWaitMs: 50 },
       (acks) => acks.includes(500n),
     );
-    expect(batches.map((b) => b.commitLsn)).toEqual(['0/1F4']);
+    expect(batches.map((b) => b.commitLsn)).toEqual([500n]);
     expect(acks.at(-1)).toBe(500n);
   });
 

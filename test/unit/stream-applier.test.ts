@@ -15,7 +15,7 @@ const change = (id: string, on = table): ChangeEvent => ({
   op: 'insert',
   table: on,
   after: { id },
-  commitLsn: '0/1',
+  commitLsn: 0x1n,
   xid: 1,
   commitTime: '',
 });
@@ -117,14 +117,14 @@ describe('applyStream', () => {
       ['t:a1', 't:a2', 't:a3', 't:a4'],
       ['t:a5', 't:a6'],
     ]);
-    expect(t.positions()).toEqual(['0/10', '0/10']);
+    expect(t.positions()).toEqual([0x10n, 0x10n]);
     expect(t.stats.eventsTotal).toBe(0);
     expect(t.acks).toEqual([]);
     t.sink.hold();
     t.push(commit(0x100n));
     await t.sink.began(3);
     expect(t.sink.written()[2]).toEqual(['t:a7']);
-    expect(t.positions()[2]).toBe('0/100');
+    expect(t.positions()[2]).toBe(0x100n);
     expect(t.stats.eventsTotal).toBe(0);
     t.sink.release();
     await t.until(() => t.acks.includes(0x100n));
@@ -320,7 +320,7 @@ describe('applyStream', () => {
     t.stop();
     expect(await t.outcome).toEqual({ result: 'stopped' });
     expect(t.sink.written()).toEqual([['t:a1', 't:b1']]);
-    expect(t.positions()).toEqual(['0/200']);
+    expect(t.positions()).toEqual([0x200n]);
     expect(t.acks).toEqual([0x200n]);
   });
 

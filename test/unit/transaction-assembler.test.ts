@@ -92,7 +92,7 @@ describe('transaction assembler', () => {
         },
       ]);
       feed(pgoutput.insert(7, ['1', 'a']));
-      const tx = { xid: 4000000000, commitLsn: '16/B374D848', commitTime: TS_ISO };
+      const tx = { xid: 4000000000, commitLsn: 0x16b374d848n, commitTime: TS_ISO };
       expect(taken()).toEqual([
         { kind: 'change', change: { op: 'insert', table: ITEMS_TABLE, ...tx, after: { id: '1', v: 'a' } } },
       ]);
@@ -127,8 +127,8 @@ describe('transaction assembler', () => {
       expect(
         changes(items).map(({ xid, commitLsn, commitTime }) => ({ xid, commitLsn, commitTime })),
       ).toEqual([
-        { xid: 10, commitLsn: '0/100', commitTime: TS_ISO },
-        { xid: 11, commitLsn: '0/200', commitTime: '2024-05-06T07:08:10.000000Z' },
+        { xid: 10, commitLsn: 0x100n, commitTime: TS_ISO },
+        { xid: 11, commitLsn: 0x200n, commitTime: '2024-05-06T07:08:10.000000Z' },
       ]);
       expect(items[4]).toEqual({ kind: 'begin', xid: 11, commitTimeMs: T2.getTime() });
       expect(items[6]).toEqual({ kind: 'commit', xid: 11, endLsn: 0x228n });
@@ -245,7 +245,7 @@ describe('transaction assembler', () => {
 
       const replayed = feed(pgoutput.streamCommit(700, 0x5000n, 0x5030n, TS));
       expect(taken()).toEqual([]);
-      const tx = { xid: 700, commitLsn: '0/5000', commitTime: TS_ISO };
+      const tx = { xid: 700, commitLsn: 0x5000n, commitTime: TS_ISO };
       expect(replayed[0]).toEqual({ kind: 'begin', xid: 700, commitTimeMs: T1.getTime() });
       expect(replayed[1]).toMatchObject({ kind: 'relation', relation: { relationId: 7, table: 'items' } });
       expect(changes(replayed)).toEqual([

@@ -56,9 +56,9 @@ describe('PipelineStats lag', () => {
     expect(stats.lagMs(4_000)).toBe(2_000);
     expect(stats.lagBytes()).toBe(800);
     // A received transaction committed earlier than that is older still.
-    stats.oldestPendingCommitMs = 500;
+    stats.oldestPendingCommit(500);
     expect(stats.lagMs(4_000)).toBe(3_500);
-    stats.oldestPendingCommitMs = null;
+    stats.oldestPendingCommit(null);
     stats.acknowledged(2_600n);
     expect(stats.lagMs(4_000)).toBe(0);
     // Stopped: not measured.

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { findConnectionType } from '../../src/connections/connection-types.js';
 import { maskDsn } from '../../src/connections/dsn.js';
 import { NO_LOCAL_ACCESS } from '../../src/connections/local-access.js';
-import { webhookConnectionType } from '../../src/connections/webhook-connection-type.js';
-import { parseWebhookDsn, webhookEndpointOf } from '../../src/connections/webhook-dsn.js';
 import { AppError } from '../../src/errors/app-error.js';
+import { findConnectionType } from '../../src/sinks/registry.js';
+import { webhookConnectionType } from '../../src/sinks/webhook/webhook-connection-type.js';
+import { parseWebhookDsn, webhookEndpointOf } from '../../src/sinks/webhook/webhook-dsn.js';
 
 const SECRET = 'whsec-0123456789abcdef';
 const PRIVATE = { ...NO_LOCAL_ACCESS, webhookAllowPrivate: true };

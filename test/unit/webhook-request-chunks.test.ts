@@ -54,7 +54,7 @@ describe('what a webhook has posted past its checkpoint', () => {
   });
 
   it('counts each table of each transaction past the checkpoint, and forgets the finished ones', () => {
-    const note = unfinishedAt('0/2000', new Map(), [
+    const note = unfinishedAt(0x2000n, new Map(), [
       event('0/1000', 0),
       event('0/3000', 0),
       event('0/3000', 1),
@@ -72,7 +72,7 @@ describe('what a webhook has posted past its checkpoint', () => {
     expect(postedBefore(event('0/4000', 0), read)).toBe(false);
     expect(postedBefore(event('0/4000', 0, 'lines'), read)).toBe(true);
     // Past a later checkpoint, the note is empty again.
-    expect(detailOf(unfinishedAt('0/5000', read, []))).toEqual({});
+    expect(detailOf(unfinishedAt(0x5000n, read, []))).toEqual({});
   });
 
   it('reads a missing or malformed note as nothing posted', () => {

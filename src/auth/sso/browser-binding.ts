@@ -4,7 +4,7 @@ import { newSecret, type SecretHasher } from '../secret-token.js';
 import { LOGIN_FLOW_TTL_MS } from './login-flows.js';
 import type { ServiceUrls } from './service-urls.js';
 
-export const BROWSER_COOKIE = 'sso_browser';
+const BROWSER_COOKIE = 'sso_browser';
 const COOKIE_VALUE = /^[a-z2-7]{32}$/;
 
 /**

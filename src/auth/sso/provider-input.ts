@@ -51,7 +51,7 @@ export interface InputPolicy {
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 /** Whether a URL may name an identity provider: https, or http on loopback when the policy allows it. */
-export function isAllowedIdpUrl(url: URL, allowInsecure: boolean): boolean {
+function isAllowedIdpUrl(url: URL, allowInsecure: boolean): boolean {
   if (url.protocol === 'https:') return true;
   return allowInsecure && url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
 }

@@ -2,7 +2,7 @@ import { type CommonQueryMethods, sql } from 'slonik';
 import { z } from 'zod';
 import { validationFailed } from '../../errors/app-error.js';
 import { DEFAULT_ORGANIZATION_ID, DEFAULT_PROJECT_ID } from '../../store/pool.js';
-import { lockAdminSet } from '../../tenancy/last-admin-guard.js';
+import { lockAdminSet } from '../last-admin-guard.js';
 import type { Role, ScopeType } from '../roles.js';
 import type { StoredRoleMapping, StoredRoleRule } from './provider-settings.js';
 
@@ -96,7 +96,7 @@ export async function describeRoleMapping(
  * The values a claim carries, as strings: a string, a list of strings, or (for providers such as
  * Keycloak) a dotted path into nested claims, e.g. `realm_access.roles`.
  */
-export function claimValues(claims: Record<string, unknown>, claim: string): string[] {
+function claimValues(claims: Record<string, unknown>, claim: string): string[] {
   let value: unknown = claims[claim];
   if (value === undefined && claim.includes('.')) {
     value = claim

@@ -52,7 +52,7 @@ function escaped(value: unknown): unknown {
 }
 
 /** The project's definitions as one document that `apply` accepts back unchanged. */
-export async function exportDocument(api: ApiClient) {
+async function exportDocument(api: ApiClient) {
   const [connections, summaries] = await Promise.all([
     ok(api.GET('/v1/connections')),
     ok(api.GET('/v1/pipelines')),

@@ -48,7 +48,7 @@ export function registerSchemaDecisions(program: Command, io: CliIo): void {
 }
 
 /** The change as a person reviews it: what changes, and the statements the sink would run. */
-export function describeProposal(p: Proposal): string {
+function describeProposal(p: Proposal): string {
   const changes = p.changes.map(
     (c) =>
       `  ${c.kind} ${JSON.stringify(Object.fromEntries(Object.entries(c).filter(([k]) => k !== 'kind')))}`,

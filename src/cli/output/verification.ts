@@ -17,7 +17,7 @@ const formatKey = (key: Record<string, string>) => {
 };
 
 /** "completed, differs", "running", "failed: why". */
-export function verificationState(v: Verification): string {
+function verificationState(v: Verification): string {
   if (v.status === 'completed') return `completed, ${v.result ?? 'no result'}`;
   return v.error ? `${v.status}: ${v.error}` : v.status;
 }

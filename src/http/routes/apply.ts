@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { Value } from 'typebox/value';
 import type { ApplyDocument, ApplyEntry, ApplyService, Problem } from '../../apply/apply-service.js';
-import { noteAudit } from '../audit-hook.js';
+import { noteAudit } from '../../audit/audit-note.js';
 import { errorResponses } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 import { ConnectionCreateBody } from '../schemas/connections.js';

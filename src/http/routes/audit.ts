@@ -1,13 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { DatabasePool } from 'slonik';
-import { listAuditEvents } from '../../audit/audit-store.js';
+import type { AuditLog } from '../../audit/audit-log.js';
 import { badRequest } from '../../errors/app-error.js';
 import { AuditPage, AuditQuery } from '../schemas/audit.js';
 import { errorResponses } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 
 /** `GET /v1/audit-events`: the trail for organization admins. It has no update or delete, by design. */
-export const auditRoutes: FastifyPluginAsyncTypebox<{ pool: DatabasePool }> = async (app, { pool }) => {
+export const auditRoutes: FastifyPluginAsyncTypebox<{ audit: AuditLog }> = async (app, { audit }) => {
   addComponentSchemas(app);
   app.get(
     '/audit-events',
@@ -26,7 +25,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ pool: DatabasePool }> = as
       const { limit, cursor, action, actor_id, project_id, outcome } = request.query;
       const size = limit === undefined ? 100 : Number(limit);
       if (size < 1 || size > 500) throw badRequest('limit', 'must be from 1 to 500');
-      return listAuditEvents(pool, {
+      return audit.list({
         limit: size,
         beforeId: cursor === undefined ? undefined : Number(cursor),
         action,

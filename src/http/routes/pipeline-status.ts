@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { parseDuration } from '../../config/duration.js';
 import { badRequest } from '../../errors/app-error.js';
+import { HISTORY_KEEP_MS } from '../../pipelines/history-resolution.js';
 import type { PipelineStatusService } from '../../pipelines/pipeline-status-service.js';
-import { HISTORY_KEEP_MS } from '../../runtime/figure-history.js';
 import { errorResponses, NameParams, ref } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 import {

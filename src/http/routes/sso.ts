@@ -2,9 +2,9 @@ import formbody from '@fastify/formbody';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
+import { noteAudit } from '../../audit/audit-note.js';
 import type { Sso } from '../../auth/sso/index.js';
 import { SSO_LOGIN_ACTION } from '../../auth/sso/sso-logins.js';
-import { noteAudit } from '../audit-hook.js';
 import { errorResponses, ref } from '../schemas/common.js';
 import {
   AcsBody,

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { noteAudit } from '../../audit/audit-note.js';
 import type { UsersService } from '../../tenancy/users-service.js';
-import { noteAudit } from '../audit-hook.js';
 import { errorResponses, ref, Unauthenticated } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 import { IdParams, User, UserCreateBody, UserUpdateBody } from '../schemas/tenancy.js';

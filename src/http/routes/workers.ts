@@ -1,9 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { DatabasePool } from 'slonik';
 import { Type } from 'typebox';
-import { projectScope } from '../../context.js';
 import { FORGET_WORKERS_AFTER_MS } from '../../fleet/worker-registry.js';
-import { workersStore } from '../../store/workers-store.js';
+import type { WorkersService } from '../../fleet/workers-service.js';
 import { ref, Timestamp, Unauthenticated } from '../schemas/common.js';
 import { addComponentSchemas } from '../schemas/components.js';
 
@@ -25,9 +23,9 @@ const Worker = Type.Object({
 });
 
 /** GET /v1/workers: the instances of the fleet. */
-export const workerRoutes: FastifyPluginAsyncTypebox<{ pool: DatabasePool; leaseTtlMs: number }> = async (
+export const workerRoutes: FastifyPluginAsyncTypebox<{ workers: WorkersService }> = async (
   app,
-  { pool, leaseTtlMs },
+  { workers },
 ) => {
   addComponentSchemas(app);
   app.get(
@@ -41,16 +39,6 @@ export const workerRoutes: FastifyPluginAsyncTypebox<{ pool: DatabasePool; lease
         response: { 200: Type.Array(Worker), 401: ref(Unauthenticated) },
       },
     },
-    async (request) =>
-      (await workersStore.list(pool, leaseTtlMs, projectScope(request.ctx))).map((w) => ({
-        id: w.id,
-        hostname: w.hostname,
-        pid: w.pid,
-        version: w.version,
-        started_at: w.started_at,
-        last_heartbeat_at: w.heartbeat_at,
-        status: w.stopped_at ? 'stopped' : w.live ? 'live' : 'stale',
-        pipelines: w.pipelines,
-      })),
+    (request) => workers.list(request.ctx),
   );
 };

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { connectionTypeNames } from '../../connections/connection-types.js';
+import { connectionTypeNames } from '../../sinks/registry.js';
 import { Name, NameParams, Timestamp } from './common.js';
 
 const ConnectionTypeName = Type.String({

@@ -1,5 +1,4 @@
 import type { ChangeEvent } from '../../core/change.js';
-import { formatLsn } from '../../core/lsn.js';
 import type { ChangeBatch, Sink } from '../../core/sink.js';
 import type { PendingCommits } from '../pending-commits.js';
 import type { PipelineStats } from '../pipeline-stats.js';
@@ -166,13 +165,13 @@ export class BatchWriter {
       this.pieces = true;
       return;
     }
-    stats.recordApplied(changes, formatLsn(position), seconds);
+    stats.recordApplied(changes, position, seconds);
     if (this.piecesCountAt !== null && position >= this.piecesCountAt) this.countPieces();
   }
 
   /** The batch the sink gets: made here alone. */
   private batchOf(changes: ChangeEvent[], position: bigint): ChangeBatch {
-    return { changes, commitLsn: formatLsn(position), epoch: this.options.epoch };
+    return { changes, commitLsn: position, epoch: this.options.epoch };
   }
 
   private countPieces(): void {

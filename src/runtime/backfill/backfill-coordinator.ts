@@ -369,7 +369,7 @@ export class BackfillCoordinator {
       const reader = await snapshot.openReader();
       try {
         const found = await reader.readRows(gate.table, repair.keys);
-        repair.rows = repairChanges(gate.table, repair.keys, found, snapshot.stamp?.lsn ?? '0/0');
+        repair.rows = repairChanges(gate.table, repair.keys, found, snapshot.stamp?.lsn ?? 0n);
       } finally {
         await reader.close();
       }
@@ -426,7 +426,7 @@ export class BackfillCoordinator {
       partitions.partitions.length,
       partitions.rowsEstimate,
     );
-    stats.tables.set(key, {
+    stats.copyStarted(key, {
       partitionsTotal: partitions.partitions.length,
       partitionsDone: 0,
       rowsTotal: partitions.rowsEstimate,
@@ -481,7 +481,7 @@ function repairChanges(
   table: TableSchema,
   keys: readonly string[][],
   rows: readonly Row[],
-  lsn: string,
+  lsn: bigint,
 ): ChangeEvent[] {
   const id = (values: readonly (string | null)[]) => JSON.stringify(values);
   const found = new Map(rows.map((row) => [id(table.keyColumns.map((k) => row[k] ?? null)), row]));

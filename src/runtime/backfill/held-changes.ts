@@ -4,6 +4,10 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ChangeEvent } from '../../core/change.js';
 
+// A change's position is a bigint, which JSON has no form for: the file keeps its decimal text.
+const lsnAsText = (key: string, value: unknown) => (key === 'commitLsn' ? String(value) : value);
+const lsnFromText = (key: string, value: unknown) => (key === 'commitLsn' ? BigInt(value as string) : value);
+
 /** Changes kept in memory before the rest go to a file. */
 const MEMORY_LIMIT = 10_000;
 
@@ -37,7 +41,7 @@ export class HeldChanges {
       });
     }
     if (this.writeError) throw this.writeError;
-    this.file.write(`${JSON.stringify(change)}\n`);
+    this.file.write(`${JSON.stringify(change, lsnAsText)}\n`);
     this.spilled++;
   }
 
@@ -54,7 +58,7 @@ export class HeldChanges {
       );
       let chunk: ChangeEvent[] = [];
       for await (const line of createInterface({ input: createReadStream(path) })) {
-        const change = JSON.parse(line) as ChangeEvent;
+        const change = JSON.parse(line, lsnFromText) as ChangeEvent;
         if (keep(change)) chunk.push(change);
         if (chunk.length >= chunkSize) {
           yield chunk;

@@ -60,6 +60,9 @@ async function copyPartition(
   const source = reader.copyPartition(item.job.table, item.partition);
   source.on('error', (error) => counter.destroy(error));
   source.pipe(counter);
+  // The stream the sink reads is the runtime's: an error it emits before the sink listens is no
+  // uncaught exception, and a write that fails ends it (the worker then closes its reader).
+  counter.on('error', () => {});
   try {
     const rows = await sink.writeSnapshotPartition(
       item.job.table,
@@ -69,6 +72,7 @@ async function copyPartition(
     partition.status = 'done';
     return rows;
   } catch (error) {
+    counter.destroy();
     // The sink rolled the partition back: take its rows out of the live count again.
     if (progress) progress.rowsDone -= counter.rows;
     progress?.partitions?.delete(item.partition.partitionId);

@@ -94,7 +94,7 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
         const rowsDone = stored
           .filter((p) => done.has(p.partition_id))
           .reduce((sum, p) => sum + (p.rows_done ?? 0), 0);
-        stats.tables.set(name, {
+        stats.copyStarted(name, {
           partitionsTotal: partitions.length,
           partitionsDone: done.size,
           rowsTotal,

@@ -1,4 +1,5 @@
 import type { ChangeEvent, Row, TableRef, TableSchema } from '../../core/change.js';
+import { tableRefKey } from '../table-ref-key.js';
 
 /**
  * One step of a batch, for one table. Keys of a flush are distinct, so its steps commute; steps
@@ -18,8 +19,6 @@ export type Step =
 /** What a batch has done to one key so far. */
 type KeyState = { kind: 'delete' } | { kind: 'replace'; row: Row } | { kind: 'merge'; row: Row };
 
-const refKey = (ref: TableRef) => JSON.stringify([ref.schema, ref.table]);
-
 /**
  * Folds a batch into steps giving the same end state, so that each key is written once per run of
  * changes: an insert, delete and insert of one key become one replace; an update after an insert
@@ -31,18 +30,18 @@ export function planBatch(changes: readonly ChangeEvent[], lookup: (ref: TableRe
   const pending = new Map<string, { table: TableSchema; keys: Map<string, { key: Row; state: KeyState }> }>();
 
   const statesOf = (table: TableSchema) => {
-    let entry = pending.get(refKey(table));
+    let entry = pending.get(tableRefKey(table));
     if (!entry) {
       entry = { table, keys: new Map() };
-      pending.set(refKey(table), entry);
+      pending.set(tableRefKey(table), entry);
     }
     return entry.keys;
   };
 
   const flush = (table: TableSchema) => {
-    const entry = pending.get(refKey(table));
+    const entry = pending.get(tableRefKey(table));
     if (!entry) return;
-    pending.delete(refKey(table));
+    pending.delete(tableRefKey(table));
     const deletes: Row[] = [];
     const replaces: Row[] = [];
     const merges = new Map<string, { columns: string[]; rows: Row[] }>();
@@ -81,7 +80,7 @@ export function planBatch(changes: readonly ChangeEvent[], lookup: (ref: TableRe
       for (const ref of event.tables ?? [event.table]) {
         const table = lookup(ref);
         // What the batch did to the table before is emptied anyway.
-        pending.delete(refKey(table));
+        pending.delete(tableRefKey(table));
         steps.push({ op: 'truncate', table });
       }
       continue;

@@ -4,6 +4,7 @@ import { validationFailed } from '../../errors/app-error.js';
 import { checkNameTemplate, fillNameTemplate } from '../name-template.js';
 import { batchLimitsOf, batchPropertyDocs, refuseUnknownProperties } from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
+import { sharedTarget } from '../target-names.js';
 
 /** The DuckDB sink's properties, parsed and validated. */
 export interface DuckdbSinkConfig extends SinkProperties {
@@ -83,7 +84,6 @@ export const targetKey = (ref: TableRef): string =>
  * take (empty, over 255 characters).
  */
 export function checkDuckdbSinkTables(config: DuckdbSinkConfig, tables: readonly TableRef[]): void {
-  const writers = new Map<string, string>();
   for (const source of tables) {
     const target = duckdbTargetOf(config, source);
     if (RESERVED_SCHEMAS.has(target.schema.toLowerCase())) {
@@ -100,14 +100,13 @@ export function checkDuckdbSinkTables(config: DuckdbSinkConfig, tables: readonly
         );
       }
     }
-    const key = targetKey(target);
-    const other = writers.get(key);
-    if (other !== undefined) {
-      throw validationFailed(
-        'sink.properties.table_id',
-        `${other} and ${tableKey(source)} would both be written to ${target.schema}.${target.table}; use {schema} and {table} so each table has its own target`,
-      );
-    }
-    writers.set(key, tableKey(source));
+  }
+  const shared = sharedTarget(tables, (source) => duckdbTargetOf(config, source), targetKey);
+  if (shared) {
+    const { first, second, target } = shared;
+    throw validationFailed(
+      'sink.properties.table_id',
+      `${tableKey(first)} and ${tableKey(second)} would both be written to ${target.schema}.${target.table}; use {schema} and {table} so each table has its own target`,
+    );
   }
 }

@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
-import type { DuckdbSettings } from '../../connections/duckdb-connection-type.js';
 import { type Checkpoint, type Row, type TableRef, type TableSchema, tableKey } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
+import { formatLsn, parseLsn } from '../../core/lsn.js';
 import type { SchemaChangeItem } from '../../core/schema-diff.js';
 import {
   type ChangeBatch,
@@ -14,7 +14,10 @@ import {
 } from '../../core/sink.js';
 import { ValueError } from '../../core/values.js';
 import { RefusedChangeError } from '../refused-change.js';
-import { partitionsOfMarkers, writingPartition } from '../snapshot-partitions.js';
+import { partitionsOfMarkers } from '../snapshot-partitions.js';
+import { inTransaction, type TransactionDriver } from '../sql-transaction.js';
+import { tableRefKey } from '../table-ref-key.js';
+import { refuseSharedTargets } from '../target-names.js';
 import { planBatch, type Step } from './apply-plan.js';
 import { type DuckdbColumn, duckdbColumnOf } from './column-types.js';
 import { duckdbComparison } from './comparison.js';
@@ -27,6 +30,7 @@ import {
   qualifiedName,
   quoteIdent,
 } from './ddl.js';
+import type { DuckdbSettings } from './duckdb-connection-type.js';
 import { acquireInstance, releaseInstance } from './instances.js';
 import { alreadyDoneCheck, schemaChangeSql } from './schema-change.js';
 
@@ -42,8 +46,6 @@ interface TargetTable {
   target: TableRef;
   columns: Map<string, DuckdbColumn>;
 }
-
-const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
 
 export function createDuckdbSink(ctx: SinkContext<DuckdbSettings>): Sink {
   return new DuckdbSink(ctx, parseDuckdbSinkProperties(ctx.properties));
@@ -125,22 +127,13 @@ class DuckdbSink implements Sink {
   }
 
   async open(tables: TableSchema[]): Promise<void> {
-    const targets = new Map<string, TableSchema>();
-    for (const source of tables) {
-      const target = this.targetOf(source);
-      const other = targets.get(targetKey(target));
-      if (other) {
-        throw new Error(
-          `${tableKey(other)} and ${tableKey(source)} would both be written to ${tableKey(target)}`,
-        );
-      }
-      targets.set(targetKey(target), source);
-    }
+    refuseSharedTargets(tables, (source) => this.targetOf(source), targetKey);
     await this.connect();
     await this.exclusive(async () => {
       await this.transaction(async (conn) => {
         for (const sql of BOOKKEEPING_SQL) await conn.run(sql);
-        for (const source of tables) this.tables.set(refKey(source), await this.prepareTarget(conn, source));
+        for (const source of tables)
+          this.tables.set(tableRefKey(source), await this.prepareTarget(conn, source));
       });
     });
   }
@@ -187,7 +180,7 @@ class DuckdbSink implements Sink {
         [this.ctx.pipelineId],
       );
       const row = reader.getRowsJS()[0];
-      return row ? { lsn: String(row[0]), epoch: Number(row[1]) } : null;
+      return row ? { lsn: parseLsn(String(row[0])), epoch: Number(row[1]) } : null;
     });
   }
 
@@ -223,25 +216,23 @@ class DuckdbSink implements Sink {
     partition: SnapshotPartition,
     copyText: Readable,
   ): Promise<number> {
-    return writingPartition(table, partition, copyText, () =>
-      this.exclusive(() =>
-        this.transaction(async (conn) => {
-          const target = this.tableOf(table);
-          let count = 0;
-          for await (const rows of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
-            // A replace, not an insert: a partition written again converges.
-            await this.runStep(conn, { op: 'replace', table, rows }, target);
-            count += rows.length;
-          }
-          await conn.run(`INSERT OR REPLACE INTO ${PARTITIONS} VALUES ($1, $2, $3, $4, now())`, [
-            this.ctx.pipelineId,
-            tableKey(table),
-            partition.partitionId,
-            count,
-          ]);
-          return count;
-        }),
-      ),
+    return this.exclusive(() =>
+      this.transaction(async (conn) => {
+        const target = this.tableOf(table);
+        let count = 0;
+        for await (const rows of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
+          // A replace, not an insert: a partition written again converges.
+          await this.runStep(conn, { op: 'replace', table, rows }, target);
+          count += rows.length;
+        }
+        await conn.run(`INSERT OR REPLACE INTO ${PARTITIONS} VALUES ($1, $2, $3, $4, now())`, [
+          this.ctx.pipelineId,
+          tableKey(table),
+          partition.partitionId,
+          count,
+        ]);
+        return count;
+      }),
     );
   }
 
@@ -273,11 +264,11 @@ class DuckdbSink implements Sink {
         return this.prepareTarget(conn, proposed);
       }),
     );
-    this.tables.set(refKey(proposed), table);
+    this.tables.set(tableRefKey(proposed), table);
     return { skipped };
   }
 
-  async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+  async applyBatch(batch: ChangeBatch): Promise<void> {
     const steps = planBatch(batch.changes, (ref) => this.tableOf(ref).source);
     return this.exclusive(() =>
       this.transaction(async (conn) => {
@@ -291,9 +282,8 @@ class DuckdbSink implements Sink {
         // Written by every batch, so that two writers in one process conflict on this row and one fails.
         await conn.run(
           `INSERT INTO ${CHECKPOINTS} VALUES ($1, $2, $3, now()) ON CONFLICT (pipeline_id) DO UPDATE SET lsn = excluded.lsn, epoch = excluded.epoch, updated_at = excluded.updated_at`,
-          [this.ctx.pipelineId, batch.commitLsn, String(batch.epoch)],
+          [this.ctx.pipelineId, formatLsn(batch.commitLsn), String(batch.epoch)],
         );
-        return { lsn: batch.commitLsn, epoch: batch.epoch };
       }),
     );
   }
@@ -444,23 +434,23 @@ class DuckdbSink implements Sink {
   }
 
   private tableOf(ref: TableRef): TargetTable {
-    const table = this.tables.get(refKey(ref));
+    const table = this.tables.get(tableRefKey(ref));
     if (!table) throw new Error(`table ${tableKey(ref)} was not opened by this sink`);
     return table;
   }
 
-  private async transaction<T>(work: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
-    const conn = this.connection();
-    await conn.run('BEGIN TRANSACTION');
-    try {
-      const result = await work(conn);
-      await conn.run('COMMIT');
-      return result;
-    } catch (error) {
-      await conn.run('ROLLBACK').catch(() => undefined);
-      throw error;
-    }
+  private transaction<T>(work: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    return inTransaction(this.driver, work);
   }
+
+  // The sink's one connection: a failed rollback leaves it to the next transaction to fail.
+  private readonly driver: TransactionDriver<DuckDBConnection> = {
+    acquire: async () => this.connection(),
+    begin: (conn) => conn.run('BEGIN TRANSACTION'),
+    commit: (conn) => conn.run('COMMIT'),
+    rollback: (conn) => conn.run('ROLLBACK'),
+    release: () => {},
+  };
 }
 
 /** The key of a row, in source text, for a refusal. */

@@ -1,4 +1,3 @@
-import type { DuckdbSettings } from '../../connections/duckdb-connection-type.js';
 import type { SinkKind } from '../../core/sink.js';
 import { lazySink } from '../lazy-sink.js';
 import {
@@ -8,6 +7,7 @@ import {
   duckdbTargetOf,
   parseDuckdbSinkProperties,
 } from './config.js';
+import type { DuckdbSettings } from './duckdb-connection-type.js';
 
 /** DuckDB, a database file on the service's machine: merged by primary key, the checkpoint in the same transaction. */
 export const duckdbSinkKind: SinkKind<DuckdbSinkConfig, DuckdbSettings> = {

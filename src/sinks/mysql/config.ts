@@ -3,7 +3,7 @@ import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
 import { batchLimitsOf, batchPropertyDocs, booleanProperty } from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
-import { tableMapProperties, targetNameProperty } from '../target-names.js';
+import { sharedTarget, tableMapProperties, targetNameProperty } from '../target-names.js';
 import { BOOKKEEPING_TABLES } from './ddl.js';
 
 /** The MySQL sink's properties, parsed and validated. */
@@ -78,23 +78,26 @@ export function checkMysqlSinkTables(config: MysqlSinkConfig, tables: readonly T
     }
   }
   // The DSN's database is not known here: an unmapped target is told apart by its name alone.
-  const writers = new Map<string, string>();
+  const targetOf = (source: TableRef) => mysqlTargetOf(config, source, '');
   for (const source of tables) {
-    const target = mysqlTargetOf(config, source, '');
-    const name = `${target.schema}.${target.table}`.toLowerCase();
+    const target = targetOf(source);
     if ((BOOKKEEPING_TABLES as readonly string[]).includes(target.table.toLowerCase())) {
       throw validationFailed(
         'sink.properties',
         `${tableKey(source)} would be written to ${target.table}, a table the sink keeps its own state in; map it elsewhere with table.${tableKey(source)}`,
       );
     }
-    const other = writers.get(name);
-    if (other) {
-      throw validationFailed(
-        'sink.properties',
-        `${other} and ${tableKey(source)} would both be written to ${target.schema ? `${target.schema}.` : ''}${target.table}; map one elsewhere with table.${tableKey(source)}`,
-      );
-    }
-    writers.set(name, tableKey(source));
+  }
+  const shared = sharedTarget(tables, targetOf, foldedTargetKey);
+  if (shared) {
+    const { first, second, target } = shared;
+    throw validationFailed(
+      'sink.properties',
+      `${tableKey(first)} and ${tableKey(second)} would both be written to ${target.schema ? `${target.schema}.` : ''}${target.table}; map one elsewhere with table.${tableKey(second)}`,
+    );
   }
 }
+
+/** A target as MySQL may compare it: case-insensitively, on some platforms. */
+export const foldedTargetKey = (target: TableRef): string =>
+  JSON.stringify([target.schema.toLowerCase(), target.table.toLowerCase()]);

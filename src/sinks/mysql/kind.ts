@@ -8,6 +8,7 @@ import {
   mysqlTargetOf,
   parseMysqlSinkProperties,
 } from './config.js';
+import { mysqlRetryAdvice } from './mysql-errors.js';
 
 /** The DSN's database, read leniently from a stored DSN: a target's database defaults to it. */
 function databaseOf(publicDsn: string): string {
@@ -33,4 +34,5 @@ export const mysqlSinkKind: SinkKind<MysqlSinkConfig, ConnectionOptions> = {
   },
   checkTables: (props, tables) => checkMysqlSinkTables(parseMysqlSinkProperties(props), tables),
   preflight: async (...args) => (await import('./preflight.js')).preflightMysqlSink(...args),
+  retryAdvice: mysqlRetryAdvice,
 };

@@ -1,3 +1,5 @@
+import type { RetryAdvice } from '../../core/retry-advice.js';
+
 /** What mysql2 puts on a server's error. */
 interface ServerError {
   errno?: number;
@@ -31,3 +33,26 @@ const ALREADY_DONE = new Set([1060, 1091, 1054]);
 /** Whether a DDL statement failed because the table already is as it asks. */
 export const alreadyDone = (error: unknown): boolean =>
   ALREADY_DONE.has(((error ?? {}) as ServerError).errno ?? -1);
+
+// mysql2's codes for a server gone: the connection lost under a query, a session killed
+// (KILL <id>), a server shutting down. The next connection is fine once the server is back.
+const SERVER_GONE = new Set(['PROTOCOL_CONNECTION_LOST', 'ER_CONNECTION_KILLED', 'ER_SERVER_SHUTDOWN']);
+
+// 1040: every connection the server allows is taken. Others end within seconds to minutes, and
+// each attempt asks for more while they last.
+const TOO_MANY_CONNECTIONS = 1040;
+
+/** How long to wait, at least, for a server whose connections are all taken. */
+export const TOO_MANY_CONNECTIONS_RETRY_MS = 30_000;
+
+/** How a mysql2 error may heal, when it says; undefined for the rest (and for any other driver's). */
+export function mysqlRetryAdvice(error: unknown): RetryAdvice | undefined {
+  const { code, errno, sqlState } = (error ?? {}) as ServerError & { code?: unknown };
+  if (typeof code !== 'string') return undefined;
+  if (SERVER_GONE.has(code)) return { retry: 'until-reachable' };
+  // A server's own error has its errno and SQLSTATE beside its code.
+  if (errno === TOO_MANY_CONNECTIONS && typeof sqlState === 'string') {
+    return { retry: 'backoff', retryAfterMs: TOO_MANY_CONNECTIONS_RETRY_MS };
+  }
+  return undefined;
+}

@@ -3,6 +3,7 @@ import type { ConnectionOptions } from 'mysql2';
 import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
 import { type Checkpoint, type Row, type TableRef, type TableSchema, tableKey } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
+import { formatLsn, parseLsn } from '../../core/lsn.js';
 import type { SchemaChangeItem } from '../../core/schema-diff.js';
 import {
   type ChangeBatch,
@@ -14,10 +15,13 @@ import {
   type TargetState,
 } from '../../core/sink.js';
 import { RefusedChangeError } from '../refused-change.js';
-import { partitionsOfMarkers, writingPartition } from '../snapshot-partitions.js';
+import { partitionsOfMarkers } from '../snapshot-partitions.js';
+import { inTransaction, type TransactionDriver } from '../sql-transaction.js';
+import { tableRefKey } from '../table-ref-key.js';
+import { refuseSharedTargets } from '../target-names.js';
 import { planBatch, STATEMENT_LIMITS, type Statement, type TargetTable } from './apply-plan.js';
 import { mysqlComparison } from './comparison.js';
-import { type MysqlSinkConfig, mysqlTargetOf, parseMysqlSinkProperties } from './config.js';
+import { foldedTargetKey, type MysqlSinkConfig, mysqlTargetOf, parseMysqlSinkProperties } from './config.js';
 import { CHECKPOINTS_TABLE, PARTITIONS_TABLE, qualifiedName, truncateSql } from './ddl.js';
 import { alreadyDone, refusesData } from './mysql-errors.js';
 import { schemaChangeSql } from './schema-change.js';
@@ -52,9 +56,6 @@ const NO_SUCH_TABLE = 1146;
 export function createMysqlSink(ctx: SinkContext<ConnectionOptions>): Sink {
   return new MysqlSink(ctx, parseMysqlSinkProperties(ctx.properties));
 }
-
-// Sources and targets are told apart by schema and name, whatever characters they hold.
-const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
 
 class MysqlSink implements Sink {
   private readonly pool: Pool;
@@ -136,18 +137,7 @@ class MysqlSink implements Sink {
   }
 
   async open(tables: TableSchema[]): Promise<void> {
-    const targets = new Map<string, TableSchema>();
-    for (const source of tables) {
-      const target = this.targetOf(source);
-      const key = refKey({ schema: target.schema, table: target.table.toLowerCase() });
-      const other = targets.get(key);
-      if (other) {
-        throw new Error(
-          `${tableKey(other)} and ${tableKey(source)} would both be written to ${tableKey(target)}; map one elsewhere`,
-        );
-      }
-      targets.set(key, source);
-    }
+    refuseSharedTargets(tables, (source) => this.targetOf(source), foldedTargetKey);
     // MySQL DDL commits by itself: each step below is idempotent, so an open that fails part way is run again.
     await this.withConnection(async (conn) => {
       this.collation = await binaryCollation(conn);
@@ -160,7 +150,7 @@ class MysqlSink implements Sink {
           this.config.createTables,
           this.collation,
         );
-        this.tables.set(refKey(source), table);
+        this.tables.set(tableRefKey(source), table);
       }
     });
   }
@@ -170,7 +160,7 @@ class MysqlSink implements Sink {
       this.ctx.pipelineId,
     ]);
     const row = rows[0];
-    return row ? { lsn: row.lsn, epoch: Number(row.epoch) } : null;
+    return row ? { lsn: parseLsn(row.lsn), epoch: Number(row.epoch) } : null;
   }
 
   async snapshotPartitionsDone(): Promise<SnapshotPartition[]> {
@@ -199,33 +189,31 @@ class MysqlSink implements Sink {
     partition: SnapshotPartition,
     copyText: Readable,
   ): Promise<number> {
-    return writingPartition(table, partition, copyText, async () => {
-      const target = this.tableOf(table);
-      return await this.transaction(async (conn) => {
-        let count = 0;
-        for await (const rows of copyTextRows(copyText, table.columns, SNAPSHOT_BATCH_ROWS)) {
-          const inserts = rows.map((after) => ({
-            op: 'insert' as const,
-            table,
-            after,
-            commitLsn: '',
-            xid: 0,
-            commitTime: '',
-          }));
-          // Upserts, not plain inserts: a partition written again (after a crash) converges.
-          for (const statement of planBatch(inserts, () => target, STATEMENT_LIMITS)) {
-            await this.run(conn, statement);
-          }
-          count += rows.length;
+    const target = this.tableOf(table);
+    return await this.transaction(async (conn) => {
+      let count = 0;
+      for await (const rows of copyTextRows(copyText, table.columns, SNAPSHOT_BATCH_ROWS)) {
+        const inserts = rows.map((after) => ({
+          op: 'insert' as const,
+          table,
+          after,
+          commitLsn: 0n,
+          xid: 0,
+          commitTime: '',
+        }));
+        // Upserts, not plain inserts: a partition written again (after a crash) converges.
+        for (const statement of planBatch(inserts, () => target, STATEMENT_LIMITS)) {
+          await this.run(conn, statement);
         }
-        await conn.query(this.sql.markPartition, [
-          this.ctx.pipelineId,
-          tableKey(table),
-          partition.partitionId,
-          count,
-        ]);
-        return count;
-      });
+        count += rows.length;
+      }
+      await conn.query(this.sql.markPartition, [
+        this.ctx.pipelineId,
+        tableKey(table),
+        partition.partitionId,
+        count,
+      ]);
+      return count;
     });
   }
 
@@ -260,24 +248,24 @@ class MysqlSink implements Sink {
       // Whatever was skipped, the table must now have the proposed shape.
       return prepareTarget(conn, proposed, this.targetOf(proposed), false, this.collation);
     });
-    this.tables.set(refKey(proposed), table);
+    this.tables.set(tableRefKey(proposed), table);
     return { skipped };
   }
 
-  async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+  async applyBatch(batch: ChangeBatch): Promise<void> {
     const statements = planBatch(batch.changes, (ref) => this.tableOf(ref));
     const id = this.ctx.pipelineId;
     return this.transaction(async (conn) => {
       const [locked] = await conn.query<RowDataPacket[]>(this.sql.lockCheckpoint, [id]);
       const stored = locked[0] ? Number(locked[0].epoch) : undefined;
       if (stored !== undefined && stored > batch.epoch) throw new FencedError(stored, batch.epoch);
+      const lsn = (locked[0]?.lsn as string | null | undefined) ?? null;
       refuseBatchBehind(
-        stored === undefined ? undefined : { lsn: (locked[0]?.lsn as string | null) ?? null, epoch: stored },
+        stored === undefined ? undefined : { lsn: lsn === null ? null : parseLsn(lsn), epoch: stored },
         batch,
       );
       for (const statement of statements) await this.run(conn, statement);
-      await conn.query(this.sql.storeCheckpoint, [id, batch.commitLsn, batch.epoch]);
-      return { lsn: batch.commitLsn, epoch: batch.epoch };
+      await conn.query(this.sql.storeCheckpoint, [id, formatLsn(batch.commitLsn), batch.epoch]);
     });
   }
 
@@ -334,7 +322,7 @@ class MysqlSink implements Sink {
   }
 
   private tableOf(ref: TableRef): TargetTable {
-    const table = this.tables.get(refKey(ref));
+    const table = this.tables.get(tableRefKey(ref));
     if (!table) throw new Error(`table ${tableKey(ref)} was not opened by this sink`);
     return table;
   }
@@ -359,23 +347,15 @@ class MysqlSink implements Sink {
     }
   }
 
-  private async transaction<T>(work: (conn: PoolConnection) => Promise<T>): Promise<T> {
-    const conn = await this.pool.getConnection();
-    let broken = false;
-    try {
-      await conn.beginTransaction();
-      const result = await work(conn);
-      await conn.commit();
-      return result;
-    } catch (error) {
-      await conn.rollback().catch(() => {
-        broken = true;
-      });
-      throw error;
-    } finally {
-      // A connection that could not roll back is in an unknown state: drop it rather than reuse it.
-      if (broken) conn.destroy();
-      else conn.release();
-    }
+  private transaction<T>(work: (conn: PoolConnection) => Promise<T>): Promise<T> {
+    return inTransaction(this.driver, work);
   }
+
+  private readonly driver: TransactionDriver<PoolConnection> = {
+    acquire: () => this.pool.getConnection(),
+    begin: (conn) => conn.beginTransaction(),
+    commit: (conn) => conn.commit(),
+    rollback: (conn) => conn.rollback(),
+    release: (conn, broken) => (broken ? conn.destroy() : conn.release()),
+  };
 }

@@ -1,10 +1,13 @@
 import { errors, RequestError } from '@nats-io/transport-node';
+import type { RetryAdvice, RetryClass } from '../../core/retry-advice.js';
 
 /**
- * A NATS server out of reach or gone: carries a socket error `code` (the cause's own when it has
- * one), which the runtime reads to retry an outage for as long as it lasts.
+ * A NATS server out of reach or gone: retried for as long as the outage lasts. It carries a
+ * socket error `code` (the cause's own when it has one) for whoever reads the error.
  */
-export class NatsUnreachableError extends Error {
+export class NatsUnreachableError extends Error implements RetryAdvice {
+  readonly retry: RetryClass = 'until-reachable';
+
   constructor(
     message: string,
     readonly code: string,

@@ -1,9 +1,8 @@
 import type { Readable } from 'node:stream';
 import { type JetStreamClient, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { type ConnectionOptions, connect, type NatsConnection, RequestError } from '@nats-io/transport-node';
-import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
+import type { TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
-import { parseLsn } from '../../core/lsn.js';
 import type { ChangeBatch, Sink, SinkContext, SnapshotPartition } from '../../core/sink.js';
 import {
   type ChangeEnvelope,
@@ -15,7 +14,6 @@ import {
 } from '../change-envelope.js';
 import { ServiceKeptSink } from '../envelope-sink.js';
 import { RefusedChangeError } from '../refused-change.js';
-import { writingPartition } from '../snapshot-partitions.js';
 import { checkNatsSinkTables, type NatsSinkConfig, parseNatsSinkProperties, subjectOf } from './config.js';
 import { natsFailure } from './nats-errors.js';
 import { ensureStream } from './stream.js';
@@ -100,24 +98,22 @@ class NatsSink extends ServiceKeptSink {
     copyText: Readable,
   ): Promise<number> {
     const subject = subjectOf(this.config, table);
-    return writingPartition(table, partition, copyText, async () => {
-      let rows = 0;
-      for await (const chunk of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
-        await this.publishAll(chunk.map((row) => ({ table, subject, envelope: readEnvelope(table, row) })));
-        rows += chunk.length;
-      }
-      const { schema, table: name } = partition.table;
-      await this.state.markPartitionDone({
-        table: { schema, table: name },
-        partitionId: partition.partitionId,
-      });
-      return rows;
+    let rows = 0;
+    for await (const chunk of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
+      await this.publishAll(chunk.map((row) => ({ table, subject, envelope: readEnvelope(table, row) })));
+      rows += chunk.length;
+    }
+    const { schema, table: name } = partition.table;
+    await this.state.markPartitionDone({
+      table: { schema, table: name },
+      partitionId: partition.partitionId,
     });
+    return rows;
   }
 
-  async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+  async applyBatch(batch: ChangeBatch): Promise<void> {
     // Checked first too, so that a worker fenced off publishes nothing more.
-    const stored = await this.checkpointBefore(batch);
+    await this.checkpointBefore(batch);
     const { envelopes, numbering } = changeEnvelopes(
       batch.changes,
       (ref) => this.schemaOf(ref),
@@ -128,8 +124,6 @@ class NatsSink extends ServiceKeptSink {
     );
     await this.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch });
     this.numbering = numbering;
-    const lsn = stored && parseLsn(stored.lsn) > parseLsn(batch.commitLsn) ? stored.lsn : batch.commitLsn;
-    return { lsn, epoch: batch.epoch };
   }
 
   async close(): Promise<void> {

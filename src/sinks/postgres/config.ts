@@ -3,7 +3,7 @@ import type { PropertyDoc } from '../../core/property-docs.js';
 import { validationFailed } from '../../errors/app-error.js';
 import { batchLimitsOf, batchPropertyDocs, booleanProperty } from '../property-values.js';
 import type { BatchLimits, SinkProperties } from '../registry.js';
-import { tableMapProperties, targetNameProperty } from '../target-names.js';
+import { sharedTarget, tableMapProperties, targetNameProperty } from '../target-names.js';
 
 /** The Postgres sink's properties, parsed and validated. */
 export interface PostgresSinkConfig extends SinkProperties {
@@ -64,17 +64,13 @@ export function checkPostgresSinkTables(config: PostgresSinkConfig, tables: read
       throw validationFailed(`sink.properties.table.${mapped}`, `'${mapped}' is not one of source.tables`);
     }
   }
-  const writers = new Map<string, string>();
-  for (const source of tables) {
-    const target = tableKey(targetTableOf(config, source));
-    const other = writers.get(target);
-    if (other) {
-      throw validationFailed(
-        'sink.properties',
-        `${other} and ${tableKey(source)} would both be written to ${target}; map one elsewhere with table.${tableKey(source)}`,
-      );
-    }
-    writers.set(target, tableKey(source));
+  const shared = sharedTarget(tables, (source) => targetTableOf(config, source));
+  if (shared) {
+    const { first, second, target } = shared;
+    throw validationFailed(
+      'sink.properties',
+      `${tableKey(first)} and ${tableKey(second)} would both be written to ${tableKey(target)}; map one elsewhere with table.${tableKey(second)}`,
+    );
   }
 }
 

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextOf } from '../../core/copy-text.js';
+import { formatLsn, parseLsn } from '../../core/lsn.js';
 import { failureOn, surviveConnectionLossInPool } from '../../core/pg-connection-loss.js';
 import type { SchemaChangeItem } from '../../core/schema-diff.js';
 import {
@@ -16,7 +17,10 @@ import {
   type TargetState,
 } from '../../core/sink.js';
 import { healsByRetrying, sqlstateOf } from '../../core/sqlstate.js';
-import { partitionsOfMarkers, writingPartition } from '../snapshot-partitions.js';
+import { partitionsOfMarkers } from '../snapshot-partitions.js';
+import { inTransaction, type TransactionDriver } from '../sql-transaction.js';
+import { tableRefKey } from '../table-ref-key.js';
+import { refuseSharedTargets } from '../target-names.js';
 import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
 import { postgresComparison } from './comparison.js';
 import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
@@ -46,7 +50,7 @@ const SQL = {
   storeCheckpoint:
     `INSERT INTO ${BOOK}.checkpoints AS c (pipeline_id, lsn, epoch, updated_at) VALUES ($1, $2, $3, now()) ` +
     'ON CONFLICT (pipeline_id) DO UPDATE SET lsn = EXCLUDED.lsn, epoch = EXCLUDED.epoch, updated_at = now() ' +
-    'WHERE c.epoch <= EXCLUDED.epoch RETURNING lsn::text AS lsn',
+    'WHERE c.epoch <= EXCLUDED.epoch',
   readCheckpoint: `SELECT lsn::text AS lsn, epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1`,
   markPartition:
     `INSERT INTO ${BOOK}.snapshot_partitions (pipeline_id, table_name, partition_id, rows, done_at) ` +
@@ -64,9 +68,6 @@ const SQL = {
 export function createPostgresSink(ctx: SinkContext<pg.ClientConfig>): Sink {
   return new PostgresSink(ctx, parsePostgresSinkProperties(ctx.properties));
 }
-
-// Sources and targets are told apart by schema and name, whatever characters they hold.
-const refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
 
 class PostgresSink implements Sink {
   private readonly pool: pg.Pool;
@@ -107,17 +108,7 @@ class PostgresSink implements Sink {
   }
 
   async open(tables: TableSchema[]): Promise<void> {
-    const targets = new Map<string, TableSchema>();
-    for (const source of tables) {
-      const target = targetTableOf(this.config, source);
-      const other = targets.get(refKey(target));
-      if (other) {
-        throw new Error(
-          `${tableKey(other)} and ${tableKey(source)} would both be written to ${tableKey(target)}; map one elsewhere`,
-        );
-      }
-      targets.set(refKey(target), source);
-    }
+    refuseSharedTargets(tables, (source) => targetTableOf(this.config, source));
     const opened = await this.transaction(async (client) => {
       await ensureBookkeeping(client);
       const prepared: TargetTable[] = [];
@@ -138,7 +129,7 @@ class PostgresSink implements Sink {
       }
       return { prepared, deferred: await deferredKeys(client, this.ctx.pipelineId) };
     });
-    for (const table of opened.prepared) this.tables.set(refKey(table.source), table);
+    for (const table of opened.prepared) this.tables.set(tableRefKey(table.source), table);
     this.deferredKeys = opened.deferred;
   }
 
@@ -174,14 +165,14 @@ class PostgresSink implements Sink {
       const written = await prepareTarget(client, proposed, target, false, this.ctx.pipelineId);
       return { source: written, target, keys: proposed.keyColumns.map((name) => columnOf(written, name)) };
     });
-    this.tables.set(refKey(table.source), table);
+    this.tables.set(tableRefKey(table.source), table);
     return { skipped };
   }
 
   async readCheckpoint(): Promise<Checkpoint | null> {
     const rows = await this.queryBookkeeping<{ lsn: string; epoch: string }>(SQL.readCheckpoint);
     const row = rows[0];
-    return row ? { lsn: row.lsn, epoch: Number(row.epoch) } : null;
+    return row ? { lsn: parseLsn(row.lsn), epoch: Number(row.epoch) } : null;
   }
 
   async snapshotPartitionsDone(): Promise<SnapshotPartition[]> {
@@ -207,32 +198,32 @@ class PostgresSink implements Sink {
     partition: SnapshotPartition,
     copyText: Readable,
   ): Promise<number> {
-    return writingPartition(table, partition, copyText, async () => {
-      const target = targetTableOf(this.config, table);
-      return await this.transaction(async (client) => {
-        const copy = client.query(copyFrom(copyFromSql(target, table.columns)));
-        const recent = new RecentCopyText().watch(copyText);
-        try {
-          await pipeline(copyText, copy);
-        } catch (error) {
-          throw refusedCopyLine(table, recent, error) ?? error;
-        }
-        const rows = copy.rowCount;
-        await client.query(SQL.markPartition, [
-          this.ctx.pipelineId,
-          tableKey(table),
-          partition.partitionId,
-          rows,
-        ]);
-        return rows;
-      });
+    const target = targetTableOf(this.config, table);
+    return await this.transaction(async (client) => {
+      const copy = client.query(copyFrom(copyFromSql(target, table.columns)));
+      const recent = new RecentCopyText().watch(copyText);
+      try {
+        await pipeline(copyText, copy);
+      } catch (error) {
+        throw refusedCopyLine(table, recent, error) ?? error;
+      }
+      const rows = copy.rowCount;
+      await client.query(SQL.markPartition, [
+        this.ctx.pipelineId,
+        tableKey(table),
+        partition.partitionId,
+        rows,
+      ]);
+      return rows;
     });
   }
 
-  async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+  async applyBatch(batch: ChangeBatch): Promise<void> {
     // Upserts need the key: a table whose snapshot did not say it was done gets it now.
     if (this.deferredKeys.size > 0) {
-      const refs = new Map(batch.changes.flatMap((c) => c.tables ?? [c.table]).map((t) => [refKey(t), t]));
+      const refs = new Map(
+        batch.changes.flatMap((c) => c.tables ?? [c.table]).map((t) => [tableRefKey(t), t]),
+      );
       for (const ref of refs.values()) await this.finishSnapshot(ref);
     }
     const statements = planBatch(batch.changes, (ref) => this.tableOf(ref));
@@ -259,24 +250,21 @@ class PostgresSink implements Sink {
     return this.transaction(async (client) => {
       const locked = await client.query<{ lsn: string | null; epoch: string }>(SQL.lockCheckpoint, [id]);
       const held = locked.rows[0];
-      const saved = await client.query<{ lsn: string }>(SQL.storeCheckpoint, [
-        id,
-        batch.commitLsn,
-        batch.epoch,
-      ]);
-      const lsn = saved.rows[0]?.lsn;
-      if (lsn === undefined) {
+      const saved = await client.query(SQL.storeCheckpoint, [id, formatLsn(batch.commitLsn), batch.epoch]);
+      if (saved.rowCount === 0) {
         const stored = await client.query<{ epoch: string }>(SQL.readEpoch, [id]);
         throw new FencedError(Number(stored.rows[0]?.epoch), batch.epoch);
       }
-      refuseBatchBehind(held && { lsn: held.lsn, epoch: Number(held.epoch) }, batch);
+      refuseBatchBehind(
+        held && { lsn: held.lsn === null ? null : parseLsn(held.lsn), epoch: Number(held.epoch) },
+        batch,
+      );
       for (const [i, statement] of statements.entries()) {
         running(i);
         if (statement.copy && (await this.copyRows(client, statement.copy))) continue;
         await client.query(statement.text, statement.values);
       }
       running(-1);
-      return { lsn, epoch: batch.epoch };
     });
   }
 
@@ -286,7 +274,7 @@ class PostgresSink implements Sink {
    * table whose COPY failed is written by upserts for a while, not made to fail twice per batch.
    */
   private async copyRows(client: pg.PoolClient, copy: NonNullable<Statement['copy']>): Promise<boolean> {
-    const key = refKey(copy.target);
+    const key = tableRefKey(copy.target);
     if ((this.copyRefusedUntil.get(key) ?? 0) > Date.now()) return false;
     await client.query('SAVEPOINT copy_rows');
     try {
@@ -311,7 +299,7 @@ class PostgresSink implements Sink {
   }
 
   private tableOf(ref: TableRef): TargetTable {
-    const table = this.tables.get(refKey(ref));
+    const table = this.tables.get(tableRefKey(ref));
     if (!table) throw new Error(`table ${tableKey(ref)} was not opened by this sink`);
     return table;
   }
@@ -326,24 +314,18 @@ class PostgresSink implements Sink {
     }
   }
 
-  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    let broken = false;
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {
-        broken = true;
-      });
-      throw failureOn(client, error);
-    } finally {
-      // A connection that could not roll back is in an unknown state: drop it rather than reuse it.
-      client.release(broken);
-    }
+  private transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return inTransaction(this.driver, work);
   }
+
+  private readonly driver: TransactionDriver<pg.PoolClient> = {
+    acquire: () => this.pool.connect(),
+    begin: (client) => client.query('BEGIN'),
+    commit: (client) => client.query('COMMIT'),
+    rollback: (client) => client.query('ROLLBACK'),
+    release: (client, broken) => client.release(broken),
+    failure: failureOn,
+  };
 }
 
 /** How long a table whose COPY of inserts failed is written by upserts only. */

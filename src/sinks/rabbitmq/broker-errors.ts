@@ -1,16 +1,19 @@
-import type { RabbitmqSettings } from '../../connections/rabbitmq-connection-type.js';
+import type { RetryClass } from '../../core/retry-advice.js';
+import type { RabbitmqSettings } from './rabbitmq-connection-type.js';
 
 /**
  * The sink's errors, built new rather than passed on: each says where (host, port, vhost, never
- * the user's password) and carries a `code` the runtime reads. A server that cannot be reached or
- * went away keeps (or is given) a socket code the runtime counts as unreachable, so an outage is
- * retried for as long as it lasts; anything else (a refused login, a missing permission, a
- * message the broker refuses) is retried a bounded number of times.
+ * the user's password) and may carry a `code`. A connection that went away is retried for as
+ * long as the outage lasts (`retry`); one that could not be opened keeps its socket code, which
+ * the runtime reads as it reads any server's (an outage waits, a name that does not resolve
+ * fails); anything else (a refused login, a missing permission, a message the broker refuses) is
+ * retried a bounded number of times.
  */
 export class BrokerError extends Error {
   constructor(
     message: string,
     readonly code?: string,
+    readonly retry?: RetryClass,
   ) {
     super(message);
     this.name = 'BrokerError';
@@ -67,12 +70,18 @@ export function connectionLost(settings: RabbitmqSettings, cause: unknown): Brok
       : /Heartbeat timeout/i.test(text)
         ? 'ETIMEDOUT'
         : 'ECONNRESET';
-  return new BrokerError(`lost the connection to RabbitMQ at ${settings.endpoint}: ${text}`, kept);
+  return new BrokerError(
+    `lost the connection to RabbitMQ at ${settings.endpoint}: ${text}`,
+    kept,
+    'until-reachable',
+  );
 }
 
 /** The broker closed a channel (a missing exchange, a refused permission, a message too large). */
 export function channelClosed(settings: RabbitmqSettings, cause: unknown): BrokerError {
   return new BrokerError(
     `RabbitMQ at ${settings.endpoint} closed the channel: ${cleanMessage(cause, settings)}`,
+    undefined,
+    'backoff',
   );
 }

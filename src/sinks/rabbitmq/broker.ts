@@ -1,8 +1,8 @@
 import type { Socket } from 'node:net';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import type { RabbitmqSettings } from '../../connections/rabbitmq-connection-type.js';
 import { BrokerError, channelClosed, cleanMessage, connectFailed, connectionLost } from './broker-errors.js';
 import type { ExchangeType } from './config.js';
+import type { RabbitmqSettings } from './rabbitmq-connection-type.js';
 
 /**
  * How long the broker may leave a request unanswered (a channel to open, an exchange to declare,

@@ -1,4 +1,3 @@
-import type { RabbitmqSettings } from '../../connections/rabbitmq-connection-type.js';
 import type { SinkKind } from '../../core/sink.js';
 import { lazySink } from '../lazy-sink.js';
 import {
@@ -7,6 +6,7 @@ import {
   RABBITMQ_SINK_PROPERTIES,
   type RabbitmqSinkConfig,
 } from './config.js';
+import type { RabbitmqSettings } from './rabbitmq-connection-type.js';
 
 /** The RabbitMQ sink: each change a persistent JSON message, confirmed before its checkpoint is stored. */
 export const rabbitmqSinkKind: SinkKind<RabbitmqSinkConfig, RabbitmqSettings> = {

@@ -1,17 +1,16 @@
 import type { Readable } from 'node:stream';
-import type { RabbitmqSettings } from '../../connections/rabbitmq-connection-type.js';
-import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
+import type { TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
-import { parseLsn } from '../../core/lsn.js';
 import type { ChangeBatch, Sink, SinkContext, SnapshotPartition } from '../../core/sink.js';
 import { changeEnvelopes, type Numbering, readEnvelope } from '../change-envelope.js';
-import { ServiceKeptSink, tableRefKey } from '../envelope-sink.js';
-import { writingPartition } from '../snapshot-partitions.js';
+import { ServiceKeptSink } from '../envelope-sink.js';
+import { tableRefKey } from '../table-ref-key.js';
 import { detailOf, publishedBefore, unfinishedAt, unfinishedOf } from '../unfinished-transactions.js';
 import { Broker } from './broker.js';
 import { parseRabbitmqSinkProperties, type RabbitmqSinkConfig, routeOf } from './config.js';
 import { Flight, type Outgoing } from './confirms.js';
 import { messageOf } from './message.js';
+import type { RabbitmqSettings } from './rabbitmq-connection-type.js';
 
 /** Snapshot rows read from the COPY stream at a time. */
 const SNAPSHOT_CHUNK_ROWS = 500;
@@ -60,20 +59,18 @@ class RabbitmqSink extends ServiceKeptSink {
     partition: SnapshotPartition,
     copyText: Readable,
   ): Promise<number> {
-    return writingPartition(table, partition, copyText, async () => {
-      await this.exchangeReady(table);
-      const rows = await this.publish(async (send) => {
-        let count = 0;
-        for await (const chunk of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
-          const now = Date.now();
-          for (const row of chunk) await send(messageOf(this.config, table, readEnvelope(table, row), now));
-          count += chunk.length;
-        }
-        return count;
-      });
-      await this.state.markPartitionDone(partition);
-      return rows;
+    await this.exchangeReady(table);
+    const rows = await this.publish(async (send) => {
+      let count = 0;
+      for await (const chunk of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
+        const now = Date.now();
+        for (const row of chunk) await send(messageOf(this.config, table, readEnvelope(table, row), now));
+        count += chunk.length;
+      }
+      return count;
     });
+    await this.state.markPartitionDone(partition);
+    return rows;
   }
 
   /**
@@ -81,7 +78,7 @@ class RabbitmqSink extends ServiceKeptSink {
    * checked first, so that a worker that lost the pipeline publishes nothing (the checkpoint
    * write fences again, for a takeover in between).
    */
-  async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+  async applyBatch(batch: ChangeBatch): Promise<void> {
     this.connected();
     const stored = await this.checkpointBefore(batch);
     const before = unfinishedOf(stored?.detail);
@@ -91,8 +88,7 @@ class RabbitmqSink extends ServiceKeptSink {
       this.numbering,
     );
     const fresh = envelopes.filter((e) => !publishedBefore(e, before));
-    const lsn = stored && parseLsn(stored.lsn) > parseLsn(batch.commitLsn) ? stored.lsn : batch.commitLsn;
-    const unfinished = unfinishedAt(parseLsn(lsn), before, numbering);
+    const unfinished = unfinishedAt(batch.commitLsn, before, numbering);
 
     if (fresh.length > 0) {
       const tables = new Map(fresh.map(({ table }) => [tableRefKey(table), table]));
@@ -104,7 +100,6 @@ class RabbitmqSink extends ServiceKeptSink {
     }
     await this.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch }, detailOf(unfinished));
     this.numbering = numbering;
-    return { lsn, epoch: batch.epoch };
   }
 
   async close(): Promise<void> {

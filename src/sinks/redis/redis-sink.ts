@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Checkpoint, Row, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
-import { parseLsn } from '../../core/lsn.js';
+import { formatLsn, parseLsn } from '../../core/lsn.js';
 import {
   type ChangeBatch,
   FencedError,
@@ -18,7 +18,6 @@ import {
   type TableCount,
 } from '../change-envelope.js';
 import { EnvelopeSink } from '../envelope-sink.js';
-import { writingPartition } from '../snapshot-partitions.js';
 import { publishedBefore, unfinishedAt } from '../unfinished-transactions.js';
 import { parseRedisSinkProperties, type RedisSinkConfig, streamKeyOf } from './config.js';
 import { APPLY_BATCH, type LuaScript, PUBLISH_ROWS } from './scripts.js';
@@ -28,7 +27,7 @@ const SNAPSHOT_CHUNK_ROWS = 500;
 
 /** Where this pipeline's messages are durable, as the checkpoint hash records it. */
 interface Written {
-  lsn: string | null;
+  lsn: bigint | null;
   /**
    * Of each table, the messages published of a transaction not finished at the checkpoint (one
    * too large for a batch, written in pieces under the checkpoint before it), by `tablePath`.
@@ -98,7 +97,7 @@ class RedisSink extends EnvelopeSink {
 
   async readCheckpoint(): Promise<Checkpoint | null> {
     const [lsn, epoch] = await this.client.hmget(this.checkpointKey, 'lsn', 'epoch');
-    return lsn ? { lsn, epoch: Number(epoch ?? 0) } : null;
+    return lsn ? { lsn: parseLsn(lsn), epoch: Number(epoch ?? 0) } : null;
   }
 
   async snapshotPartitionsDone(): Promise<SnapshotPartition[]> {
@@ -130,16 +129,14 @@ class RedisSink extends EnvelopeSink {
   ): Promise<number> {
     const stream = streamKeyOf(this.config, table);
     let rows = 0;
-    return writingPartition(table, partition, copyText, async () => {
-      let held: Row[] = [];
-      for await (const chunk of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
-        if (held.length > 0) await this.publishRows(table, stream, held, '');
-        held = chunk;
-        rows += chunk.length;
-      }
-      await this.publishRows(table, stream, held, partitionField(table, partition.partitionId), rows);
-      return rows;
-    });
+    let held: Row[] = [];
+    for await (const chunk of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
+      if (held.length > 0) await this.publishRows(table, stream, held, '');
+      held = chunk;
+      rows += chunk.length;
+    }
+    await this.publishRows(table, stream, held, partitionField(table, partition.partitionId), rows);
+    return rows;
   }
 
   private async publishRows(
@@ -157,7 +154,7 @@ class RedisSink extends EnvelopeSink {
     );
   }
 
-  async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+  async applyBatch(batch: ChangeBatch): Promise<void> {
     const written = await this.writtenState();
     const { envelopes, numbering } = changeEnvelopes(
       batch.changes,
@@ -165,11 +162,9 @@ class RedisSink extends EnvelopeSink {
       this.numbering,
     );
     const fresh = envelopes.filter((e) => !publishedBefore(e, written.unfinished));
-    const lsn =
-      written.lsn !== null && parseLsn(written.lsn) > parseLsn(batch.commitLsn)
-        ? written.lsn
-        : batch.commitLsn;
-    const unfinished = unfinishedAt(parseLsn(lsn), written.unfinished, numbering);
+    // The hash is the checkpoint, written as it is: it must never move back.
+    const lsn = written.lsn !== null && written.lsn > batch.commitLsn ? written.lsn : batch.commitLsn;
+    const unfinished = unfinishedAt(lsn, written.unfinished, numbering);
 
     const streams = new Map<string, number>();
     const pairs: (string | number)[] = [];
@@ -188,7 +183,7 @@ class RedisSink extends EnvelopeSink {
       [this.checkpointKey, ...streams.keys()],
       [
         batch.epoch,
-        lsn,
+        formatLsn(lsn),
         unfinished.size === 0 ? '' : JSON.stringify(Object.fromEntries(unfinished)),
         this.config.maxlen,
         ...pairs,
@@ -197,7 +192,6 @@ class RedisSink extends EnvelopeSink {
     if (Number(stored) > 0) throw new FencedError(Number(stored), batch.epoch);
     this.numbering = numbering;
     this.written = { lsn, unfinished };
-    return { lsn, epoch: batch.epoch };
   }
 
   async close(): Promise<void> {
@@ -212,7 +206,7 @@ class RedisSink extends EnvelopeSink {
     if (this.written) return this.written;
     const [lsn, unfinished] = await this.client.hmget(this.checkpointKey, 'lsn', 'unfinished');
     const written: Written = {
-      lsn: lsn ?? null,
+      lsn: lsn ? parseLsn(lsn) : null,
       unfinished: new Map(Object.entries(JSON.parse(unfinished ?? '{}') as Record<string, TableCount>)),
     };
     this.written = written;

@@ -54,16 +54,15 @@ export function postedBefore(
 }
 
 /**
- * What to note as posted past `checkpoint`: the earlier note, and the events of `posted` (which
+ * What to note as posted past the checkpoint `at`: the earlier note, and the events of `posted` (which
  * count on from it: their sequence numbers go on across batches), each count the greater.
  * Transactions at or before the checkpoint are done and forgotten.
  */
 export function unfinishedAt(
-  checkpoint: string,
+  at: bigint,
   before: Unfinished,
   posted: readonly AddressedEnvelope[],
 ): Unfinished {
-  const at = parseLsn(checkpoint);
   const unfinished: Unfinished = new Map();
   const count = (key: string, commitLsn: string, n: number) => {
     if (parseLsn(commitLsn) < at) return;

@@ -1,11 +1,15 @@
+import type { RetryAdvice, RetryClass } from '../../core/retry-advice.js';
+
 /**
- * Why a request to the receiver failed, as the runtime reads it. `code` WEBHOOK_UNAVAILABLE (a
- * receiver that is down, overloaded or slow: no connection, a timeout, 408, 429, 502, 503, 504)
- * counts as an unreachable server, retried for as long as the outage lasts; any other failure is
- * retried a bounded number of times, then fails the pipeline. `retryHere` says whether another
- * attempt within the same batch may help.
+ * Why a request to the receiver failed, and how the runtime retries it (`retry`): a receiver that
+ * is down, overloaded or slow (`code` WEBHOOK_UNAVAILABLE: no connection, a timeout, 408, 429,
+ * 502, 503, 504), or a resolver failing for now (EAI_AGAIN), is waited for as long as the outage
+ * lasts, no sooner than its `Retry-After`; any other failure is retried a bounded number of times,
+ * then fails the pipeline. `retryHere` says whether another attempt within the same batch may help.
  */
-export class WebhookError extends Error {
+export class WebhookError extends Error implements RetryAdvice {
+  readonly retry: RetryClass;
+
   constructor(
     message: string,
     readonly code: string | undefined,
@@ -16,10 +20,14 @@ export class WebhookError extends Error {
   ) {
     super(message, options);
     this.name = 'WebhookError';
+    this.retry = code === UNAVAILABLE || code === RESOLVER_FAILING ? 'until-reachable' : 'backoff';
   }
 }
 
 export const UNAVAILABLE = 'WEBHOOK_UNAVAILABLE';
+
+/** A resolver that cannot answer now: an outage of the name service, not a wrong name. */
+const RESOLVER_FAILING = 'EAI_AGAIN';
 
 /** The longest `Retry-After` honoured: a longer one is cut to this, and the attempts go on. */
 export const RETRY_AFTER_CAP_MS = 30_000;
@@ -53,9 +61,9 @@ export function requestFailed(endpoint: string, error: unknown): WebhookError {
   if (typeof code === 'string' && GONE_CODES.has(code)) {
     return new WebhookError(said, UNAVAILABLE, true, undefined, { cause: error });
   }
-  // A resolver failing for now keeps its code, an outage to the runtime; a name that does not
-  // resolve at all (ENOTFOUND) is more often a typo, and fails below (see error-kinds.ts).
-  if (code === 'EAI_AGAIN') return new WebhookError(said, code, true, undefined, { cause: error });
+  // A resolver failing for now keeps its code, an outage; a name that does not resolve at all
+  // (ENOTFOUND) is more often a typo, and fails below.
+  if (code === RESOLVER_FAILING) return new WebhookError(said, code, true, undefined, { cause: error });
   if (typeof code === 'string') {
     // A refused address, an unknown name, a certificate that does not verify: no use trying again now.
     return new WebhookError(said, code, false, undefined, { cause: error });

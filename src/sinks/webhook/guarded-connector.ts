@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net';
 import { buildConnector } from 'undici';
 import { AddressRefusedError, addressProblem, guardedLookup } from '../../connections/address-guard.js';
-import type { WebhookSettings } from '../../connections/webhook-connection-type.js';
+import type { WebhookSettings } from './webhook-connection-type.js';
 
 /**
  * undici's connector for a webhook connection, that connects only to addresses the connection

@@ -1,7 +1,7 @@
-import type { WebhookSettings } from '../../connections/webhook-connection-type.js';
 import type { SinkKind } from '../../core/sink.js';
 import { lazySink } from '../lazy-sink.js';
 import { parseWebhookSinkProperties, WEBHOOK_SINK_PROPERTIES, type WebhookSinkConfig } from './config.js';
+import type { WebhookSettings } from './webhook-connection-type.js';
 
 /** The webhook sink: each batch one signed JSON POST, the checkpoint in the service's store once it is accepted. */
 export const webhookSinkKind: SinkKind<WebhookSinkConfig, WebhookSettings> = {

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import type { WebhookSettings } from '../../connections/webhook-connection-type.js';
 import { VERSION } from '../../version.js';
 import { requestFailed, statusFailed, timedOut, WebhookError } from './delivery-errors.js';
 import { guardedConnector } from './guarded-connector.js';
 import { SIGNATURE_HEADER, signatureHeader } from './signature.js';
+import type { WebhookSettings } from './webhook-connection-type.js';
 
 /** How the client posts, from the sink's properties. */
 export interface ClientOptions {

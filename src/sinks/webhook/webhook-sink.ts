@@ -1,16 +1,14 @@
 import type { Readable } from 'node:stream';
-import type { WebhookSettings } from '../../connections/webhook-connection-type.js';
-import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
+import type { TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
-import { parseLsn } from '../../core/lsn.js';
 import type { ChangeBatch, Sink, SinkContext, SnapshotPartition } from '../../core/sink.js';
 import { changeEnvelopes, envelopeText, type Numbering, readEnvelope } from '../change-envelope.js';
 import { ServiceKeptSink } from '../envelope-sink.js';
-import { writingPartition } from '../snapshot-partitions.js';
 import { parseWebhookSinkProperties, type WebhookSinkConfig } from './config.js';
 import { detailOf, postedBefore, unfinishedAt, unfinishedOf } from './delivered.js';
 import { RequestChunks, type WebhookRequest } from './request-chunks.js';
 import { WebhookClient } from './webhook-client.js';
+import type { WebhookSettings } from './webhook-connection-type.js';
 
 /** A sink posting batches of change envelopes to an HTTPS endpoint (see docs/sinks/webhook.md). */
 export function createWebhookSink(ctx: SinkContext<WebhookSettings>): Sink {
@@ -22,8 +20,6 @@ export function createWebhookSink(ctx: SinkContext<WebhookSettings>): Sink {
   });
   return new WebhookSink(ctx, config, client);
 }
-
-const _refKey = (ref: TableRef): string => JSON.stringify([ref.schema, ref.table]);
 
 /**
  * The receiver has no storage the sink can use, so its bookkeeping is the service's (`ctx.state`):
@@ -61,22 +57,20 @@ class WebhookSink extends ServiceKeptSink {
     copyText: Readable,
   ): Promise<number> {
     const { maxEvents, maxBytes } = this.config.batch;
-    return writingPartition(table, partition, copyText, async () => {
-      const chunks = new RequestChunks(maxEvents, maxBytes);
-      let rows = 0;
-      for await (const chunk of copyTextRows(copyText, table.columns, Math.min(maxEvents, 1000))) {
-        for (const row of chunk) {
-          const envelope = readEnvelope(table, row);
-          const ready = chunks.add(envelopeText(envelope), envelope.id);
-          if (ready) await this.post(ready);
-        }
-        rows += chunk.length;
+    const chunks = new RequestChunks(maxEvents, maxBytes);
+    let rows = 0;
+    for await (const chunk of copyTextRows(copyText, table.columns, Math.min(maxEvents, 1000))) {
+      for (const row of chunk) {
+        const envelope = readEnvelope(table, row);
+        const ready = chunks.add(envelopeText(envelope), envelope.id);
+        if (ready) await this.post(ready);
       }
-      const last = chunks.take();
-      if (last) await this.post(last);
-      await this.state.markPartitionDone(partition);
-      return rows;
-    });
+      rows += chunk.length;
+    }
+    const last = chunks.take();
+    if (last) await this.post(last);
+    await this.state.markPartitionDone(partition);
+    return rows;
   }
 
   /**
@@ -86,7 +80,7 @@ class WebhookSink extends ServiceKeptSink {
    * A writer fenced off by a newer epoch is stopped before it posts, when the store already says
    * so; the store refuses its checkpoint in any case.
    */
-  async applyBatch(batch: ChangeBatch): Promise<Checkpoint> {
+  async applyBatch(batch: ChangeBatch): Promise<void> {
     const stored = await this.checkpointBefore(batch);
     const before = unfinishedOf(stored?.detail);
     const { envelopes, numbering } = changeEnvelopes(
@@ -114,11 +108,9 @@ class WebhookSink extends ServiceKeptSink {
     const last = chunks.take();
     if (last) await post(last);
 
-    const lsn = stored && parseLsn(stored.lsn) > parseLsn(batch.commitLsn) ? stored.lsn : batch.commitLsn;
-    const unfinished = unfinishedAt(lsn, before, fresh);
+    const unfinished = unfinishedAt(batch.commitLsn, before, fresh);
     await this.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch }, detailOf(unfinished));
     this.numbering = numbering;
-    return { lsn, epoch: batch.epoch };
   }
 
   async close(): Promise<void> {

@@ -7,7 +7,7 @@ export interface TransactionInfo {
   /** Top-level xid. */
   xid: number;
   /** LSN of the commit record. */
-  commitLsn: string;
+  commitLsn: bigint;
   commitTime: string;
 }
 

@@ -4,6 +4,8 @@
  * about it, because they end up in front of the person who configured the pipeline.
  */
 
+import type { RetryAdvice, RetryClass } from '../../core/retry-advice.js';
+
 export {
   PublicationUnfitError,
   SlotMissingError,
@@ -14,7 +16,10 @@ export {
 } from '../../core/source-errors.js';
 
 /** The server sent a pgoutput message we cannot decode or that breaks the protocol's order. */
-export class PgoutputProtocolError extends Error {
+export class PgoutputProtocolError extends Error implements RetryAdvice {
+  /** Received again, the stream may read well: retried, but not for ever. */
+  readonly retry: RetryClass = 'backoff';
+
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'PgoutputProtocolError';

@@ -1,5 +1,4 @@
 import type { SourceRelation, SourceRelationColumn } from '../../core/change-stream.js';
-import { formatLsnWords } from '../../core/lsn.js';
 import { PgoutputProtocolError } from './errors.js';
 
 /**
@@ -136,14 +135,6 @@ export class Reader {
     const v = this.buf.readBigUInt64BE(this.offset);
     this.offset += 8;
     return v;
-  }
-
-  /** An LSN in PostgreSQL's text form, read without bigint arithmetic. */
-  lsnText(): string {
-    this.need(8);
-    const text = formatLsnWords(this.buf.readUInt32BE(this.offset), this.buf.readUInt32BE(this.offset + 4));
-    this.offset += 8;
-    return text;
   }
 
   /** A timestamp (microseconds since 2000-01-01 UTC), read as its two words. */

@@ -13,7 +13,7 @@ export interface PublicationChoice {
 }
 
 /** The publication suggested to a role that cannot create the pipeline's own. */
-export const SUGGESTED_PUBLICATION = 'replicator';
+const SUGGESTED_PUBLICATION = 'replicator';
 
 // Ownership lines listed one by one before the rest are counted.
 const MAX_LISTED = 10;

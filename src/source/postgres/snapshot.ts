@@ -3,6 +3,7 @@ import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Row, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
+import { parseLsn } from '../../core/lsn.js';
 import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import { SnapshotVisibility } from '../../core/snapshot-visibility.js';
 import type {
@@ -41,7 +42,7 @@ export async function exportSnapshot(connection: pg.ClientConfig): Promise<Sourc
       await client.query('COMMIT').catch(() => undefined);
       await client.end().catch(() => undefined);
     });
-    return { ...snapshot, stamp: { visibility: row.visibility, lsn: row.lsn } };
+    return { ...snapshot, stamp: { visibility: row.visibility, lsn: parseLsn(row.lsn) } };
   } catch (error) {
     await client.end().catch(() => undefined);
     throw error;

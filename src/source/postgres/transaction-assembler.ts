@@ -108,7 +108,7 @@ export class TransactionAssembler {
       case TAG.begin: {
         if (this.txn || this.streamXid !== undefined)
           throw new PgoutputProtocolError('Begin inside a transaction');
-        const commitLsn = r.lsnText();
+        const commitLsn = r.lsnValue();
         const commitTime = r.timestamp();
         const xid = r.uint32();
         this.txn = { xid, commitLsn, commitTime: commitTime.iso };
@@ -167,7 +167,7 @@ export class TransactionAssembler {
         }
         const xid = r.uint32();
         r.uint8(); // flags
-        const commitLsn = r.lsnText();
+        const commitLsn = r.lsnValue();
         const endLsn = r.lsnValue();
         const commitTime = r.timestamp();
         let spool = this.streamed.get(xid);

@@ -15,7 +15,7 @@ export async function lockAdminSet(db: CommonQueryMethods): Promise<void> {
 }
 
 /** Whether a user is enabled and holds admin at organization scope. */
-export function isEnabledOrganizationAdmin(db: CommonQueryMethods, userId: string): Promise<boolean> {
+function isEnabledOrganizationAdmin(db: CommonQueryMethods, userId: string): Promise<boolean> {
   return db.exists(sql.unsafe`
     SELECT 1 FROM role_bindings b JOIN users u ON u.id = b.user_id
     WHERE b.user_id = ${userId} AND b.role = 'admin' AND b.scope_type = 'organization'

@@ -1,10 +1,10 @@
-import { validationFailed } from '../errors/app-error.js';
-import type { WebhookReach } from './address-guard.js';
-import type { ConnectionSecrets } from './connection-secrets.js';
-import type { ConnectionType } from './connection-types.js';
-import { invalidDsn } from './dsn-text.js';
-import { dsnScheme, schemeGuarantees } from './tls-guarantees.js';
-import type { TlsMaterial } from './tls-material.js';
+import type { WebhookReach } from '../../connections/address-guard.js';
+import type { ConnectionSecrets } from '../../connections/connection-secrets.js';
+import type { ConnectionType } from '../../connections/connection-types.js';
+import { invalidDsn } from '../../connections/dsn-text.js';
+import { dsnScheme, schemeGuarantees } from '../../connections/tls-guarantees.js';
+import type { TlsMaterial } from '../../connections/tls-material.js';
+import { validationFailed } from '../../errors/app-error.js';
 import { parseWebhookDsn, SECRET_MIN_LENGTH, type WebhookDsn, webhookEndpointOf } from './webhook-dsn.js';
 
 /** What a webhook sink posts with: the URL, the signing secret, where it may connect, and TLS. */
@@ -57,4 +57,6 @@ export const webhookConnectionType: ConnectionType<WebhookSettings, WebhookDsn> 
   // The stored DSN passes the allow-list again: the operator may have withdrawn private access.
   settings: async (publicDsn, secrets, policy) =>
     webhookSettings(parseWebhookDsn(publicDsn, policy), secrets),
+  // Its client library is loaded with the first check.
+  reach: async (settings, timeoutMs) => (await import('./reach.js')).reachWebhook(settings, timeoutMs),
 };

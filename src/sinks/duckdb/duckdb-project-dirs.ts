@@ -1,5 +1,5 @@
 import { join, relative, sep } from 'node:path';
-import { DEFAULT_PROJECT_ID } from '../store/pool.js';
+import { DEFAULT_PROJECT_ID } from '../../store/pool.js';
 
 /**
  * Where each project's DuckDB files live, so that one project cannot reach another's: a project

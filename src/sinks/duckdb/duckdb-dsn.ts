@@ -1,9 +1,9 @@
 import { lstat, mkdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import type { CheckedDsn } from './connection-types.js';
-import { hasControl, invalidDsn } from './dsn-text.js';
+import type { CheckedDsn } from '../../connections/connection-types.js';
+import { hasControl, invalidDsn } from '../../connections/dsn-text.js';
+import type { LocalAccessPolicy } from '../../connections/local-access.js';
 import { inAnotherProject, projectDir } from './duckdb-project-dirs.js';
-import type { LocalAccessPolicy } from './local-access.js';
 
 /** A DuckDB DSN that passed the allow-list: a database file the operator lets connections name. */
 export interface DuckdbDsn extends CheckedDsn {

@@ -1,6 +1,6 @@
-import { validationFailed } from '../errors/app-error.js';
-import type { ConnectionSecrets } from './connection-secrets.js';
-import type { ConnectionType } from './connection-types.js';
+import type { ConnectionSecrets } from '../../connections/connection-secrets.js';
+import type { ConnectionType } from '../../connections/connection-types.js';
+import { validationFailed } from '../../errors/app-error.js';
 import { type DuckdbDsn, duckdbEndpointOf, parseDuckdbDsn, resolveDuckdbFile } from './duckdb-dsn.js';
 
 /** What the DuckDB sink opens: the database file, absolute, symlinks resolved, checked against the allow-list. */
@@ -31,4 +31,5 @@ export const duckdbConnectionType: ConnectionType<DuckdbSettings, DuckdbDsn> = {
   settings: async (publicDsn, _secrets, policy) => ({
     path: await resolveDuckdbFile(parseDuckdbDsn(publicDsn, policy), policy),
   }),
+  reach: async (settings) => (await import('./reach.js')).reachDuckdb(settings),
 };

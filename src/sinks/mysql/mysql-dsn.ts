@@ -1,4 +1,4 @@
-import { decode, hasControl, invalidDsn, refuseUnlistedParams, shown } from './dsn-text.js';
+import { decode, hasControl, invalidDsn, refuseUnlistedParams, shown } from '../../connections/dsn-text.js';
 
 /** The TLS modes of a mysql DSN, with libpq's meaning (see `mysqlConnectionOptions`). */
 export const MYSQL_SSL_MODES = ['disable', 'require', 'verify-ca', 'verify-full'] as const;

@@ -1,9 +1,9 @@
 import { isIP } from 'node:net';
-import { addressProblem, isInternalName, type WebhookReach } from './address-guard.js';
-import type { CheckedDsn } from './connection-types.js';
-import { PASSWORD_MASK } from './dsn.js';
-import { decode, hasControl, invalidDsn } from './dsn-text.js';
-import type { LocalAccessPolicy } from './local-access.js';
+import { addressProblem, isInternalName, type WebhookReach } from '../../connections/address-guard.js';
+import type { CheckedDsn } from '../../connections/connection-types.js';
+import { PASSWORD_MASK } from '../../connections/dsn.js';
+import { decode, hasControl, invalidDsn } from '../../connections/dsn-text.js';
+import type { LocalAccessPolicy } from '../../connections/local-access.js';
 
 /** A webhook DSN that passed the allow-list: the URL posted to, and its signing secret apart. */
 export interface WebhookDsn extends CheckedDsn {

@@ -1,5 +1,5 @@
-import type { CheckedDsn } from './connection-types.js';
-import { decode, hasControl, invalidDsn, refuseUnlistedParams, shown } from './dsn-text.js';
+import type { CheckedDsn } from '../../connections/connection-types.js';
+import { decode, hasControl, invalidDsn, refuseUnlistedParams, shown } from '../../connections/dsn-text.js';
 
 /** A RabbitMQ DSN that passed the allow-list: every field the service will connect with. */
 export interface RabbitmqDsn extends CheckedDsn {

@@ -1,10 +1,10 @@
 import { isIP } from 'node:net';
 import type { Options, SocketOptions } from 'amqplib';
-import { validationFailed } from '../errors/app-error.js';
-import type { ConnectionSecrets } from './connection-secrets.js';
-import type { ConnectionType } from './connection-types.js';
+import type { ConnectionSecrets } from '../../connections/connection-secrets.js';
+import type { ConnectionType } from '../../connections/connection-types.js';
+import { dsnScheme, schemeGuarantees } from '../../connections/tls-guarantees.js';
+import { validationFailed } from '../../errors/app-error.js';
 import { parseRabbitmqDsn, type RabbitmqDsn, rabbitmqEndpointOf } from './rabbitmq-dsn.js';
-import { dsnScheme, schemeGuarantees } from './tls-guarantees.js';
 
 /** How long connecting (TCP, TLS and the AMQP handshake) may take before it fails. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -83,4 +83,6 @@ export const rabbitmqConnectionType: ConnectionType<RabbitmqSettings, RabbitmqDs
   tlsGuarantees: (publicDsn) => schemeGuarantees(dsnScheme(publicDsn) === 'amqps:'),
   checkTls: checkRabbitmqTls,
   settings: async (publicDsn, secrets) => rabbitmqSettings(parseRabbitmqDsn(publicDsn), secrets),
+  // Its client library is loaded with the first check.
+  reach: async (settings, timeoutMs) => (await import('./reach.js')).reachRabbitmq(settings, timeoutMs),
 };

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
-import type { CheckedDsn } from './connection-types.js';
-import { decode, hasControl, invalidDsn, shown } from './dsn-text.js';
+import type { CheckedDsn } from '../../connections/connection-types.js';
+import { decode, hasControl, invalidDsn, shown } from '../../connections/dsn-text.js';
 
 /** A NATS DSN that passed the allow-list: every field the service will connect with. */
 export interface NatsDsn extends CheckedDsn {

@@ -30,9 +30,6 @@ export interface TableVerdict {
 /** The share of the source's time a verification takes unless asked otherwise: no rest (docs/operations/verify-and-repair.md). */
 export const DEFAULT_SOURCE_SHARE = 1;
 
-/** Where a verification is. */
-export type VerificationStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
-
 /** The whole run's verdict: the worst of its tables'. */
 export function overallResult(tables: readonly TableVerdict[]): TableStatus {
   if (tables.some((t) => t.status === 'differs')) return 'differs';

@@ -1,10 +1,10 @@
 import { isIP } from 'node:net';
 import type { RedisOptions } from 'ioredis';
-import { validationFailed } from '../errors/app-error.js';
-import type { ConnectionSecrets } from './connection-secrets.js';
-import type { ConnectionType } from './connection-types.js';
+import type { ConnectionSecrets } from '../../connections/connection-secrets.js';
+import type { ConnectionType } from '../../connections/connection-types.js';
+import { dsnScheme, schemeGuarantees } from '../../connections/tls-guarantees.js';
+import { validationFailed } from '../../errors/app-error.js';
 import { parseRedisDsn, type RedisDsn, redisEndpointOf } from './redis-dsn.js';
-import { dsnScheme, schemeGuarantees } from './tls-guarantees.js';
 
 /** How long connecting may take before it fails. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -66,4 +66,6 @@ export const redisConnectionType: ConnectionType<RedisOptions, RedisDsn> = {
   tlsGuarantees: (publicDsn) => schemeGuarantees(dsnScheme(publicDsn) === 'rediss:'),
   checkTls: checkRedisTls,
   settings: async (publicDsn, secrets) => redisOptions(parseRedisDsn(publicDsn), secrets),
+  // Its client library is loaded with the first check.
+  reach: async (settings, timeoutMs) => (await import('./reach.js')).reachRedis(settings, timeoutMs),
 };

@@ -1,10 +1,10 @@
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from '@nats-io/transport-node';
-import { validationFailed } from '../errors/app-error.js';
-import type { ConnectionSecrets } from './connection-secrets.js';
-import type { ConnectionType } from './connection-types.js';
+import type { ConnectionSecrets } from '../../connections/connection-secrets.js';
+import type { ConnectionType } from '../../connections/connection-types.js';
+import { dsnScheme, schemeGuarantees } from '../../connections/tls-guarantees.js';
+import { validationFailed } from '../../errors/app-error.js';
 import { checkNatsDsn, type NatsDsn, natsEndpointOf, parseNatsDsn } from './nats-dsn.js';
-import { dsnScheme, schemeGuarantees } from './tls-guarantees.js';
 
 /** How long connecting (TCP, TLS and the NATS handshake) may take before it fails. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -72,4 +72,6 @@ export const natsConnectionType: ConnectionType<ConnectionOptions, NatsDsn> = {
   tlsGuarantees: (publicDsn) => schemeGuarantees(dsnScheme(publicDsn) === 'tls:'),
   checkTls: checkNatsTls,
   settings: async (publicDsn, secrets) => natsConnectionOptions(parseNatsDsn(publicDsn), secrets),
+  // Its client library is loaded with the first check.
+  reach: async (settings, timeoutMs) => (await import('./reach.js')).reachNats(settings, timeoutMs),
 };
