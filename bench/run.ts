@@ -1,9 +1,14 @@
 import { rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { availableBinDirs, createDatabase, startPgCluster } from '../test/support/pg-cluster.js';
+import {
+  availableBinDirs,
+  createDatabase,
+  type PgCluster,
+  startPgCluster,
+} from '../test/support/pg-cluster.js';
 import { sqlOn } from '../test/support/replication-fixture.js';
-import { startTestService, testConfig } from '../test/support/service.js';
+import { startTestService, type TestService, testConfig } from '../test/support/service.js';
 import { cleanUp, cleanups } from './cleanups.js';
 import { dropDecodeSlots, runDecodeBenchmark } from './decode.js';
 import { decodeDetailTable, decodeRatios, decodeSummaryTable } from './decode-report.js';
@@ -60,6 +65,15 @@ async function main(): Promise<void> {
   const service = await startTestService(config);
   cleanups.push({ what: 'service', run: service.stop });
 
+  // BENCH_ONLY=drain: the drains alone, printed and not written to BENCHMARKS.md (a before and
+  // after of one change, with BENCH_WORKLOADS and BENCH_SOURCES to narrow them).
+  if (process.env.BENCH_ONLY === 'drain') {
+    const { results } = await drainAll(service, source, sink, binDir, scale, runs);
+    console.log(`\nBacklog drain\n\n${drainSummaryTable(results)}\n\n${drainDetailTable(results)}\n`);
+    console.log(drainTargets(results).join('\n'));
+    return;
+  }
+
   // First, while this process's peak RSS is still the service's at rest: maxRSS only grows, and
   // the drains below take it much higher.
   const snapshot = await runSnapshotBenchmark({
@@ -77,34 +91,7 @@ async function main(): Promise<void> {
     sink.adminUrl,
     "SELECT current_setting('server_version') AS v",
   );
-  const drainSources: DrainSource[] = [];
-  const results: RunRecord[] = [];
-  for (const dir of drainBinDirs()) {
-    // The embedded source is the one already running; any other version gets a cluster for its drains.
-    const own =
-      dir.binDir === binDir ? undefined : await startPgCluster(`bench-source-${dir.label}`, dir.binDir);
-    if (own) cleanups.push({ what: `${dir.label} source cluster`, run: own.stop });
-    const cluster = own ?? source;
-    const [version] = await sqlOn<{ v: string }>(
-      cluster.adminUrl,
-      "SELECT current_setting('server_version') AS v",
-    );
-    const drainSource: DrainSource = { cluster, version: version?.v ?? 'unknown', label: dir.label };
-    drainSources.push(drainSource);
-    results.push(
-      ...(await drainFromSource({
-        service,
-        source: drainSource,
-        sinkAdminUrl: sink.adminUrl,
-        sinkMajor: sink.majorVersion,
-        scale,
-        runs,
-        log,
-        defer: (what, run) => cleanups.push({ what, run }),
-      })),
-    );
-    await own?.stop();
-  }
+  const { sources: drainSources, results } = await drainAll(service, source, sink, binDir, scale, runs);
 
   // Nothing of the service streams now (the drain systems are gone), so this process runs our
   // change stream alone.
@@ -175,6 +162,47 @@ async function main(): Promise<void> {
     console.log(memoryTargets(memory).join('\n'));
   }
   console.log(`peak RSS of this process: ${peakRssMiB.toFixed(0)} MiB; report written to ${path}`);
+}
+
+/** Every drain from every source version picked (BENCH_SOURCES), into the sink cluster. */
+async function drainAll(
+  service: TestService,
+  source: PgCluster,
+  sink: PgCluster,
+  binDir: string,
+  scale: number,
+  runs: number,
+): Promise<{ sources: DrainSource[]; results: RunRecord[] }> {
+  const drainSources: DrainSource[] = [];
+  const results: RunRecord[] = [];
+  for (const dir of drainBinDirs()) {
+    // The embedded source is the one already running; any other version gets a cluster for its drains.
+    const own =
+      dir.binDir === binDir ? undefined : await startPgCluster(`bench-source-${dir.label}`, dir.binDir);
+    if (own) cleanups.push({ what: `${dir.label} source cluster`, run: own.stop });
+    const cluster = own ?? source;
+    const [version] = await sqlOn<{ v: string }>(
+      cluster.adminUrl,
+      "SELECT current_setting('server_version') AS v",
+    );
+    const drainSource: DrainSource = { cluster, version: version?.v ?? 'unknown', label: dir.label };
+    drainSources.push(drainSource);
+    results.push(
+      ...(await drainFromSource({
+        service,
+        source: drainSource,
+        sinkAdminUrl: sink.adminUrl,
+        sinkMajor: sink.majorVersion,
+        scale,
+        runs,
+        log,
+        defer: (what, run) => cleanups.push({ what, run }),
+      })),
+    );
+    await own?.stop();
+  }
+
+  return { sources: drainSources, results };
 }
 
 try {

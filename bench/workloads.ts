@@ -173,11 +173,20 @@ async function writeConcurrently(
   }
 }
 
-/** The backlogs of the drain benchmark: the decode's two and the concurrent clients' transactions. */
-export function drainWorkloads(scale: number): Workload[] {
+/**
+ * The backlogs of the drain benchmark: the decode's two and the concurrent clients' transactions;
+ * `BENCH_WORKLOADS` (`single`, `concurrent`, `big`, comma-separated) keeps only those named.
+ */
+export function drainWorkloads(scale: number, env: NodeJS.ProcessEnv = process.env): Workload[] {
   const [small, big] = workloads(scale) as [Workload, Workload];
   const concurrent = concurrentWorkload(Math.max(2, Math.round(100_000 * scale)));
-  return [small, concurrent, big];
+  const all = [small, concurrent, big];
+  const wanted = env.BENCH_WORKLOADS?.split(',').map((s) => s.trim());
+  if (!wanted) return all;
+  const unknown = wanted.filter((kind) => !all.some((w) => w.kind === kind));
+  if (unknown.length > 0)
+    throw new Error(`BENCH_WORKLOADS: ${unknown.join(', ')} not among ${all.map((w) => w.kind).join(', ')}`);
+  return all.filter((w) => wanted.includes(w.kind));
 }
 
 /**

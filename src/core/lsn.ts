@@ -29,8 +29,12 @@ export function parseLsn(text: string): bigint {
 /** Formats a 64-bit position the way PostgreSQL prints a `pg_lsn`. */
 export function formatLsn(value: bigint): string {
   if (value < 0n || value > MAX_LSN) throw new RangeError(`LSN out of range: ${value}`);
-  const high = value >> 32n;
-  const low = value & 0xffffffffn;
+  // The halves as numbers: their hex text is made without bigint arithmetic.
+  return formatLsnWords(Number(value >> 32n), Number(value & 0xffffffffn));
+}
+
+/** Formats a position given as its upper and lower 32 bits (unsigned), as a message carries it. */
+export function formatLsnWords(high: number, low: number): string {
   return `${high.toString(16).toUpperCase()}/${low.toString(16).toUpperCase()}`;
 }
 

@@ -9,9 +9,9 @@ import type { ChangeEvent, TableRef } from '../../src/core/change.js';
 import { formatLsn, isLsn, parseLsn } from '../../src/core/lsn.js';
 import { checkSourceReady, readTableSchemas } from '../../src/source/postgres/catalog.js';
 import {
-  type ChangeStream,
   type ChangeStreamOptions,
-  type StreamItem,
+  type PostgresChangeStream,
+  type PostgresStreamItem,
   startChangeStream,
 } from '../../src/source/postgres/change-stream.js';
 import {
@@ -40,10 +40,10 @@ interface Pipeline {
 }
 
 interface Txn {
-  begin: Extract<StreamItem, { kind: 'begin' }>;
+  begin: Extract<PostgresStreamItem, { kind: 'begin' }>;
   relations: RelationInfo[];
   changes: ChangeEvent[];
-  commit: Extract<StreamItem, { kind: 'commit' }>;
+  commit: Extract<PostgresStreamItem, { kind: 'commit' }>;
 }
 
 const withTimeout = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> =>
@@ -56,19 +56,19 @@ const withTimeout = <T>(promise: Promise<T>, ms: number, what: string): Promise<
 
 /** Reads items of one stream in order, transaction by transaction. */
 class Reader {
-  private buffered: StreamItem[] = [];
+  private buffered: PostgresStreamItem[] = [];
   private at = 0;
 
-  constructor(readonly stream: ChangeStream) {}
+  constructor(readonly stream: PostgresChangeStream) {}
 
-  async next(ms = 15_000): Promise<StreamItem> {
+  async next(ms = 15_000): Promise<PostgresStreamItem> {
     while (this.at >= this.buffered.length) {
       const items = await withTimeout(this.stream.next(), ms, 'a stream item');
       if (items === null) throw new Error('stream ended');
       this.buffered = items;
       this.at = 0;
     }
-    return this.buffered[this.at++] as StreamItem;
+    return this.buffered[this.at++] as PostgresStreamItem;
   }
 
   /** The next whole transaction, skipping idle items. */
@@ -90,7 +90,7 @@ class Reader {
     }
   }
 
-  async idle(ms = 15_000): Promise<Extract<StreamItem, { kind: 'idle' }>> {
+  async idle(ms = 15_000): Promise<Extract<PostgresStreamItem, { kind: 'idle' }>> {
     for (;;) {
       const item = await this.next(ms);
       if (item.kind === 'idle') return item;
@@ -107,7 +107,7 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
   let admin: pg.Client;
   let spoolDir: string;
   const pipelines: string[] = [];
-  const streams: ChangeStream[] = [];
+  const streams: PostgresChangeStream[] = [];
 
   async function sql(text: string, values?: unknown[]): Promise<pg.QueryResult> {
     return admin.query(text, values);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   compareLsn,
   formatLsn,
+  formatLsnWords,
   InvalidLsnError,
   isLsn,
   maxLsn,
@@ -25,6 +26,8 @@ describe('lsn', () => {
     expect(formatLsn(0x16b3748n)).toBe('0/16B3748');
     expect(formatLsn((1n << 64n) - 1n)).toBe('FFFFFFFF/FFFFFFFF');
     expect(normalizeLsn('0/016b3748')).toBe('0/16B3748');
+    expect(formatLsnWords(0x16, 0xb374d848)).toBe('16/B374D848');
+    expect(formatLsnWords(0xffffffff, 0)).toBe('FFFFFFFF/0');
   });
 
   it('round-trips', () => {

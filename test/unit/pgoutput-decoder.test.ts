@@ -20,6 +20,31 @@ describe('pgoutput timestamps', () => {
     expect(() => pgTimestampToIso(9223372036854775807n)).toThrow(PgoutputProtocolError);
   });
 
+  it('formats every microsecond of one second from the same second text, and a new second anew', () => {
+    const second = new Date('2024-05-06T07:08:09Z');
+    const expected = [0, 1, 999, 1000, 123456, 999999].map((us) => {
+      const ms = Math.floor(us / 1000);
+      const rest = String(us % 1000).padStart(3, '0');
+      return `2024-05-06T07:08:09.${String(ms).padStart(3, '0')}${rest}Z`;
+    });
+    const micros = [0, 1, 999, 1000, 123456, 999999].map((us) => pgMicros(second, 0) + BigInt(us));
+    expect(micros.map(pgTimestampToIso)).toEqual(expected);
+    expect(pgTimestampToIso(pgMicros(second, 0) + 1_000_000n)).toBe('2024-05-06T07:08:10.000000Z');
+    // Back to an earlier second after a later one: the second's text follows the value.
+    expect(pgTimestampToIso(pgMicros(second, 0) - 1n)).toBe('2024-05-06T07:08:08.999999Z');
+  });
+
+  it('reads an LSN and a timestamp off a message, the timestamp as its two words', () => {
+    const r = new Reader(new Msg('B').u64(0x16b374d848n).i64(TS).i64(-1n).build(), 1);
+    expect(r.lsnValue()).toBe(0x16b374d848n);
+    expect(r.timestamp()).toEqual({ unixMs: Date.parse('2024-05-06T07:08:09.123Z'), iso: TS_ISO });
+    expect(r.timestamp()).toEqual({
+      unixMs: Date.UTC(1999, 11, 31, 23, 59, 59, 999),
+      iso: '1999-12-31T23:59:59.999999Z',
+    });
+    expect(() => r.timestamp()).toThrow(/truncated/);
+  });
+
   it('converts to Unix milliseconds, dropping the microseconds', () => {
     expect(pgTimestampToUnixMs(0n)).toBe(Date.UTC(2000, 0, 1));
     expect(pgTimestampToUnixMs(TS)).toBe(Date.parse('2024-05-06T07:08:09.123Z'));

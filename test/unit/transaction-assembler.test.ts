@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChangeEvent } from '../../src/core/change.js';
-import type { StreamItem } from '../../src/source/postgres/change-stream.js';
+import type { PostgresStreamItem } from '../../src/source/postgres/change-stream.js';
 import { PgoutputProtocolError } from '../../src/source/postgres/errors.js';
 import { TransactionAssembler } from '../../src/source/postgres/transaction-assembler.js';
 import { Msg, pgMicros, pgoutput, type RelationInput } from '../support/pgoutput-messages.js';
@@ -23,13 +23,13 @@ const ITEMS: RelationInput = {
 const ITEMS_TABLE = { schema: 'shop', table: 'items' };
 const OTHER: RelationInput = { relationId: 8, table: 'other', columns: [{ name: 'id', key: true }] };
 
-const changes = (items: StreamItem[]): ChangeEvent[] =>
+const changes = (items: PostgresStreamItem[]): ChangeEvent[] =>
   items.flatMap((item) => (item.kind === 'change' ? [item.change] : []));
-const kinds = (items: StreamItem[]): string[] => items.map((item) => item.kind);
+const kinds = (items: PostgresStreamItem[]): string[] => items.map((item) => item.kind);
 
 describe('transaction assembler', () => {
   let parent: string;
-  let emitted: StreamItem[];
+  let emitted: PostgresStreamItem[];
   let logged: { level: string; fields: object; message: string }[];
   let assembler: TransactionAssembler;
 
@@ -40,13 +40,14 @@ describe('transaction assembler', () => {
       memoryLimitBytes,
       logger: {
         debug: (fields, message) => logged.push({ level: 'debug', fields, message }),
+        info: (fields, message) => logged.push({ level: 'info', fields, message }),
         warn: (fields, message) => logged.push({ level: 'warn', fields, message }),
       },
     });
 
   /** Accepts each message; a replay is taken whole and its items returned. */
-  const feed = (...messages: Buffer[]): StreamItem[] => {
-    const replayed: StreamItem[] = [];
+  const feed = (...messages: Buffer[]): PostgresStreamItem[] => {
+    const replayed: PostgresStreamItem[] = [];
     for (const message of messages) {
       const replay = assembler.accept(message);
       if (replay) replayed.push(...replay);

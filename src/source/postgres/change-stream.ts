@@ -1,8 +1,4 @@
-import type {
-  ChangeStream as AnyChangeStream,
-  ChangeStreamStats as AnyChangeStreamStats,
-  StreamItem as AnyStreamItem,
-} from '../../core/change-stream.js';
+import type { ChangeStream, ChangeStreamStats, StreamItem } from '../../core/change-stream.js';
 import type { RelationInfo } from './pgoutput-decoder.js';
 import {
   ReplicationConnection,
@@ -14,20 +10,13 @@ import { TransactionAssembler } from './transaction-assembler.js';
 export { SOURCE_SESSION_OPTIONS } from './replication-connection.js';
 
 /** The core's stream items, a relation carrying all that pgoutput says of it (its replica identity too). */
-export type StreamItem =
-  | Exclude<AnyStreamItem, { kind: 'relation' }>
+export type PostgresStreamItem =
+  | Exclude<StreamItem, { kind: 'relation' }>
   | { kind: 'relation'; relation: RelationInfo };
-
-/** Pino-compatible logger subset. */
-export interface SourceLogger {
-  debug(fields: object, message: string): void;
-  warn(fields: object, message: string): void;
-}
 
 export interface ChangeStreamOptions extends ReplicationConnectionOptions {
   /** Stream transactions committed after this LSN; `0/0` for the slot's confirmed position. */
   startLsn: string;
-  logger?: SourceLogger;
   /** Where spool files of streamed transactions go; the OS temp directory by default. */
   spoolDir?: string;
   /** Bytes of a streamed transaction held in memory before it spills to a spool file. Default 8 MiB. */
@@ -36,18 +25,21 @@ export interface ChangeStreamOptions extends ReplicationConnectionOptions {
   queueCapacity?: number;
 }
 
-export interface ChangeStreamStats extends AnyChangeStreamStats {
+/** The core's counters, and what a pgoutput stream counts besides. */
+export interface PostgresStreamStats extends ChangeStreamStats {
   abortedStreamedTransactions: number;
   abortedSubtransactions: number;
   /** Received messages held while a streamed transaction replays, now and at most. */
   bufferedMessages: number;
   maxBufferedMessages: number;
+  /** Standby status updates not sent: while none gets through, the source keeps its WAL. */
+  failedStatusUpdates: number;
 }
 
 /** The core's change stream; it also rejects with PgoutputProtocolError, and close() deletes the spool files. */
-export interface ChangeStream extends AnyChangeStream {
-  next(): Promise<StreamItem[] | null>;
-  stats(): ChangeStreamStats;
+export interface PostgresChangeStream extends ChangeStream {
+  next(): Promise<PostgresStreamItem[] | null>;
+  stats(): PostgresStreamStats;
 }
 
 /**
@@ -58,7 +50,7 @@ export interface ChangeStream extends AnyChangeStream {
  * waits in a spool until its Stream Commit and is then replayed. Nothing is acknowledged unless
  * ack() is called.
  */
-export function startChangeStream(options: ChangeStreamOptions): ChangeStream {
+export function startChangeStream(options: ChangeStreamOptions): PostgresChangeStream {
   const runner = new ChangeStreamRunner(options);
   runner.start();
   return {
@@ -78,9 +70,9 @@ class ChangeStreamRunner {
   private readonly connection: ReplicationConnection;
   private readonly assembler: TransactionAssembler;
   private readonly highWater: number;
-  private ready: StreamItem[] = [];
+  private ready: PostgresStreamItem[] = [];
   private consumer:
-    | { resolve: (items: StreamItem[] | null) => void; reject: (e: unknown) => void }
+    | { resolve: (items: PostgresStreamItem[] | null) => void; reject: (e: unknown) => void }
     | undefined;
   private handoverQueued = false;
   private consumed: (() => void) | undefined;
@@ -108,7 +100,7 @@ class ChangeStreamRunner {
     this.connection.open();
   }
 
-  next(): Promise<StreamItem[] | null> {
+  next(): Promise<PostgresStreamItem[] | null> {
     if (this.ready.length > 0) return Promise.resolve(this.take());
     if (this.failure) return Promise.reject(this.failure.error);
     if (this.closed) return Promise.resolve(null);
@@ -121,12 +113,13 @@ class ChangeStreamRunner {
     this.connection.ack(lsn);
   }
 
-  stats(): ChangeStreamStats {
+  stats(): PostgresStreamStats {
     return {
       ...this.assembler.stats(),
       bufferedMessages: this.held.length,
       maxBufferedMessages: this.maxBufferedMessages,
       queuedItems: this.ready.length,
+      failedStatusUpdates: this.connection.failedStatusUpdates,
     };
   }
 
@@ -139,7 +132,7 @@ class ChangeStreamRunner {
     await this.shutdown();
   }
 
-  private take(): StreamItem[] {
+  private take(): PostgresStreamItem[] {
     const items = this.ready;
     this.ready = [];
     this.consumed?.();
@@ -148,7 +141,7 @@ class ChangeStreamRunner {
     return items;
   }
 
-  private push(item: StreamItem): void {
+  private push(item: PostgresStreamItem): void {
     this.ready.push(item);
     // Handed over once the received chunk is decoded whole, not item by item.
     if (this.consumer && !this.handoverQueued) {
@@ -227,7 +220,7 @@ class ChangeStreamRunner {
    * Hands over a streamed transaction's items, waiting for the consumer whenever a queue's worth
    * is ready; what arrives meanwhile is held and handled after it.
    */
-  private async replay(items: Generator<StreamItem, void, undefined>): Promise<void> {
+  private async replay(items: Generator<PostgresStreamItem, void, undefined>): Promise<void> {
     this.replaying = true;
     this.updateFlow();
     try {

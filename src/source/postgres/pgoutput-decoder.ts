@@ -1,3 +1,4 @@
+import type { SourceRelation, SourceRelationColumn } from '../../core/change-stream.js';
 import { PgoutputProtocolError } from './errors.js';
 
 /**
@@ -8,25 +9,16 @@ import { PgoutputProtocolError } from './errors.js';
 
 export type ReplicaIdentity = 'default' | 'nothing' | 'full' | 'index';
 
-export interface RelationColumn {
-  name: string;
-  typeOid: number;
-  /** Type modifier (`atttypmod`), -1 when none. */
-  typeMod: number;
-  /** Part of the replica identity (every column under REPLICA IDENTITY FULL). */
-  isKey: boolean;
-}
+/** A column of a Relation message; `isKey`: part of the replica identity (every column under REPLICA IDENTITY FULL). */
+export type RelationColumn = SourceRelationColumn;
 
 /** A table as described by a pgoutput Relation message. */
-export interface RelationInfo {
-  relationId: number;
-  schema: string;
-  table: string;
+export interface RelationInfo extends SourceRelation {
   replicaIdentity: ReplicaIdentity;
   columns: RelationColumn[];
 }
 
-const PG_EPOCH_UNIX_MICROS = 946_684_800_000_000n;
+const PG_EPOCH_UNIX_MS = 946_684_800_000;
 const REPLICA_IDENTITIES: Record<string, ReplicaIdentity> = {
   d: 'default',
   n: 'nothing',
@@ -34,23 +26,61 @@ const REPLICA_IDENTITIES: Record<string, ReplicaIdentity> = {
   i: 'index',
 };
 
+/** A pgoutput timestamp in the two forms a change carries. */
+export interface PgTimestamp {
+  /** Milliseconds since the Unix epoch. */
+  unixMs: number;
+  /** ISO 8601 with microsecond precision. */
+  iso: string;
+}
+
+// Transactions come many to a second: the text of the second is made once for all of them.
+let cachedSecond = Number.NaN;
+let cachedPrefix = '';
+
+/**
+ * The timestamp given by the two 32-bit words of its microseconds since 2000-01-01 UTC (as they
+ * stand in a message), in plain numbers: no bigint arithmetic, and no date formatting but once a
+ * second, for what runs at every transaction.
+ */
+export function pgTimestampOfWords(high: number, low: number): PgTimestamp {
+  // high * 2^32 + low microseconds, with 2^32 = 4294967 * 1000 + 296: each part stays exact.
+  const spill = high * 296 + low;
+  const spillMs = Math.floor(spill / 1000);
+  const pgMs = high * 4_294_967 + spillMs;
+  const micros = spill - spillMs * 1000;
+  const unixMs = pgMs + PG_EPOCH_UNIX_MS;
+  const second = Math.floor(unixMs / 1000);
+  if (second !== cachedSecond) {
+    const date = new Date(second * 1000);
+    if (Number.isNaN(date.getTime())) {
+      const text = ((BigInt(high) << 32n) | BigInt(low >>> 0)).toString();
+      throw new PgoutputProtocolError(`timestamp out of range: ${text}`);
+    }
+    const iso = date.toISOString();
+    cachedPrefix = iso.slice(0, iso.length - 4); // through the seconds' dot
+    cachedSecond = second;
+  }
+  const ms = unixMs - second * 1000;
+  return {
+    unixMs,
+    iso: `${cachedPrefix}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}${micros < 10 ? '00' : micros < 100 ? '0' : ''}${micros}Z`,
+  };
+}
+
+const wordsOf = (micros: bigint): [number, number] => [
+  Number(BigInt.asIntN(32, micros >> 32n)),
+  Number(micros & 0xffffffffn),
+];
+
 /** Converts microseconds since 2000-01-01 UTC to milliseconds since the Unix epoch. */
 export function pgTimestampToUnixMs(micros: bigint): number {
-  return Number((micros + PG_EPOCH_UNIX_MICROS) / 1000n);
+  return pgTimestampOfWords(...wordsOf(micros)).unixMs;
 }
 
 /** Converts microseconds since 2000-01-01 UTC to ISO 8601 with microsecond precision. */
 export function pgTimestampToIso(micros: bigint): string {
-  const unixMicros = micros + PG_EPOCH_UNIX_MICROS;
-  let millis = unixMicros / 1000n;
-  let rest = unixMicros % 1000n;
-  if (rest < 0n) {
-    rest += 1000n;
-    millis -= 1n;
-  }
-  const date = new Date(Number(millis));
-  if (Number.isNaN(date.getTime())) throw new PgoutputProtocolError(`timestamp out of range: ${micros}`);
-  return `${date.toISOString().slice(0, -1)}${rest.toString().padStart(3, '0')}Z`;
+  return pgTimestampOfWords(...wordsOf(micros)).iso;
 }
 
 /** Sequential big-endian reader over one message. */
@@ -105,6 +135,14 @@ export class Reader {
     const v = this.buf.readBigUInt64BE(this.offset);
     this.offset += 8;
     return v;
+  }
+
+  /** A timestamp (microseconds since 2000-01-01 UTC), read as its two words. */
+  timestamp(): PgTimestamp {
+    this.need(8);
+    const t = pgTimestampOfWords(this.buf.readInt32BE(this.offset), this.buf.readUInt32BE(this.offset + 4));
+    this.offset += 8;
+    return t;
   }
 
   /** A timestamp as microseconds since 2000-01-01 UTC. */

@@ -1,11 +1,12 @@
 import pg from 'pg';
-import { LogicalReplicationService } from 'pg-logical-replication';
-import { formatLsn, maxLsn, normalizeLsn, parseLsn } from '../../core/lsn.js';
+import { maxLsn, normalizeLsn, parseLsn } from '../../core/lsn.js';
 import { PG_TEXT_SESSION_OPTIONS } from '../../core/pg-comparison.js';
 import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
+import type { SourceLogger } from '../../core/source.js';
 import { SlotMissingError, SourceConnectionError, sqlState } from './errors.js';
 import { PgoutputStreamingPlugin } from './pgoutput-plugin.js';
 import { slotStatus } from './slot.js';
+import { standbyStatusUpdate } from './standby-status.js';
 
 /**
  * Session settings of the replication connection: they fix the text form of dates, intervals and
@@ -32,54 +33,57 @@ export interface ReplicationConnectionOptions {
   statusIntervalMs?: number;
   /** How long to watch the slot after the connection broke, to tell a dropped slot from a network failure. Default 2000 ms. */
   slotCheckGraceMs?: number;
+  logger?: SourceLogger;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// Messages of the replication protocol's CopyBoth stream (see "Streaming Replication Protocol").
+const XLOG_DATA = 0x77; // w: walStart, walEnd, sendTime (8 bytes each), then the plugin's message
+const XLOG_DATA_HEADER = 25;
+const KEEPALIVE = 0x6b; // k: walEnd, sendTime (8 bytes each), reply requested (1 byte)
+
+/** A failed standby status update is logged at most this often; every one is counted. */
+const STATUS_WARN_INTERVAL_MS = 60_000;
+
+/** The parts of pg's connection the replication protocol uses, which pg's types leave out. */
+interface ReplicationWire extends NodeJS.EventEmitter {
+  stream: NodeJS.ReadWriteStream & { writable: boolean };
+}
+
 /**
- * One pgoutput replication connection through pg-logical-replication: starts streaming from the
- * slot, reports the consumer's acknowledged position, and turns failures into typed errors.
+ * One pgoutput replication connection: starts streaming from the slot, hands over each message as
+ * it arrives (read straight off the CopyBoth stream: nothing is made per message but its view),
+ * reports the consumer's acknowledged position, and turns failures into typed errors.
  */
 export class ReplicationConnection {
-  private readonly service: LogicalReplicationService;
   private readonly plugin: PgoutputStreamingPlugin;
+  private client: pg.Client | undefined;
   private started = false;
   private closed = false;
   private failed = false;
   private lossSeen = false;
   private lastAck = 0n;
   private timer: NodeJS.Timeout | undefined;
+  private statusFailures = 0;
+  private statusFailuresUnlogged = 0;
+  private statusWarnedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly options: ReplicationConnectionOptions,
     private readonly deliver: (input: ReplicationInput) => void,
   ) {
     this.plugin = new PgoutputStreamingPlugin({ publicationNames: [options.publicationName] });
-    this.service = new LogicalReplicationService(
-      { ...options.connection, application_name: 'replicator-stream', options: SOURCE_SESSION_OPTIONS },
-      // Acks only when the consumer says so, and no timer acking what was merely received.
-      { acknowledge: { auto: false, timeoutSeconds: 0 } },
-    );
   }
 
   /** Connects in the background; failures arrive as an `error` input. */
   open(): void {
-    this.service.on('data', (_lsn: string, payload: Buffer) => {
-      if (!this.closed) this.deliver({ kind: 'message', payload });
-    });
-    this.service.on('heartbeat', (walEnd: string, _time: number, shouldRespond: boolean) => {
-      if (!this.closed) this.deliver({ kind: 'keepalive', walEnd: parseLsn(walEnd) });
-      if (shouldRespond) this.sendStatus();
-    });
-    this.service.on('start', () => {
-      this.started = true;
-      this.sendStatus();
-      // Replies also while reading is paused: a walsender drops a receiver silent for wal_sender_timeout.
-      this.timer = setInterval(() => this.sendStatus(), this.options.statusIntervalMs ?? 10_000);
-      this.timer.unref();
-    });
-    this.service.on('error', (error: Error) => void this.lost(error));
     void this.connect();
+  }
+
+  /** Standby status updates that could not be sent: the source keeps its WAL until one is. */
+  get failedStatusUpdates(): number {
+    return this.statusFailures;
   }
 
   private async connect(): Promise<void> {
@@ -96,19 +100,58 @@ export class ReplicationConnection {
       );
     }
     if (this.closed) return;
-    this.service.subscribe(this.plugin, slot, normalizeLsn(this.options.startLsn)).then(
-      () => void this.lost(new SourceConnectionError('the source ended the replication stream')),
-      (error: unknown) => void this.lost(error),
-    );
+    const client = new pg.Client({
+      ...this.options.connection,
+      replication: 'database',
+      application_name: 'replicator-stream',
+      options: SOURCE_SESSION_OPTIONS,
+    } as pg.ClientConfig);
+    this.client = client;
+    client.on('error', (error) => void this.lost(error));
+    try {
+      await client.connect();
+      if (this.closed) return;
+      const wire = this.wire();
+      wire.once('replicationStart', () => this.onStart());
+      wire.on('copyData', (message: { chunk: Buffer }) => this.onCopyData(message.chunk));
+      // Settles when the server ends the stream (or rejects with its error).
+      await this.plugin.start(client, slot, normalizeLsn(this.options.startLsn));
+      void this.lost(new SourceConnectionError('the source ended the replication stream'));
+    } catch (error) {
+      void this.lost(error);
+    }
+  }
+
+  private wire(): ReplicationWire {
+    return (this.client as unknown as { connection: ReplicationWire }).connection;
+  }
+
+  private onStart(): void {
+    this.started = true;
+    this.sendStatus();
+    // Replies also while reading is paused: a walsender drops a receiver silent for wal_sender_timeout.
+    this.timer = setInterval(() => this.sendStatus(), this.options.statusIntervalMs ?? 10_000);
+    this.timer.unref();
+  }
+
+  private onCopyData(chunk: Buffer): void {
+    if (this.closed) return;
+    const tag = chunk[0];
+    if (tag === XLOG_DATA) {
+      this.deliver({ kind: 'message', payload: chunk.subarray(XLOG_DATA_HEADER) });
+    } else if (tag === KEEPALIVE) {
+      this.deliver({ kind: 'keepalive', walEnd: chunk.readBigUInt64BE(1) });
+      if (chunk[17] === 1) this.sendStatus();
+    }
   }
 
   /** Stops reading from the socket (the server then blocks on its side). */
   pause(): void {
-    this.plugin.client?.connection.stream.pause();
+    if (this.client) this.wire().stream.pause();
   }
 
   resume(): void {
-    this.plugin.client?.connection.stream.resume();
+    if (this.client) this.wire().stream.resume();
   }
 
   /** Records `lsn` as durably applied and reports it to the server as the flush position. */
@@ -117,18 +160,51 @@ export class ReplicationConnection {
     this.sendStatus();
   }
 
-  // The library reports "last byte received + 1", so it is given lsn - 1 to send exactly lsn:
-  // a flush position past a commit's end LSN could make the server skip the next transaction.
   private sendStatus(): void {
     if (!this.started || this.closed || this.lastAck === 0n) return;
-    this.service.acknowledge(formatLsn(this.lastAck - 1n)).catch(() => {});
+    const stream = this.wire().stream;
+    if (!stream.writable) {
+      this.statusFailed(new Error('the replication connection is not writable'));
+      return;
+    }
+    try {
+      stream.write(standbyStatusUpdate(this.lastAck, Date.now()), (error) => {
+        if (error) this.statusFailed(error);
+      });
+    } catch (error) {
+      this.statusFailed(error);
+    }
+  }
+
+  /**
+   * Counts a standby status update that was not sent, and warns (at most once a minute): the slot
+   * does not move while none gets through, and the source keeps all of its WAL from there.
+   */
+  private statusFailed(error: unknown): void {
+    if (this.closed) return;
+    this.statusFailures++;
+    this.statusFailuresUnlogged++;
+    const now = Date.now();
+    if (now - this.statusWarnedAt < STATUS_WARN_INTERVAL_MS) return;
+    this.options.logger?.warn(
+      {
+        err: error,
+        slot: this.options.slotName,
+        failed: this.statusFailuresUnlogged,
+        failedTotal: this.statusFailures,
+        position: this.lastAck.toString(),
+      },
+      'could not send the standby status update: the source keeps its WAL until one gets through',
+    );
+    this.statusWarnedAt = now;
+    this.statusFailuresUnlogged = 0;
   }
 
   /** Ends the connection. Safe to call twice. */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
-    await Promise.race([this.service.stop().catch(() => {}), sleep(5000)]);
+    await Promise.race([this.client?.end().catch(() => {}), sleep(5000)]);
   }
 
   private fail(error: SlotMissingError | SourceConnectionError): void {

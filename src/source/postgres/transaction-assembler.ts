@@ -1,12 +1,13 @@
+import type { SourceLogger } from '../../core/source.js';
 import { decodeChange, RelationCache, type TransactionInfo } from './change-mapper.js';
-import type { ChangeStreamStats, SourceLogger, StreamItem } from './change-stream.js';
+import type { PostgresStreamItem, PostgresStreamStats } from './change-stream.js';
 import { PgoutputProtocolError } from './errors.js';
-import { pgTimestampToIso, pgTimestampToUnixMs, Reader, readRelation } from './pgoutput-decoder.js';
+import { Reader, readRelation } from './pgoutput-decoder.js';
 import { SpoolDirectory, StreamSpool } from './stream-spool.js';
 
 export interface TransactionAssemblerOptions {
   /** Receives the items of non-streamed transactions, relations and idle positions, in order. */
-  emit: (item: StreamItem) => void;
+  emit: (item: PostgresStreamItem) => void;
   /** Where spool files of streamed transactions go; the OS temp directory by default. */
   spoolDir?: string;
   /** Bytes of a streamed transaction held in memory before it spills to a spool file. Default 8 MiB. */
@@ -14,9 +15,9 @@ export interface TransactionAssemblerOptions {
   logger?: SourceLogger;
 }
 
-/** What the assembler counts; the rest of ChangeStreamStats is the runner's. */
+/** What the assembler counts; the rest of PostgresStreamStats is the runner's. */
 export type AssemblerStats = Pick<
-  ChangeStreamStats,
+  PostgresStreamStats,
   | 'transactions'
   | 'streamedTransactions'
   | 'abortedStreamedTransactions'
@@ -55,7 +56,7 @@ const TAG = {
  * I/O is the spool files, which dispose() deletes.
  */
 export class TransactionAssembler {
-  private readonly emit: (item: StreamItem) => void;
+  private readonly emit: (item: PostgresStreamItem) => void;
   private readonly relations = new RelationCache();
   private readonly directory: SpoolDirectory;
   private readonly memoryLimitBytes: number;
@@ -99,7 +100,7 @@ export class TransactionAssembler {
    * cache as they are reached.
    * @throws PgoutputProtocolError for a malformed message or one out of the protocol's order
    */
-  accept(payload: Buffer): Generator<StreamItem, void, undefined> | undefined {
+  accept(payload: Buffer): Generator<PostgresStreamItem, void, undefined> | undefined {
     if (this.replaying) throw new Error('a message was accepted while a streamed transaction replays');
     const tag = payload[0];
     const r = new Reader(payload, 1);
@@ -108,10 +109,10 @@ export class TransactionAssembler {
         if (this.txn || this.streamXid !== undefined)
           throw new PgoutputProtocolError('Begin inside a transaction');
         const commitLsn = r.lsnValue();
-        const micros = r.micros();
+        const commitTime = r.timestamp();
         const xid = r.uint32();
-        this.txn = { xid, commitLsn, commitTime: pgTimestampToIso(micros) };
-        this.emit({ kind: 'begin', xid, commitTimeMs: pgTimestampToUnixMs(micros) });
+        this.txn = { xid, commitLsn, commitTime: commitTime.iso };
+        this.emit({ kind: 'begin', xid, commitTimeMs: commitTime.unixMs });
         return;
       }
       case TAG.commit: {
@@ -168,7 +169,7 @@ export class TransactionAssembler {
         r.uint8(); // flags
         const commitLsn = r.lsnValue();
         const endLsn = r.lsnValue();
-        const micros = r.micros();
+        const commitTime = r.timestamp();
         let spool = this.streamed.get(xid);
         if (!spool) {
           this.logger?.warn({ xid }, 'Stream Commit of a transaction that streamed no change');
@@ -179,9 +180,9 @@ export class TransactionAssembler {
         this.counters.streamedTransactions++;
         if (spool.spilled) this.counters.spilledTransactions++;
         this.replaying = spool;
-        this.replayingCommitMs = pgTimestampToUnixMs(micros);
-        const txn = { xid, commitLsn, commitTime: pgTimestampToIso(micros) };
-        return this.replay(spool, txn, endLsn, pgTimestampToUnixMs(micros));
+        this.replayingCommitMs = commitTime.unixMs;
+        const txn = { xid, commitLsn, commitTime: commitTime.iso };
+        return this.replay(spool, txn, endLsn, commitTime.unixMs);
       }
       case TAG.streamAbort: {
         const xid = r.uint32();
@@ -237,14 +238,14 @@ export class TransactionAssembler {
     this.directory.remove();
   }
 
-  private relation(r: Reader): StreamItem {
+  private relation(r: Reader): PostgresStreamItem {
     const relation = readRelation(r);
     this.relations.set(relation);
     return { kind: 'relation', relation };
   }
 
   /** Decodes a spooled message, which carries its (sub)transaction's xid after its tag. */
-  private replayed(message: Buffer, txn: TransactionInfo): StreamItem {
+  private replayed(message: Buffer, txn: TransactionInfo): PostgresStreamItem {
     const r = new Reader(message, 5);
     const tag = message[0];
     if (tag === TAG.relation) return this.relation(r);
@@ -261,7 +262,7 @@ export class TransactionAssembler {
     txn: TransactionInfo,
     endLsn: bigint,
     commitTimeMs: number,
-  ): Generator<StreamItem, void, undefined> {
+  ): Generator<PostgresStreamItem, void, undefined> {
     try {
       yield { kind: 'begin', xid: txn.xid, commitTimeMs };
       // Delegated: the spool's iterator results pass through, none is made per item here.
