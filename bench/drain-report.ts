@@ -230,8 +230,9 @@ the next. Every drain runs ${runs} time${runs === 1 ? '' : 's'} (\`BENCH_RUNS\`)
 median and maximum of each figure, the ratios and targets use the median total times.
 
 Both use the \`pgoutput\` plugin. Ours requests \`streaming 'on'\` (a transaction beyond
-\`logical_decoding_work_mem\` arrives in pieces before its commit and waits in a spool file until
-then). The subscription runs at its best settings for each workload: small transactions are never
+\`logical_decoding_work_mem\` arrives in pieces before its commit; it is written into a sink
+transaction held open as it arrives, committed at its commit, and also spooled, for a replay
+should it fall back). The subscription runs at its best settings for each workload: small transactions are never
 streamed, so \`streaming\` makes no difference to them and stays \`off\`; the big transaction runs
 twice, with \`streaming = off\` (the walsender spills it to disk on the source and sends it at
 commit, the apply worker applies it then) and, with a PostgreSQL 16+ source, with

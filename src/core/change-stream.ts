@@ -1,4 +1,5 @@
 import type { ChangeEvent, TableRef } from './change.js';
+import type { StreamVerdict } from './stream-verdict.js';
 
 /**
  * A table's shape as the change stream announces it, before the first change in that shape. The
@@ -33,7 +34,27 @@ export type StreamItem =
   /** `endLsn`: the end of the commit record, the position to acknowledge once the transaction is durable. */
   | { kind: 'commit'; xid: number; endLsn: bigint }
   /** No transaction is open and the source has sent everything up to `walEnd`: safe to ack it when nothing is in flight. */
-  | { kind: 'idle'; walEnd: bigint };
+  | { kind: 'idle'; walEnd: bigint }
+  | StreamedItem;
+
+/**
+ * Items of a transaction the source sends before its commit (a streamed one), given as it arrives
+ * to a consumer that asked for them; one such transaction at a time, while every other item keeps
+ * coming as above. They are tentative: the whole transaction still follows its `stream-commit`, in
+ * the items above, unless the consumer's verdict says it delivered it.
+ */
+export type StreamedItem =
+  /** A change of `xid`; `change.xid` is the (sub)transaction that made it; its commit fields are not known yet. */
+  | { kind: 'stream-change'; xid: number; change: ChangeEvent }
+  /** A table shape announced inside the streamed transaction, for its changes only. */
+  | { kind: 'stream-relation'; xid: number; relation: SourceRelation }
+  /** `xid` rolled back (`subxid === xid`), or only its subtransaction `subxid`. */
+  | { kind: 'stream-abort'; xid: number; subxid: number }
+  /**
+   * `xid` committed at `endLsn`: the source waits for `verdict`, then replays the transaction
+   * unless the consumer delivered it.
+   */
+  | { kind: 'stream-commit'; xid: number; endLsn: bigint; commitTimeMs: number; verdict: StreamVerdict };
 
 /** Counters of a change stream, for diagnostics. */
 export interface ChangeStreamStats {

@@ -23,6 +23,7 @@
 
 import type { Readable } from 'node:stream';
 import type { ChangeEvent, Checkpoint, TableRef, TableSchema } from './change.js';
+import type { HeldTransaction } from './held-transaction.js';
 import { formatLsn } from './lsn.js';
 import type { PropertyDoc } from './property-docs.js';
 import type { RetryAdvice, RetryClass } from './retry-advice.js';
@@ -208,6 +209,11 @@ export interface Sink {
    * owns the pipeline.
    */
   applyBatch(batch: ChangeBatch): Promise<void>;
+  /**
+   * A transaction held open for a streamed source transaction, written while it arrives (see
+   * `core/held-transaction.ts`); only a transactional sink with a connection to spare has it.
+   */
+  openHeldTransaction?(): Promise<HeldTransaction>;
   /**
    * How to read the sink's tables to verify them against the source (`core/table-comparison.ts`);
    * absent for a sink that cannot be read back (a broker, a webhook). Called on an open sink.

@@ -149,11 +149,13 @@ export interface Source {
   /**
    * Streams the pipeline's changes committed after `from` (0n: from where the slot stands).
    * Nothing is acknowledged unless `ack()` is called. `spoolDir`: where a transaction too large
-   * for memory is kept while it arrives (the OS temp directory when unset).
+   * for memory is kept while it arrives (the OS temp directory when unset). `live`: a source that
+   * can also hands over a large transaction as it arrives (`StreamedItem`), for a sink that can
+   * hold it open.
    */
   startStream(
     pipelineId: string,
-    options: { from: bigint; logger?: SourceLogger; spoolDir?: string },
+    options: { from: bigint; logger?: SourceLogger; spoolDir?: string; live?: boolean },
   ): ChangeStream;
   /**
    * Drops what the pipeline owns at the source, if it exists, ending a reader still streaming; a

@@ -321,6 +321,8 @@ export class ReplicationRunner {
         from: startPosition,
         logger: log,
         ...(this.deps.spoolDir ? { spoolDir: this.deps.spoolDir } : {}),
+        // A large transaction is written while it arrives into a sink that can hold it open.
+        live: sink.openHeldTransaction !== undefined,
       });
       // A large transaction still arriving counts in the lag before the applier sees any of it.
       stats.streamOpened(() => stream.stats().arrivingSinceMs);

@@ -176,6 +176,11 @@ export class SchemaGuard {
     );
   }
 
+  /** The shape the sink writes table `key` in: 'cut' when it keeps fewer columns than the source sends. */
+  shapeFor(key: string): TableSchema | 'cut' | undefined {
+    return this.deps.sourceOnly.has(key) ? 'cut' : this.deps.known.get(key);
+  }
+
   /** A change cut down to the columns the sink has, for a table whose new shape it does not follow. */
   project(change: ChangeEvent): ChangeEvent {
     const key = tableKey(change.table);

@@ -5,6 +5,7 @@ import type { Logger } from '../log/logger.js';
 import type { BatchLimits } from '../sinks/registry.js';
 import { BatchBuilder } from './apply/batch-builder.js';
 import { BatchWriter } from './apply/batch-writer.js';
+import { HeldStream } from './apply/held-stream.js';
 import type { BackfillCoordinator } from './backfill/backfill-coordinator.js';
 import { nextOrWake, onAbort, type WakeSource } from './next-or-wake.js';
 import { PendingCommits } from './pending-commits.js';
@@ -38,7 +39,7 @@ export interface StreamApplierOptions {
   /** Copies a table again (a backfill), for a change no copy of it can take as it is. */
   copyAgain?(table: TableRef): void;
   /** Watches table shapes announced by the stream. */
-  schema?: Pick<SchemaGuard, 'project' | 'onRelation'>;
+  schema?: Pick<SchemaGuard, 'project' | 'onRelation'> & Partial<Pick<SchemaGuard, 'shapeFor'>>;
 }
 
 /** How the stream ended: told to stop (or the source ended it), or held for a schema review. */
@@ -97,9 +98,30 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     if (open) await writer.writePiece(open);
   };
 
+  // A streamed transaction is written while it arrives into a sink that can hold it open.
+  const held = options.sink.openHeldTransaction
+    ? new HeldStream({
+        sink: options.sink,
+        epoch: options.epoch,
+        stats,
+        logger: options.logger,
+        pieceEvents: limits.maxEvents,
+        flush: () => flush(false),
+        route: (arrived) => {
+          if (backfill?.claims(arrived) || options.copyGate?.active) return 'fall back';
+          const change = options.schema ? options.schema.project(arrived) : arrived;
+          return options.tables.has(tableKey(change.table)) ? change : null;
+        },
+        ...(options.schema?.shapeFor ? { shapeFor: options.schema.shapeFor.bind(options.schema) } : {}),
+        delivered: (endLsn) => writer.ackWhenDurable(endLsn),
+      })
+    : undefined;
+
   /** Lets the backfill start or finish, between two batches. */
   const backfillTurn = async () => {
     if (!backfill?.needsTurn) return;
+    // A copy's reset would wait for the rows a held transaction locks.
+    await held?.fallBackNow('a backfill starts');
     await writer.settle();
     // Changes of a table that just started a backfill, still waiting in the batch, come from
     // transactions its snapshot will see: the copy carries them, so they are dropped here (a
@@ -147,7 +169,11 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     schema: NonNullable<StreamApplierOptions['schema']>,
     item: SourceRelation,
   ): Promise<'hold' | undefined> => {
-    const verdict = await schema.onRelation(item, () => flush(false));
+    const verdict = await schema.onRelation(item, async () => {
+      // The sink's table is about to change: a transaction held open would block it.
+      await held?.fallBackNow('a table of the sink changes');
+      await flush(false);
+    });
     if (verdict !== 'hold') return;
     // Nothing of the transaction that brings the new shape is applied: it replays after the review.
     builder.dropOpen();
@@ -197,7 +223,13 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         }
         return;
       case 'relation':
+        held?.noteRelation(item.relation);
         return options.schema ? relation(options.schema, item.relation) : undefined;
+      default:
+        // A streamed transaction as it arrives: written ahead of its commit where the sink can.
+        if (held) return held.take(item)?.then(() => undefined);
+        if (item.kind === 'stream-commit') item.verdict.settle(false);
+        return;
     }
   };
 
@@ -240,6 +272,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     offAbort();
     offBackfill?.();
     // Pieces of a transaction that did not commit here are replayed whole by the next run.
+    await held?.close();
     await writer.close();
     commits.clear();
   }

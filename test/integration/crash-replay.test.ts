@@ -76,8 +76,8 @@ describe('a large transaction across a crash of the service', () => {
   it('counts each change once, shows the lag all along the replay, and removes the spool the killed process left', async () => {
     await sqlOn(dbs.source, 'INSERT INTO big VALUES (0, $1)', ['before']);
     await waitFor(async () => (await sinkRows(dbs.sink)) === 1, 'the first row');
-    // Its count stored too (about a second after its batch): the kill below is to fall between the
-    // pieces of the large transaction, not between a batch and the store's record of its count.
+    // Its count stored too (about a second after its batch): the kill below is to fall inside the
+    // large transaction, not between a batch and the store's record of its count.
     await waitFor(
       async () =>
         Number(
@@ -89,14 +89,22 @@ describe('a large transaction across a crash of the service', () => {
     await sqlOn(dbs.source, BIG_TRANSACTION);
     // Its commit is no later than this: the lag from it is at least the time since.
     const committedAt = Date.now();
-    // Killed between two pieces of the transaction, applied under the previous checkpoint.
-    const applied = await waitFor(async () => {
-      const n = await sinkRows(dbs.sink);
-      return n > 1 ? n : 0;
-    }, 'a first piece in the sink');
     const killed = server!.child.pid as number;
     const spoolOf = (pid: number) =>
       readdirSync(join(dataDir, 'spool')).filter((name) => name.startsWith(`${host}_${pid}_`));
+    // Killed while the sink holds part of it in a transaction not committed yet, and its spool
+    // (which keeps it for a replay) went to disk.
+    await waitFor(async () => {
+      const [spool] = spoolOf(killed);
+      if (!spool || readdirSync(join(dataDir, 'spool', spool)).length === 0) return false;
+      const held = await sqlOn<{ n: number }>(
+        dbs.sink,
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE application_name = 'replicator-sink-streamed' AND backend_xid IS NOT NULL`,
+      );
+      return (held[0]?.n ?? 0) > 0;
+    }, 'a first piece in the sink');
+    const applied = await sinkRows(dbs.sink);
     expect(spoolOf(killed)).toHaveLength(1);
     await stopChild(server!.child, 'SIGKILL');
     expect(applied).toBeLessThan(ROWS + 1);

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
 import { copyTextOf } from '../../core/copy-text.js';
+import type { HeldTransaction } from '../../core/held-transaction.js';
 import { formatLsn, parseLsn } from '../../core/lsn.js';
 import { failureOn, surviveConnectionLossInPool } from '../../core/pg-connection-loss.js';
 import type { SchemaChangeItem } from '../../core/schema-diff.js';
@@ -32,6 +33,7 @@ import {
   quoteIdent,
   truncateSql,
 } from './ddl.js';
+import { openPostgresHeldTransaction } from './held-transaction.js';
 import { RecentCopyText, refusedCopyLine } from './refused-copy-line.js';
 import { refusedChange } from './refused-row.js';
 import { schemaChangeSql } from './schema-change.js';
@@ -246,25 +248,51 @@ class PostgresSink implements Sink {
 
   /** Applies the checkpoint and the statements in one transaction, telling which statement runs. */
   private writeBatch(batch: ChangeBatch, statements: Statement[], running: (index: number) => void) {
-    const id = this.ctx.pipelineId;
     return this.transaction(async (client) => {
-      const locked = await client.query<{ lsn: string | null; epoch: string }>(SQL.lockCheckpoint, [id]);
-      const held = locked.rows[0];
-      const saved = await client.query(SQL.storeCheckpoint, [id, formatLsn(batch.commitLsn), batch.epoch]);
-      if (saved.rowCount === 0) {
-        const stored = await client.query<{ epoch: string }>(SQL.readEpoch, [id]);
-        throw new FencedError(Number(stored.rows[0]?.epoch), batch.epoch);
-      }
-      refuseBatchBehind(
-        held && { lsn: held.lsn === null ? null : parseLsn(held.lsn), epoch: Number(held.epoch) },
-        batch,
-      );
+      await this.storeCheckpoint(client, batch);
       for (const [i, statement] of statements.entries()) {
         running(i);
         if (statement.copy && (await this.copyRows(client, statement.copy))) continue;
         await client.query(statement.text, statement.values);
       }
       running(-1);
+    });
+  }
+
+  /** Locks the checkpoint row, stores the batch's checkpoint unless a newer worker owns the pipeline, and checks the batch is not behind it. */
+  private async storeCheckpoint(client: pg.ClientBase, batch: ChangeBatch): Promise<void> {
+    const id = this.ctx.pipelineId;
+    const locked = await client.query<{ lsn: string | null; epoch: string }>(SQL.lockCheckpoint, [id]);
+    const held = locked.rows[0];
+    const saved = await client.query(SQL.storeCheckpoint, [id, formatLsn(batch.commitLsn), batch.epoch]);
+    if (saved.rowCount === 0) {
+      const stored = await client.query<{ epoch: string }>(SQL.readEpoch, [id]);
+      throw new FencedError(Number(stored.rows[0]?.epoch), batch.epoch);
+    }
+    refuseBatchBehind(
+      held && { lsn: held.lsn === null ? null : parseLsn(held.lsn), epoch: Number(held.epoch) },
+      batch,
+    );
+  }
+
+  openHeldTransaction(): Promise<HeldTransaction> {
+    // Asked for every change: each table is looked up once (its changes share one ref).
+    const found = new WeakMap<TableRef, TargetTable>();
+    return openPostgresHeldTransaction({
+      connection: this.ctx.connection,
+      options: `-c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_LIMIT_MS}`,
+      lookup: (ref) => {
+        let table = found.get(ref);
+        if (table) return table;
+        table = this.tableOf(ref);
+        // A table still without its key (its copy not declared done) is written by batches alone.
+        if (this.deferredKeys.has(qualifiedName(table.target))) {
+          throw new Error(`${tableKey(ref)} has no key in the sink yet`);
+        }
+        found.set(ref, table);
+        return table;
+      },
+      storeCheckpoint: (client, batch) => this.storeCheckpoint(client, batch),
     });
   }
 

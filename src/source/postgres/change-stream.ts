@@ -23,6 +23,8 @@ export interface ChangeStreamOptions extends ReplicationConnectionOptions {
   memoryLimitBytes?: number;
   /** Items decoded ahead of the consumer before the socket is paused. Default 5 000. */
   queueCapacity?: number;
+  /** Also hands over the first streamed transaction in progress as it arrives (see TransactionAssembler). */
+  live?: boolean;
 }
 
 /** The core's counters, and what a pgoutput stream counts besides. */
@@ -92,6 +94,7 @@ class ChangeStreamRunner {
       spoolDir: options.spoolDir,
       memoryLimitBytes: options.memoryLimitBytes,
       logger: options.logger,
+      live: options.live ?? false,
     });
     this.connection = new ReplicationConnection(options, (input) => this.onInput(input));
   }
@@ -227,7 +230,11 @@ class ChangeStreamRunner {
       // Leaving the loop early ends the replay, which deletes its spool.
       for (const item of items) {
         this.push(item);
-        if (this.ready.length >= this.highWater) {
+        if (item.kind === 'stream-commit') {
+          // The replay goes on (or ends) by the consumer's verdict on what it had as it arrived.
+          await item.verdict.decided;
+          if (this.closed || this.failure) return;
+        } else if (this.ready.length >= this.highWater) {
           await new Promise<void>((resolve) => {
             this.consumed = resolve;
           });

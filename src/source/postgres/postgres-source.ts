@@ -183,7 +183,7 @@ class PostgresSource implements Source {
 
   startStream(
     pipelineId: string,
-    options: { from: bigint; logger?: SourceLogger; spoolDir?: string },
+    options: { from: bigint; logger?: SourceLogger; spoolDir?: string; live?: boolean },
   ): ChangeStream {
     return startChangeStream({
       connection: this.connection,
@@ -192,6 +192,7 @@ class PostgresSource implements Source {
       startLsn: formatLsn(options.from),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.spoolDir ? { spoolDir: options.spoolDir } : {}),
+      ...(options.live ? { live: true } : {}),
     });
   }
 

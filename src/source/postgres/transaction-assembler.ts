@@ -1,9 +1,11 @@
 import type { SourceLogger } from '../../core/source.js';
+import { StreamVerdict } from '../../core/stream-verdict.js';
 import { decodeChange, RelationCache, type TransactionInfo } from './change-mapper.js';
 import type { PostgresStreamItem, PostgresStreamStats } from './change-stream.js';
 import { PgoutputProtocolError } from './errors.js';
 import { Reader, readRelation } from './pgoutput-decoder.js';
 import { SpoolDirectory, StreamSpool } from './stream-spool.js';
+import { StreamedRelations } from './streamed-relations.js';
 
 export interface TransactionAssemblerOptions {
   /** Receives the items of non-streamed transactions, relations and idle positions, in order. */
@@ -13,6 +15,11 @@ export interface TransactionAssemblerOptions {
   /** Bytes of a streamed transaction held in memory before it spills to a spool file. Default 8 MiB. */
   memoryLimitBytes?: number;
   logger?: SourceLogger;
+  /**
+   * Also emits the first streamed transaction in progress as it arrives (`stream-change` and the
+   * other streamed items), still spooling it; its replay then waits for the consumer's verdict.
+   */
+  live?: boolean;
 }
 
 /** What the assembler counts; the rest of PostgresStreamStats is the runner's. */
@@ -70,6 +77,9 @@ export class TransactionAssembler {
   private txn: TransactionInfo | undefined;
   private streamXid: number | undefined;
   private lastIdle = 0n;
+  private readonly liveWanted: boolean;
+  /** The streamed transaction emitted as it arrives, with the relations its changes decode with. */
+  private live: { xid: number; relations: StreamedRelations } | undefined;
   private readonly counters: Omit<AssemblerStats, 'arrivingSinceMs'> = {
     transactions: 0,
     streamedTransactions: 0,
@@ -83,6 +93,7 @@ export class TransactionAssembler {
     this.directory = new SpoolDirectory(options.spoolDir);
     this.memoryLimitBytes = options.memoryLimitBytes ?? 8 << 20;
     this.logger = options.logger;
+    this.liveWanted = options.live ?? false;
   }
 
   stats(): AssemblerStats {
@@ -133,6 +144,7 @@ export class TransactionAssembler {
       case TAG.truncate: {
         if (this.streamXid !== undefined) {
           (this.streamed.get(this.streamXid) as StreamSpool).append(payload);
+          if (this.live?.xid === this.streamXid) this.emit(this.liveItem(payload, this.live));
         } else if (tag === TAG.relation) {
           this.emit(this.relation(r));
         } else if (this.txn) {
@@ -153,6 +165,8 @@ export class TransactionAssembler {
           if (!firstSegment) throw new PgoutputProtocolError(`Stream Start of unknown transaction ${xid}`);
           this.streamed.set(xid, this.newSpool(xid));
           this.arrivedAt.set(xid, Date.now());
+          if (this.liveWanted && !this.live)
+            this.live = { xid, relations: new StreamedRelations(this.relations) };
           this.logger?.debug({ xid }, 'spooling a streamed in-progress transaction');
         }
         this.streamXid = xid;
@@ -177,17 +191,23 @@ export class TransactionAssembler {
         }
         this.streamed.delete(xid);
         this.arrivedAt.delete(xid);
+        const verdict = this.live?.xid === xid ? new StreamVerdict() : undefined;
+        if (verdict) this.live = undefined;
         this.counters.streamedTransactions++;
         if (spool.spilled) this.counters.spilledTransactions++;
         this.replaying = spool;
         this.replayingCommitMs = commitTime.unixMs;
         const txn = { xid, commitLsn, commitTime: commitTime.iso };
-        return this.replay(spool, txn, endLsn, commitTime.unixMs);
+        return this.replay(spool, txn, endLsn, commitTime.unixMs, verdict);
       }
       case TAG.streamAbort: {
         const xid = r.uint32();
         const subxid = r.uint32();
         const spool = this.streamed.get(xid);
+        if (this.live?.xid === xid) {
+          if (subxid === xid) this.live = undefined;
+          this.emit({ kind: 'stream-abort', xid, subxid });
+        }
         if (subxid === xid) {
           this.streamed.delete(xid);
           this.arrivedAt.delete(xid);
@@ -233,6 +253,7 @@ export class TransactionAssembler {
     this.arrivedAt.clear();
     this.replaying?.dispose();
     this.replaying = undefined;
+    this.live = undefined;
     this.txn = undefined;
     this.streamXid = undefined;
     this.directory.remove();
@@ -252,6 +273,24 @@ export class TransactionAssembler {
     return { kind: 'change', change: decodeChange(r, dataTag(tag), this.relations, txn) };
   }
 
+  /** A spooled message of the transaction emitted as it arrives, decoded for it. */
+  private liveItem(message: Buffer, live: { xid: number; relations: StreamedRelations }): PostgresStreamItem {
+    const r = new Reader(message, 5);
+    const tag = message[0];
+    if (tag === TAG.relation) {
+      const relation = readRelation(r);
+      live.relations.set(relation);
+      return { kind: 'stream-relation', xid: live.xid, relation };
+    }
+    // Its commit is not known yet: the sink path these changes take reads neither field.
+    const txn = { xid: message.readUInt32BE(1), commitLsn: UNKNOWN_COMMIT_LSN, commitTime: '' };
+    return {
+      kind: 'stream-change',
+      xid: live.xid,
+      change: decodeChange(r, dataTag(tag), live.relations, txn),
+    };
+  }
+
   private newSpool(xid: number): StreamSpool {
     return new StreamSpool(this.directory, `stream-${xid}`, this.memoryLimitBytes);
   }
@@ -262,8 +301,17 @@ export class TransactionAssembler {
     txn: TransactionInfo,
     endLsn: bigint,
     commitTimeMs: number,
+    verdict?: StreamVerdict,
   ): Generator<PostgresStreamItem, void, undefined> {
     try {
+      if (verdict) {
+        // The consumer had it as it arrived: the replay runs only if it did not deliver it.
+        yield { kind: 'stream-commit', xid: txn.xid, endLsn, commitTimeMs, verdict };
+        if (verdict.delivered) {
+          this.counters.transactions++;
+          return;
+        }
+      }
       yield { kind: 'begin', xid: txn.xid, commitTimeMs };
       // Delegated: the spool's iterator results pass through, none is made per item here.
       yield* spool.messages((message) => this.replayed(message, txn));
@@ -275,6 +323,9 @@ export class TransactionAssembler {
     }
   }
 }
+
+/** The commit position of a change of a transaction still in progress. */
+const UNKNOWN_COMMIT_LSN = 0n;
 
 function dataTag(tag: number | undefined): 'I' | 'U' | 'D' | 'T' {
   switch (tag) {

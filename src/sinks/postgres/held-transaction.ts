@@ -1,0 +1,121 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
+import type { ChangeEvent, TableRef } from '../../core/change.js';
+import { copyTextOf } from '../../core/copy-text.js';
+import type { HeldTransaction } from '../../core/held-transaction.js';
+import { failureOn, surviveConnectionLoss } from '../../core/pg-connection-loss.js';
+import type { ChangeBatch } from '../../core/sink.js';
+import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
+
+export interface HeldTransactionDeps {
+  /** The sink's connection settings: the transaction gets a connection of its own. */
+  connection: pg.ClientConfig;
+  /** The sink's table of a source table; throws for one it cannot write on this path. */
+  lookup(ref: TableRef): TargetTable;
+  /** Locks, checks (fencing) and stores the checkpoint in the transaction of `client`, as a batch does. */
+  storeCheckpoint(client: pg.ClientBase, batch: ChangeBatch): Promise<void>;
+  /** Session options of the sink's connections. */
+  options?: string;
+}
+
+/** Opens a transaction held for a streamed source transaction, on a new connection. */
+export async function openPostgresHeldTransaction(deps: HeldTransactionDeps): Promise<HeldTransaction> {
+  const client = new pg.Client({
+    ...deps.connection,
+    application_name: 'replicator-sink-streamed',
+    ...(deps.options ? { options: deps.options } : {}),
+  });
+  surviveConnectionLoss(client);
+  try {
+    await client.connect();
+    await client.query('BEGIN');
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    throw failureOn(client, error);
+  }
+  return new PostgresHeldTransaction(client, deps);
+}
+
+/**
+ * The PostgreSQL held transaction: each piece planned as a batch is (set-based statements, a COPY
+ * for rows that are all inserts), subtransactions as savepoints, the checkpoint written only at
+ * the commit.
+ */
+class PostgresHeldTransaction implements HeldTransaction {
+  /** Subtransactions with a savepoint, oldest first: an undo to one drops those after it. */
+  private readonly savepoints: number[] = [];
+  private ended = false;
+
+  constructor(
+    private readonly client: pg.Client,
+    private readonly deps: HeldTransactionDeps,
+  ) {}
+
+  async apply(changes: ChangeEvent[]): Promise<void> {
+    for (const statement of planBatch(changes, (ref) => this.deps.lookup(ref))) {
+      if (statement.copy && (await this.copyRows(statement.copy))) continue;
+      await this.query(statement.text, statement.values);
+    }
+  }
+
+  async savepoint(subxid: number): Promise<void> {
+    await this.query(`SAVEPOINT ${savepointName(subxid)}`);
+    this.savepoints.push(subxid);
+  }
+
+  async rollbackTo(subxid: number): Promise<void> {
+    const at = this.savepoints.indexOf(subxid);
+    if (at < 0) return;
+    await this.query(`ROLLBACK TO SAVEPOINT ${savepointName(subxid)}`);
+    this.savepoints.length = at + 1;
+  }
+
+  async commit(batch: ChangeBatch): Promise<void> {
+    try {
+      await this.deps.storeCheckpoint(this.client, batch);
+      await this.client.query('COMMIT');
+      this.ended = true;
+    } catch (error) {
+      throw failureOn(this.client, error);
+    } finally {
+      await this.abort();
+    }
+  }
+
+  async abort(): Promise<void> {
+    if (!this.ended) {
+      this.ended = true;
+      await this.client.query('ROLLBACK').catch(() => undefined);
+    }
+    await this.client.end().catch(() => undefined);
+  }
+
+  private async query(text: string, values?: unknown[]): Promise<void> {
+    try {
+      await this.client.query(text, values);
+    } catch (error) {
+      throw failureOn(this.client, error);
+    }
+  }
+
+  /** Inserted rows by COPY under a savepoint; false (nothing written) when one is there already. */
+  private async copyRows(copy: NonNullable<Statement['copy']>): Promise<boolean> {
+    await this.query('SAVEPOINT copy_rows');
+    try {
+      await pipeline(Readable.from([copyTextOf(copy.rows)]), this.client.query(copyFrom(copy.text)));
+      await this.query('RELEASE SAVEPOINT copy_rows');
+      return true;
+    } catch (error) {
+      if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw failureOn(this.client, error);
+      await this.query('ROLLBACK TO SAVEPOINT copy_rows');
+      return false;
+    }
+  }
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+// A subtransaction's xid is a number: the name needs no quoting.
+const savepointName = (subxid: number) => `sub_${subxid}`;
