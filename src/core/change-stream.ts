@@ -72,6 +72,8 @@ export interface ChangeStreamStats {
    * over, its commit time. Null when there is none.
    */
   arrivingSinceMs: number | null;
+  /** Acknowledgements the source could not be told of: while none gets through, it keeps what is before them. */
+  failedStatusUpdates: number;
 }
 
 /** The committed changes of a pipeline's tables, from a position on. */

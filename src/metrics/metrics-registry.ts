@@ -143,6 +143,12 @@ export function createServiceMetrics(pipelines: PipelineSource): ServiceMetrics 
     p,
     s.sinkErrorsTotal,
   );
+  counter(
+    'replicator_pipeline_source_status_updates_failed_total',
+    'Acknowledgements the source could not be sent in this process since the pipeline started here; while none gets through, the source keeps its WAL.',
+    p,
+    s.sourceStatusUpdatesFailedTotal,
+  );
   gauge(
     'replicator_pipeline_retries',
     'Failures in a row of the data plane being retried (a server out of reach, a failed batch); 0 once it is healthy again.',

@@ -86,6 +86,7 @@ export const pipelineSeries = {
     p.stats.lastCheckpointAt === null ? null : Date.parse(p.stats.lastCheckpointAt) / 1000,
   ),
   sinkErrorsTotal: perPipeline((p) => p.stats.sinkErrorsTotal),
+  sourceStatusUpdatesFailedTotal: perPipeline((p) => p.stats.statusUpdatesFailedTotal),
   retries: perPipeline((p) => p.stats.retries),
   snapshotRowsDone: perTable((t) => t.rowsDone),
   // The total is an estimate from the source's statistics; it never shows less than what is done.

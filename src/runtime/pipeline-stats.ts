@@ -1,5 +1,6 @@
 import type { Phase } from '../../machines/pipeline.js';
 import { CHANGE_OPS, type ChangeEvent, type ChangeOp } from '../core/change.js';
+import type { ChangeStreamStats } from '../core/change-stream.js';
 import { formatLsn } from '../core/lsn.js';
 import type { SlotPosition } from '../core/source.js';
 import type { PipelineLiveStats } from '../pipelines/pipeline-view.js';
@@ -47,11 +48,10 @@ export class PipelineStats {
   #lastCheckpointLsn: bigint | null = null;
   /** Commit time (ms) of the oldest transaction received but not yet durable in the sink. */
   private oldestPendingCommitMs: number | null = null;
-  /**
-   * While streaming: when the oldest transaction the source is still sending began to arrive (ms;
-   * null when none), for a large one that is handed over only at its commit.
-   */
-  private arrivingSinceMs: (() => number | null) | null = null;
+  /** While streaming: the open change stream's counters. */
+  private streamStats: (() => ChangeStreamStats) | null = null;
+  /** Status updates that failed in the change streams closed in this process. */
+  #closedStreamsFailedStatusUpdates = 0;
   readonly #tables = new Map<string, TableProgress>();
   readonly #eventsByOp: Record<ChangeOp, number> = { insert: 0, update: 0, delete: 0, truncate: 0 };
   #slot: SlotFigures | null = null;
@@ -95,6 +95,14 @@ export class PipelineStats {
   /** Batches the sink refused or failed, in this process. */
   get sinkErrorsTotal(): number {
     return this.#sinkErrorsTotal;
+  }
+
+  /**
+   * Acknowledgements the source could not be told of, in this process: while none gets through,
+   * the source keeps its WAL.
+   */
+  get statusUpdatesFailedTotal(): number {
+    return this.#closedStreamsFailedStatusUpdates + (this.streamStats?.().failedStatusUpdates ?? 0);
   }
 
   /** When the sink last held a checkpoint durably (ISO time), this process or the stored one. */
@@ -163,16 +171,17 @@ export class PipelineStats {
   }
 
   /**
-   * The change stream opened: `arrivingSinceMs` tells when the oldest transaction the source is
-   * still sending began to arrive (null when none).
+   * The change stream opened: `streamStats` reads its counters, among them when the oldest
+   * transaction the source is still sending began to arrive.
    */
-  streamOpened(arrivingSinceMs: () => number | null): void {
-    this.arrivingSinceMs = arrivingSinceMs;
+  streamOpened(streamStats: () => ChangeStreamStats): void {
+    this.streamStats = streamStats;
   }
 
-  /** The change stream closed: nothing is arriving any more. */
+  /** The change stream closed: nothing is arriving any more; its counts are kept. */
   streamClosed(): void {
-    this.arrivingSinceMs = null;
+    if (this.streamStats) this.#closedStreamsFailedStatusUpdates += this.streamStats().failedStatusUpdates;
+    this.streamStats = null;
   }
 
   /** The source's slot was read: what it keeps of the WAL and in what state. */
@@ -319,7 +328,7 @@ export class PipelineStats {
    */
   lagMs(now = Date.now()): number {
     const applying = this.oldestPendingCommitMs;
-    const arriving = this.arrivingSinceMs?.() ?? null;
+    const arriving = this.streamStats?.().arrivingSinceMs ?? null;
     const oldest = applying === null ? arriving : arriving === null ? applying : Math.min(applying, arriving);
     const received = oldest === null ? 0 : Math.max(0, now - oldest);
     const durable = this.durableLsn();

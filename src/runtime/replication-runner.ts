@@ -324,8 +324,9 @@ export class ReplicationRunner {
         // A large transaction is written while it arrives into a sink that can hold it open.
         live: sink.openHeldTransaction !== undefined,
       });
-      // A large transaction still arriving counts in the lag before the applier sees any of it.
-      stats.streamOpened(() => stream.stats().arrivingSinceMs);
+      // A large transaction still arriving counts in the lag before the applier sees any of it,
+      // and failed status updates (the source keeping its WAL) are exported.
+      stats.streamOpened(() => stream.stats());
       // Stops the stream for the caller's abort, and for a slot found lost while streaming.
       const { controller: streaming, unlink } = abortWith(signal);
       let slotLost: SlotMissingError | undefined;

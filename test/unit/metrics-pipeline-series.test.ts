@@ -37,6 +37,25 @@ describe('pipeline series', () => {
     expect(pipelineSeries.sinkErrorsTotal([p], NOW)).toEqual([{ labels: { pipeline: 'a' }, value: 0 }]);
   });
 
+  it("reads the source's failed status updates, from the open change stream and those closed", () => {
+    const p = sample('a');
+    const series = () => pipelineSeries.sourceStatusUpdatesFailedTotal([p], NOW);
+    expect(series()).toEqual([{ labels: { pipeline: 'a' }, value: 0 }]);
+    const streamStats = {
+      transactions: 0,
+      streamedTransactions: 0,
+      spilledTransactions: 0,
+      queuedItems: 0,
+      arrivingSinceMs: null,
+      failedStatusUpdates: 2,
+    };
+    p.stats.streamOpened(() => streamStats);
+    expect(series()).toEqual([{ labels: { pipeline: 'a' }, value: 2 }]);
+    p.stats.streamClosed();
+    p.stats.streamOpened(() => ({ ...streamStats, failedStatusUpdates: 1 }));
+    expect(series()).toEqual([{ labels: { pipeline: 'a' }, value: 3 }]);
+  });
+
   it('leaves out what is not known yet: checkpoint, slot', () => {
     const p = sample('a', 'starting');
     expect(pipelineSeries.lastCheckpointSeconds([p], NOW)).toEqual([]);

@@ -31,6 +31,10 @@ describe('service metrics registry', () => {
       ),
     ).toBe(1);
     expect(text).toContain('# TYPE replicator_pipeline_events_total counter');
+    expect(
+      seriesValue(text, 'replicator_pipeline_source_status_updates_failed_total{pipeline="orders"}'),
+    ).toBe(0);
+    expect(text).toContain('# TYPE replicator_pipeline_source_status_updates_failed_total counter');
     expect(text).toContain('process_cpu_seconds_total');
 
     // Mirrored counters follow the figures, not add them up scrape after scrape.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ChangeEvent } from '../../src/core/change.js';
+import type { ChangeStreamStats } from '../../src/core/change-stream.js';
 import { PendingCommits } from '../../src/runtime/pending-commits.js';
 import { PipelineStats } from '../../src/runtime/pipeline-stats.js';
 
@@ -12,6 +13,15 @@ const insert = (id: number): ChangeEvent => ({
   after: { id: String(id) },
 });
 const inserts = (n: number) => Array.from({ length: n }, (_, i) => insert(i));
+const streamStats = (figures: Partial<ChangeStreamStats>): ChangeStreamStats => ({
+  transactions: 0,
+  streamedTransactions: 0,
+  spilledTransactions: 0,
+  queuedItems: 0,
+  arrivingSinceMs: null,
+  failedStatusUpdates: 0,
+  ...figures,
+});
 
 describe('pipeline lag', () => {
   const tracked = () => {
@@ -58,7 +68,7 @@ describe('pipeline lag', () => {
   it('counts a transaction still arriving from its first message, and the oldest of both', () => {
     const { stats, commits } = tracked();
     let arriving: number | null = 5_000;
-    stats.streamOpened(() => arriving);
+    stats.streamOpened(() => streamStats({ arrivingSinceMs: arriving }));
     expect(stats.lagMs(20_000)).toBe(15_000);
     commits.begin(7_000);
     expect(stats.lagMs(20_000)).toBe(15_000);
@@ -66,6 +76,29 @@ describe('pipeline lag', () => {
     expect(stats.lagMs(20_000)).toBe(13_000);
     commits.clear();
     expect(stats.lagMs(20_000)).toBe(0);
+  });
+});
+
+describe('pipeline source status updates', () => {
+  it('counts the failed ones of the open stream, and keeps those of the streams closed before', () => {
+    const stats = new PipelineStats();
+    expect(stats.statusUpdatesFailedTotal).toBe(0);
+    let failed = 2;
+    stats.streamOpened(() => streamStats({ failedStatusUpdates: failed }));
+    expect(stats.statusUpdatesFailedTotal).toBe(2);
+    failed = 3;
+    expect(stats.statusUpdatesFailedTotal).toBe(3);
+    stats.streamClosed();
+    expect(stats.statusUpdatesFailedTotal).toBe(3);
+    // A stream opened again (a retry) counts from 0: the total goes on from the closed ones'.
+    let again = 0;
+    stats.streamOpened(() => streamStats({ failedStatusUpdates: again }));
+    expect(stats.statusUpdatesFailedTotal).toBe(3);
+    again = 4;
+    expect(stats.statusUpdatesFailedTotal).toBe(7);
+    stats.streamClosed();
+    stats.streamClosed();
+    expect(stats.statusUpdatesFailedTotal).toBe(7);
   });
 });
 

@@ -34,8 +34,6 @@ export interface PostgresStreamStats extends ChangeStreamStats {
   /** Received messages held while a streamed transaction replays, now and at most. */
   bufferedMessages: number;
   maxBufferedMessages: number;
-  /** Standby status updates not sent: while none gets through, the source keeps its WAL. */
-  failedStatusUpdates: number;
 }
 
 /** The core's change stream; it also rejects with PgoutputProtocolError, and close() deletes the spool files. */
