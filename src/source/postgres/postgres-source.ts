@@ -61,6 +61,8 @@ export const postgresSourceKind: SourceKind<pg.ClientConfig> = {
 
 class PostgresSource implements Source {
   private client: pg.Client | undefined;
+  /** Settles when the session's last queued work has ended. */
+  private sessionTail: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly connection: pg.ClientConfig,
@@ -81,54 +83,56 @@ class PostgresSource implements Source {
   }
 
   async readiness(): Promise<ReadinessCheck[]> {
-    return sourceReadiness(this.session());
+    return this.inSession((client) => sourceReadiness(client));
   }
 
   async checkReady(): Promise<void> {
-    return checkSourceReady(this.session());
+    return this.inSession((client) => checkSourceReady(client));
   }
 
   async checkAccess(tables: readonly TableRef[], pipelineId?: string): Promise<void> {
     const own = pipelineId === undefined ? undefined : publicationName(pipelineId);
-    return checkPrivileges(this.session(), tables, {
-      name: this.options.publication ?? own,
-      userNamed: this.options.publication !== undefined,
-    });
+    return this.inSession((client) =>
+      checkPrivileges(client, tables, {
+        name: this.options.publication ?? own,
+        userNamed: this.options.publication !== undefined,
+      }),
+    );
   }
 
   async describeTables(tables: readonly TableRef[]) {
-    return readTableSchemas(this.session(), tables);
+    return this.inSession((client) => readTableSchemas(client, tables));
   }
 
   async listTables() {
-    return listTables(this.session());
+    return this.inSession((client) => listTables(client));
   }
 
   async identity(): Promise<string | undefined> {
-    return databaseIdentity(this.session());
+    return this.inSession((client) => databaseIdentity(client));
   }
 
   async goneTables(pipelineId: string, tables: readonly TableRef[]) {
-    return goneTables(this.session(), this.publication(pipelineId), tables);
+    return this.inSession((client) => goneTables(client, this.publication(pipelineId), tables));
   }
 
   async tablesWithRows(tables: readonly TableRef[]): Promise<TableRef[]> {
-    return tablesWithRows(this.session(), tables);
+    return this.inSession((client) => tablesWithRows(client, tables));
   }
 
   async publish(pipelineId: string, tables: readonly TableRef[]): Promise<void> {
     const own = this.options.publication === undefined;
-    if (!own) return verifyPublication(this.session(), this.publication(pipelineId), tables);
-    return ensurePublication(this.session(), publicationName(pipelineId), tables);
+    if (!own)
+      return this.inSession((client) => verifyPublication(client, this.publication(pipelineId), tables));
+    return this.inSession((client) => ensurePublication(client, publicationName(pipelineId), tables));
   }
 
   async claimSlot(
     pipelineId: string,
     options: { mayCreate: boolean; logger: SourceLogger },
   ): Promise<SlotClaim> {
-    const client = this.session();
     const slot = slotName(pipelineId);
-    const status = await slotStatus(client, slot);
+    const status = await this.inSession((client) => slotStatus(client, slot));
     if (!status) {
       if (!options.mayCreate) throw new SlotMissingError(slot, 'does not exist any more');
       const created = await createSlotWithSnapshot(this.connection, slot);
@@ -146,20 +150,23 @@ class PostgresSource implements Source {
         { slot, pid: status.activePid },
         'ending the other connection streaming from the slot',
       );
-      await endSlotReader(client, slot, status.activePid);
+      const pid = status.activePid;
+      await this.inSession((client) => endSlotReader(client, slot, pid));
     }
     return { position: status.confirmedFlushLsn ? parseLsn(status.confirmedFlushLsn) : 0n };
   }
 
   async walPosition(): Promise<bigint> {
-    const { rows } = await this.session().query<{ lsn: string }>(
-      `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_flush_lsn() END)::text AS lsn`,
+    const { rows } = await this.inSession((client) =>
+      client.query<{ lsn: string }>(
+        `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_flush_lsn() END)::text AS lsn`,
+      ),
     );
     return parseLsn(rows[0]?.lsn ?? '0/0');
   }
 
   async positions(pipelineIds: readonly string[]): Promise<SourcePositions> {
-    const read = await slotPositions(this.session(), pipelineIds.map(slotName));
+    const read = await this.inSession((client) => slotPositions(client, pipelineIds.map(slotName)));
     const slots = new Map<string, SlotPosition>();
     for (const id of pipelineIds) {
       const slot = read.slots.get(slotName(id));
@@ -175,7 +182,7 @@ class PostgresSource implements Source {
 
   async slotStatus(pipelineId: string): Promise<SlotStatus> {
     const slot = slotName(pipelineId);
-    const status = await slotStatus(this.session(), slot);
+    const status = await this.inSession((client) => slotStatus(client, slot));
     if (!status) throw new SlotMissingError(slot, 'does not exist any more');
     if (status.walStatus === 'lost') throw lostSlot(slot);
     return { retainedWalBytes: status.retainedWalBytes, walStatus: status.walStatus };
@@ -198,7 +205,7 @@ class PostgresSource implements Source {
 
   // Drops the publication named from the pipeline's id only: one the user named is never the service's.
   async dropOwned(pipelineId: string): Promise<void> {
-    return dropSlotAndPublication(this.session(), pipelineId);
+    return this.inSession((client) => dropSlotAndPublication(client, pipelineId));
   }
 
   ownedObjects(pipelineId: string) {
@@ -219,11 +226,11 @@ class PostgresSource implements Source {
   }
 
   async describeRelation(relation: SourceRelation) {
-    return schemaFromRelation(this.session(), relationInfo(relation));
+    return this.inSession((client) => schemaFromRelation(client, relationInfo(relation)));
   }
 
   async existingValues(relation: SourceRelation, columns: readonly string[]) {
-    return existingValues(this.session(), relation.relationId, columns);
+    return this.inSession((client) => existingValues(client, relation.relationId, columns));
   }
 
   async close(): Promise<void> {
@@ -237,9 +244,19 @@ class PostgresSource implements Source {
     return this.options.publication ?? publicationName(pipelineId);
   }
 
-  private session(): pg.Client {
-    if (!this.client) throw new Error('the source is not connected');
-    return this.client;
+  /**
+   * Runs `work` on the session once the work before it ended: the slot monitor, the tables watch
+   * and the applier call at once, and a pg client takes one query at a time (pg 9 refuses more).
+   */
+  private inSession<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = this.client;
+    if (!client) return Promise.reject(new Error('the source is not connected'));
+    const done = this.sessionTail.then(() => work(client));
+    this.sessionTail = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    return done;
   }
 }
 
