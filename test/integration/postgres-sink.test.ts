@@ -486,6 +486,38 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
       expect(await sink.readCheckpoint()).toMatchObject({ epoch: 1 });
     });
 
+    it('fails a batch whose COPY the target refuses for another cause than a key, and goes on writing the next by COPY', async () => {
+      const sink = newSink({ target_schema: 'copy_refused' });
+      await sink.open([items]);
+      // The target refuses one row: the batch fails on it, not on a key already there.
+      await db.query(`ALTER TABLE copy_refused.items ADD CONSTRAINT no_bad CHECK (name <> 'bad')`);
+      // Which statement wrote each row: a refused COPY must not turn the table to upserts.
+      await db.query(`
+        CREATE TABLE copy_refused.writes (id integer, query text);
+        CREATE FUNCTION copy_refused.note_write() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN INSERT INTO copy_refused.writes VALUES (NEW.id, current_query()); RETURN NEW; END $$;
+        CREATE TRIGGER note_write BEFORE INSERT ON copy_refused.items
+          FOR EACH ROW EXECUTE FUNCTION copy_refused.note_write()`);
+      const rows = (from: number, name: (id: number) => string) =>
+        Array.from({ length: MIN_ROWS_FOR_COPY + 10 }, (_, i) => ({
+          id: String(from + i),
+          name: name(from + i),
+          body: null,
+          n: null,
+        }));
+      const refused = rows(1, (id) => (id === 7 ? 'bad' : 'ok'));
+      await expect(sink.applyBatch(batch(refused.map((r) => ins(items, r))))).rejects.toThrow(/no_bad/);
+      expect(await count({ schema: 'copy_refused', table: 'items' })).toBe(0);
+
+      const next = rows(1_000, () => 'ok');
+      await sink.applyBatch(batch(next.map((r) => ins(items, r))));
+      expect(await count({ schema: 'copy_refused', table: 'items' })).toBe(next.length);
+      const { rows: writes } = await db.query<{ statement: string; n: string }>(
+        `SELECT split_part(ltrim(query), ' ', 1) AS statement, count(*) AS n FROM copy_refused.writes GROUP BY 1`,
+      );
+      expect(writes).toEqual([{ statement: 'COPY', n: String(next.length) }]);
+    });
+
     it('ends a batch exactly where the same changes applied one by one end (property)', async () => {
       const step = fc.record({
         kind: fc.constantFrom('insert', 'update', 'partial', 'move', 'move-partial', 'delete'),

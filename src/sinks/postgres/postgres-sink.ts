@@ -41,18 +41,23 @@ import { deferredKeys, ensureBookkeeping, inspectTarget, prepareTarget } from '.
 
 const BOOK = quoteIdent(BOOKKEEPING_SCHEMA);
 const UNDEFINED_TABLE = '42P01';
+const UNIQUE_VIOLATION = '23505';
 
 const SQL = {
   readEpoch: `SELECT epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1`,
-  // Run first in the batch's transaction: takes the checkpoint row's lock (an older worker waits
-  // for a newer one's batch, and the reverse) and reads where it stands after that batch.
-  lockCheckpoint: `SELECT lsn::text AS lsn, epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1 FOR UPDATE`,
-  // The fencing check and the checkpoint in one statement: a no-op when a newer epoch is stored,
-  // which the caller turns into a FencedError. The rows written after it commit with it or not at all.
+  // Run first in the batch's transaction, one round trip: takes the checkpoint row's lock (an older
+  // worker waits for a newer one's batch, and the reverse), stores the batch's checkpoint unless a
+  // newer epoch is stored (no row returned: the caller's FencedError), and returns where the row
+  // stood after the batch waited for (null when there was none). `held` is read whole (count)
+  // before the insert runs: read after it, the row this statement updated would be skipped. The
+  // rows written after it commit with it or not at all.
   storeCheckpoint:
-    `INSERT INTO ${BOOK}.checkpoints AS c (pipeline_id, lsn, epoch, updated_at) VALUES ($1, $2, $3, now()) ` +
+    `WITH held AS (SELECT lsn, epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1 FOR UPDATE) ` +
+    `INSERT INTO ${BOOK}.checkpoints AS c (pipeline_id, lsn, epoch, updated_at) ` +
+    'SELECT $1::text, $2::pg_lsn, $3::bigint, now() FROM (SELECT count(*) FROM held) AS locked ' +
     'ON CONFLICT (pipeline_id) DO UPDATE SET lsn = EXCLUDED.lsn, epoch = EXCLUDED.epoch, updated_at = now() ' +
-    'WHERE c.epoch <= EXCLUDED.epoch',
+    'WHERE c.epoch <= EXCLUDED.epoch ' +
+    'RETURNING (SELECT lsn::text FROM held) AS held_lsn, (SELECT epoch::text FROM held) AS held_epoch',
   readCheckpoint: `SELECT lsn::text AS lsn, epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1`,
   markPartition:
     `INSERT INTO ${BOOK}.snapshot_partitions (pipeline_id, table_name, partition_id, rows, done_at) ` +
@@ -259,18 +264,25 @@ class PostgresSink implements Sink {
     });
   }
 
-  /** Locks the checkpoint row, stores the batch's checkpoint unless a newer worker owns the pipeline, and checks the batch is not behind it. */
+  /**
+   * Locks the checkpoint row and stores the batch's checkpoint (one statement), unless a newer
+   * worker owns the pipeline, and checks the batch is not behind where the row stood.
+   */
   private async storeCheckpoint(client: pg.ClientBase, batch: ChangeBatch): Promise<void> {
     const id = this.ctx.pipelineId;
-    const locked = await client.query<{ lsn: string | null; epoch: string }>(SQL.lockCheckpoint, [id]);
-    const held = locked.rows[0];
-    const saved = await client.query(SQL.storeCheckpoint, [id, formatLsn(batch.commitLsn), batch.epoch]);
-    if (saved.rowCount === 0) {
+    const saved = await client.query<{ held_lsn: string | null; held_epoch: string | null }>(
+      SQL.storeCheckpoint,
+      [id, formatLsn(batch.commitLsn), batch.epoch],
+    );
+    const held = saved.rows[0];
+    if (!held) {
       const stored = await client.query<{ epoch: string }>(SQL.readEpoch, [id]);
       throw new FencedError(Number(stored.rows[0]?.epoch), batch.epoch);
     }
     refuseBatchBehind(
-      held && { lsn: held.lsn === null ? null : parseLsn(held.lsn), epoch: Number(held.epoch) },
+      held.held_epoch === null
+        ? undefined
+        : { lsn: held.held_lsn === null ? null : parseLsn(held.held_lsn), epoch: Number(held.held_epoch) },
       batch,
     );
   }
@@ -297,9 +309,10 @@ class PostgresSink implements Sink {
   }
 
   /**
-   * Writes inserted rows with a plain COPY, under a savepoint; false (nothing written) when it
-   * fails, a key being there already (a replay) most of all, and the upsert is to run instead. A
-   * table whose COPY failed is written by upserts for a while, not made to fail twice per batch.
+   * Writes inserted rows with a plain COPY, under a savepoint; false (nothing written) when a key
+   * is there already (a replay), and the upsert is to run instead. A table whose COPY met a key is
+   * written by upserts for a while, not made to fail twice per batch. Any other failure is the
+   * batch's (a row the target refuses is found from it, see applyBatch).
    */
   private async copyRows(client: pg.PoolClient, copy: NonNullable<Statement['copy']>): Promise<boolean> {
     const key = tableRefKey(copy.target);
@@ -309,7 +322,8 @@ class PostgresSink implements Sink {
       await pipeline(Readable.from([copyTextOf(copy.rows)]), client.query(copyFrom(copy.text)));
       await client.query('RELEASE SAVEPOINT copy_rows');
       return true;
-    } catch {
+    } catch (error) {
+      if (sqlstateOf(error) !== UNIQUE_VIOLATION) throw error;
       await client.query('ROLLBACK TO SAVEPOINT copy_rows');
       this.copyRefusedUntil.set(key, Date.now() + COPY_COOL_DOWN_MS);
       return false;
