@@ -9,6 +9,9 @@ export interface AttributedRun {
 
 // Sockets, timers and emitters created inside a run carry it in their async context, so an error
 // they emit with no listener (which reaches the process, not the run) still says whose it is.
+// Its price on Node 20: once entered anywhere, every promise of the process pays the async hooks
+// that carry the context (not only those of the run), and the context must cross the awaits before
+// a pool opens a connection. Node's AsyncContextFrame (the default from Node 24) makes it cheap.
 const runs = new AsyncLocalStorage<AttributedRun>();
 
 /** Runs `work` (a pipeline's `prepare` or `replicate`) as `run`. */
