@@ -125,7 +125,14 @@ ${decodeMarkdown(report.decode, report.runs)}`;
 }
 
 /** Sections written by runs of their own, kept (or replaced, for the memory one when it ran) in this order. */
-const KEPT_SECTIONS = ['live-load', 'memory', 'sinks', 'sinks-synchronous-commit-on', 'verify', 'profile'] as const;
+const KEPT_SECTIONS = [
+  'live-load',
+  'memory',
+  'sinks',
+  'sinks-synchronous-commit-on',
+  'verify',
+  'profile',
+] as const;
 
 export function writeBenchmarksMd(path: string, report: Report): void {
   const old = existsSync(path) ? readFileSync(path, 'utf8') : '';
