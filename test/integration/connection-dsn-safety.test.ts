@@ -42,9 +42,9 @@ describe('connection DSNs cannot reach the service machine', () => {
     const answers = new Set<string>();
     for (const path of ['/dev/zero', join(files, 'fifo'), join(files, 'exists.pem'), '/no/such/file']) {
       for (const key of ['sslrootcert', 'sslcert', 'sslkey']) {
-        const started = Date.now();
+        // Opening the FIFO (no writer) would block for good, and reading /dev/zero would not end:
+        // a service that touched the file never answers, and the test's own timeout says so.
         const res = await create('f', `postgres://u@db.example/db?sslmode=verify-full&${key}=${path}`);
-        expect(Date.now() - started).toBeLessThan(2_000);
         expect(res.status).toBe(422);
         expect(res.body.code).toBe('INVALID_DSN');
         expect(res.body.error).toContain(`'${key}'`);

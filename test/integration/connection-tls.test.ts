@@ -102,12 +102,11 @@ describe('TLS to a PostgreSQL server, with certificates given as PEM text', () =
     expect(await encrypted(url('localhost', 'sslmode=verify-full&sslrootcert=ca.pem'), {}, policy)).toBe(
       true,
     );
+    // Opening the FIFO (no writer) would block for good: refused without a hang is the answer.
     for (const name of ['fifo.pem', 'link.pem', 'missing.pem']) {
-      const started = Date.now();
       await expect(
         encrypted(url('localhost', `sslmode=verify-full&sslrootcert=${name}`), {}, policy),
       ).rejects.toMatchObject({ code: 'INVALID_DSN' });
-      expect(Date.now() - started).toBeLessThan(2_000);
     }
   });
 
