@@ -1,13 +1,10 @@
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
-import { from as copyFrom } from 'pg-copy-streams';
 import type { ChangeEvent, TableRef } from '../../core/change.js';
-import { copyTextOf } from '../../core/copy-text.js';
 import type { HeldTransaction } from '../../core/held-transaction.js';
 import { failureOn, surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import type { ChangeBatch } from '../../core/sink.js';
 import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
+import { copyRowsUnlessPresent } from './copy-rows.js';
 
 export interface HeldTransactionDeps {
   /** The sink's connection settings: the transaction gets a connection of its own. */
@@ -102,20 +99,13 @@ class PostgresHeldTransaction implements HeldTransaction {
 
   /** Inserted rows by COPY under a savepoint; false (nothing written) when one is there already. */
   private async copyRows(copy: NonNullable<Statement['copy']>): Promise<boolean> {
-    await this.query('SAVEPOINT copy_rows');
     try {
-      await pipeline(Readable.from([copyTextOf(copy.rows)]), this.client.query(copyFrom(copy.text)));
-      await this.query('RELEASE SAVEPOINT copy_rows');
-      return true;
+      return await copyRowsUnlessPresent(this.client, copy);
     } catch (error) {
-      if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw failureOn(this.client, error);
-      await this.query('ROLLBACK TO SAVEPOINT copy_rows');
-      return false;
+      throw failureOn(this.client, error);
     }
   }
 }
-
-const UNIQUE_VIOLATION = '23505';
 
 // A subtransaction's xid is a number: the name needs no quoting.
 const savepointName = (subxid: number) => `sub_${subxid}`;

@@ -1,9 +1,8 @@
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
-import { copyTextOf } from '../../core/copy-text.js';
 import type { HeldTransaction } from '../../core/held-transaction.js';
 import { formatLsn, parseLsn } from '../../core/lsn.js';
 import { failureOn, surviveConnectionLossInPool } from '../../core/pg-connection-loss.js';
@@ -25,6 +24,7 @@ import { refuseSharedTargets } from '../target-names.js';
 import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
 import { postgresComparison } from './comparison.js';
 import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
+import { copyRowsUnlessPresent } from './copy-rows.js';
 import {
   addPrimaryKeySql,
   BOOKKEEPING_SCHEMA,
@@ -41,7 +41,6 @@ import { deferredKeys, ensureBookkeeping, inspectTarget, prepareTarget } from '.
 
 const BOOK = quoteIdent(BOOKKEEPING_SCHEMA);
 const UNDEFINED_TABLE = '42P01';
-const UNIQUE_VIOLATION = '23505';
 
 const SQL = {
   readEpoch: `SELECT epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1`,
@@ -317,17 +316,9 @@ class PostgresSink implements Sink {
   private async copyRows(client: pg.PoolClient, copy: NonNullable<Statement['copy']>): Promise<boolean> {
     const key = tableRefKey(copy.target);
     if ((this.copyRefusedUntil.get(key) ?? 0) > Date.now()) return false;
-    await client.query('SAVEPOINT copy_rows');
-    try {
-      await pipeline(Readable.from([copyTextOf(copy.rows)]), client.query(copyFrom(copy.text)));
-      await client.query('RELEASE SAVEPOINT copy_rows');
-      return true;
-    } catch (error) {
-      if (sqlstateOf(error) !== UNIQUE_VIOLATION) throw error;
-      await client.query('ROLLBACK TO SAVEPOINT copy_rows');
-      this.copyRefusedUntil.set(key, Date.now() + COPY_COOL_DOWN_MS);
-      return false;
-    }
+    if (await copyRowsUnlessPresent(client, copy)) return true;
+    this.copyRefusedUntil.set(key, Date.now() + COPY_COOL_DOWN_MS);
+    return false;
   }
 
   async comparison() {
