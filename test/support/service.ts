@@ -62,7 +62,9 @@ export async function jsonRequest(base: string, method: string, path: string, bo
   if (body !== undefined) init.body = typeof body === 'string' ? body : JSON.stringify(body);
   const res = await fetch(`${base}${path}`, init);
   const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  // /metrics and the like answer text: only a JSON answer is parsed.
+  const json = (res.headers.get('content-type') ?? '').includes('json');
+  return { status: res.status, body: text ? (json ? JSON.parse(text) : text) : undefined };
 }
 
 /** A stop slower than this prints the service's last warnings: what it was waiting on. */
