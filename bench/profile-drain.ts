@@ -5,7 +5,8 @@
  * run under `node --cpu-prof --cpu-prof-dir=<dir> --import tsx bench/profile-drain.ts` for the
  * whole process; then summarise with `tsx bench/profile-summary.ts <dir>/*.cpuprofile`. PROFILE_WORKLOADS picks
  * workloads by index (`0,1`; 2 is the concurrent-clients one), BENCH_SCALE scales them,
- * PROFILE_RUNS (default 1) repeats each drain, PROFILE_SOURCE (`embedded`, `debian-15`) picks the
+ * PROFILE_RUNS (default 1) repeats each drain, PROFILE_HEAP=1 adds a `.heapprofile` of what each
+ * drain allocated, PROFILE_SOURCE (`embedded`, `debian-15`) picks the
  * source's PostgreSQL (the sink runs the embedded one).
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,6 +23,8 @@ import { BENCH_TABLE_DDL, benchScale, concurrentWorkload, workloads } from './wo
 
 const picked = (process.env.PROFILE_WORKLOADS ?? '0,1').split(',').map(Number);
 const runs = Number(process.env.PROFILE_RUNS ?? '1');
+// PROFILE_HEAP=1: also a sampling heap profile per drain (what allocates, by call site).
+const heap = process.env.PROFILE_HEAP === '1';
 const dirs = availableBinDirs();
 const { binDir } = dirs[0]!;
 const sourceLabel = process.env.PROFILE_SOURCE ?? 'embedded';
@@ -81,6 +84,11 @@ function profiledDrains(r: Replication, dir: string | undefined, service: Servic
         if (dir) {
           await session.post('Profiler.enable');
           await session.post('Profiler.start');
+          if (heap) await session.post('HeapProfiler.startSampling', {
+              samplingInterval: 4096,
+              includeObjectsCollectedByMajorGC: true,
+              includeObjectsCollectedByMinorGC: true,
+            });
         }
         window = { cpu: process.cpuUsage(), batches: await batchFigures(service) };
       }
@@ -101,6 +109,10 @@ function profiledDrains(r: Replication, dir: string | undefined, service: Servic
         if (dir) {
           const { profile } = await session.post('Profiler.stop');
           writeFileSync(join(dir, `drain-${resumes / 2}.cpuprofile`), JSON.stringify(profile));
+          if (heap) {
+            const sampled = await session.post('HeapProfiler.stopSampling');
+            writeFileSync(join(dir, `drain-${resumes / 2}.heapprofile`), JSON.stringify(sampled.profile));
+          }
         }
       }
       await r.pause();

@@ -194,6 +194,38 @@ describe('planning a batch', () => {
     expect(() => plan([del({ name: 'x' })])).toThrow(/lacks key column "id"/);
   });
 
+  it('plans a batch of inserts alone as one statement per table, rows in arrival order', () => {
+    const steps = planBatch(
+      [
+        ins({ id: '2', name: 'b', body: null }),
+        ins({ id: '1', name: 'o', body: 'x' }, other),
+        ins({ id: '1', name: 'a', body: 'y' }),
+      ],
+      lookup,
+    );
+    expect(steps.map((s) => s.text.split(' ')[2])).toEqual(['"r"."items"', '"r"."other"']);
+    expect(steps[0]?.values).toEqual([
+      ['2', '1'],
+      ['b', 'a'],
+      [null, 'y'],
+    ]);
+    expect(steps[1]?.values).toEqual([['1'], ['o'], ['x']]);
+  });
+
+  it('folds inserts of one key that come twice (a source without a unique key) to the last', () => {
+    const steps = plan([ins({ id: '1', name: 'first', body: null }), ins({ id: '1', name: 'last', body: null })]);
+    expect(steps).toHaveLength(1);
+    expect(steps[0]?.values).toEqual([['1'], ['last'], [null]]);
+  });
+
+  it('writes an insert without every column by the columns it has, among whole ones', () => {
+    const steps = plan([ins({ id: '1', name: 'whole', body: 'b' }), ins({ id: '2', name: 'part' })]);
+    expect(steps.map((s) => s.values)).toEqual([
+      [['1'], ['whole'], ['b']],
+      [['2'], ['part']],
+    ]);
+  });
+
   it('tells a null key from the text "null"', () => {
     const steps = plan([del({ id: 'null' }), del({ id: 'null' }), del({ id: '"null"' })]);
     expect(steps[0]?.values).toEqual([['null', '"null"']]);

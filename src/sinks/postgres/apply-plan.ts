@@ -144,6 +144,12 @@ export function planBatch(
   lookup: (ref: TableRef) => TargetTable,
   maxRows = MAX_ROWS_PER_STATEMENT,
 ): Statement[] {
+  const inserted = insertsOnly(changes, lookup);
+  if (inserted) {
+    return [...inserted].flatMap(([table, rows]) =>
+      rowStatements({ kind: 'upsert', table, columns: table.source.columns, inserts: true }, rows, maxRows),
+    );
+  }
   const statements: Statement[] = [];
   let finals = new Map<TargetTable, Map<string, FinalState>>();
   const writeFinals = () => {
@@ -203,6 +209,68 @@ export function planBatch(
   return statements;
 }
 
+/**
+ * The rows of a batch that holds nothing but inserts of whole rows, by table; undefined for any
+ * other batch, or for one the folding path is to plan or refuse (a key seen twice, a row without
+ * a column of its table or with one it does not have). A backlog of new rows is such a batch, and
+ * planning it makes nothing per change but the row.
+ */
+function insertsOnly(
+  changes: readonly ChangeEvent[],
+  lookup: (ref: TableRef) => TargetTable,
+): Map<TargetTable, ColumnValue[][]> | undefined {
+  const byTable = new Map<TargetTable, { rows: ColumnValue[][]; keys: Set<string> }>();
+  for (const event of changes) {
+    if (event.op !== 'insert' || !event.after || event.unchangedToast?.length) return undefined;
+    const table = lookup(event.table);
+    const row = wholeRow(table.source.columns, event.after);
+    if (!row) return undefined;
+    const key = rowKey(table, row);
+    let entry = byTable.get(table);
+    if (!entry) {
+      entry = { rows: [], keys: new Set() };
+      byTable.set(table, entry);
+    }
+    if (key === undefined || entry.keys.has(key)) return undefined;
+    entry.keys.add(key);
+    entry.rows.push(row);
+  }
+  const rows = new Map<TargetTable, ColumnValue[][]>();
+  for (const [table, entry] of byTable) rows.set(table, entry.rows);
+  return rows;
+}
+
+/** The values of `after` in table order; undefined unless it has exactly the table's columns. */
+function wholeRow(columns: readonly ColumnSchema[], after: Row): ColumnValue[] | undefined {
+  const row = new Array<ColumnValue>(columns.length);
+  for (let i = 0; i < columns.length; i++) {
+    const value = after[(columns[i] as ColumnSchema).name];
+    if (value === undefined) return undefined;
+    row[i] = value;
+  }
+  return Object.keys(after).length === columns.length ? row : undefined;
+}
+
+// Where each key column sits in a whole row, per table.
+const keyPositions = new WeakMap<TargetTable, number[]>();
+
+/** The key of a whole row, as the folding path keys it; undefined when a key column is null. */
+function rowKey(table: TargetTable, row: ColumnValue[]): string | undefined {
+  let at = keyPositions.get(table);
+  if (!at) {
+    at = table.keys.map((k) => table.source.columns.indexOf(k));
+    keyPositions.set(table, at);
+  }
+  if (at.length === 1) return row[at[0] as number] ?? undefined;
+  const key: ColumnValue[] = [];
+  for (const i of at) {
+    const value = row[i];
+    if (value === null || value === undefined) return undefined;
+    key.push(value);
+  }
+  return keyOf(key);
+}
+
 /** One table's final states as groups of one statement kind and one set of columns: deletes first. */
 function groupsOf(table: TargetTable, rows: Map<string, FinalState>): Group[] {
   const deletes: Group = { kind: 'delete', table, columns: table.keys, rows: new Map(), inserts: false };
@@ -248,6 +316,21 @@ function transpose(rows: ColumnValue[][], width: number): ColumnValue[][] {
 
 function statementsOf(group: Group, maxRows: number): Statement[] {
   if (group.kind === 'truncate') return [{ text: truncateSql(group.targets), values: [] }];
+  if (group.kind === 'move') {
+    const { table, columns } = group;
+    const text = updateSql(table.target, columns, table.keys);
+    const values = transpose([group.row], columns.length + table.keys.length);
+    return [{ text, values, rows: rowsOf(group) }];
+  }
+  return rowStatements(group, [...group.rows.values()], maxRows);
+}
+
+/** Where the source table's key columns are among a statement's parameters. */
+function rowsOf(group: {
+  kind: Exclude<Group['kind'], 'truncate'>;
+  table: TargetTable;
+  columns: ColumnSchema[];
+}): NonNullable<Statement['rows']> {
   const { table, columns } = group;
   const keysAt = (at: (i: number, name: string) => number) => ({
     table: { schema: table.source.schema, table: table.source.table },
@@ -255,16 +338,20 @@ function statementsOf(group: Group, maxRows: number): Statement[] {
     columns,
   });
   // Updates carry the key after the columns; deletes carry only the key; upserts carry it among the columns.
-  const rowsOf =
-    group.kind === 'move' || group.kind === 'update'
-      ? keysAt((i) => columns.length + i)
-      : group.kind === 'delete'
-        ? keysAt((i) => i)
-        : keysAt((_, name) => columns.findIndex((c) => c.name === name));
-  if (group.kind === 'move') {
-    const text = updateSql(table.target, columns, table.keys);
-    return [{ text, values: transpose([group.row], columns.length + table.keys.length), rows: rowsOf }];
-  }
+  return group.kind === 'move' || group.kind === 'update'
+    ? keysAt((i) => columns.length + i)
+    : group.kind === 'delete'
+      ? keysAt((i) => i)
+      : keysAt((_, name) => columns.findIndex((c) => c.name === name));
+}
+
+/** The statements of one group's rows: at most `maxRows` each, offered as a COPY where all are inserts. */
+function rowStatements(
+  group: { kind: 'upsert' | 'update' | 'delete' } & Omit<RowGroup, 'rows'>,
+  rows: ColumnValue[][],
+  maxRows: number,
+): Statement[] {
+  const { table, columns } = group;
   const text =
     group.kind === 'delete'
       ? deleteSql(table.target, table.keys)
@@ -276,11 +363,11 @@ function statementsOf(group: Group, maxRows: number): Statement[] {
             table.keys.map((k) => k.name),
           );
   const width = group.kind === 'update' ? columns.length + table.keys.length : columns.length;
-  const rows = [...group.rows.values()];
   const copy = group.kind === 'upsert' && group.inserts && rows.length >= MIN_ROWS_FOR_COPY;
+  const located = rowsOf(group);
   const statements: Statement[] = [];
   for (let i = 0; i < rows.length; i += maxRows) {
-    const part = rows.slice(i, i + maxRows);
+    const part = rows.length <= maxRows ? rows : rows.slice(i, i + maxRows);
     // Column-major parameters only when asked for: rows that go in by COPY never need them.
     let values: ColumnValue[][] | undefined;
     const statement: Statement = {
@@ -289,7 +376,7 @@ function statementsOf(group: Group, maxRows: number): Statement[] {
         values ??= transpose(part, width);
         return values;
       },
-      rows: rowsOf,
+      rows: located,
     };
     if (copy) statement.copy = { text: copyFromSql(table.target, columns), target: table.target, rows: part };
     statements.push(statement);
