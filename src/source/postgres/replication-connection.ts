@@ -3,6 +3,7 @@ import { maxLsn, normalizeLsn, parseLsn } from '../../core/lsn.js';
 import { PG_TEXT_SESSION_OPTIONS } from '../../core/pg-comparison.js';
 import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import type { SourceLogger } from '../../core/source.js';
+import { type PgConnectionInternals, takeOverCopyData } from './copy-data-takeover.js';
 import { SlotMissingError, SourceConnectionError, sqlState } from './errors.js';
 import { PgoutputStreamingPlugin } from './pgoutput-plugin.js';
 import { slotStatus } from './slot.js';
@@ -47,7 +48,7 @@ const KEEPALIVE = 0x6b; // k: walEnd, sendTime (8 bytes each), reply requested (
 const STATUS_WARN_INTERVAL_MS = 60_000;
 
 /** The parts of pg's connection the replication protocol uses, which pg's types leave out. */
-interface ReplicationWire extends NodeJS.EventEmitter {
+interface ReplicationWire extends PgConnectionInternals {
   stream: NodeJS.ReadWriteStream & { writable: boolean };
 }
 
@@ -113,7 +114,12 @@ export class ReplicationConnection {
       if (this.closed) return;
       const wire = this.wire();
       wire.once('replicationStart', () => this.onStart());
-      wire.on('copyData', (message: { chunk: Buffer }) => this.onCopyData(message.chunk));
+      const read = (buffer: Buffer, start: number, end: number) => this.onCopyData(buffer, start, end);
+      const broken = (error: Error) =>
+        void this.lost(new SourceConnectionError(error.message, { cause: error }));
+      if (!takeOverCopyData(wire, read, broken)) {
+        wire.on('copyData', (message: { chunk: Buffer }) => read(message.chunk, 0, message.chunk.length));
+      }
       // Settles when the server ends the stream (or rejects with its error).
       await this.plugin.start(client, slot, normalizeLsn(this.options.startLsn));
       void this.lost(new SourceConnectionError('the source ended the replication stream'));
@@ -134,14 +140,15 @@ export class ReplicationConnection {
     this.timer.unref();
   }
 
-  private onCopyData(chunk: Buffer): void {
+  /** One CopyData message, in `buffer` from `start` to `end`. */
+  private onCopyData(buffer: Buffer, start: number, end: number): void {
     if (this.closed) return;
-    const tag = chunk[0];
+    const tag = buffer[start];
     if (tag === XLOG_DATA) {
-      this.deliver({ kind: 'message', payload: chunk.subarray(XLOG_DATA_HEADER) });
+      this.deliver({ kind: 'message', payload: buffer.subarray(start + XLOG_DATA_HEADER, end) });
     } else if (tag === KEEPALIVE) {
-      this.deliver({ kind: 'keepalive', walEnd: chunk.readBigUInt64BE(1) });
-      if (chunk[17] === 1) this.sendStatus();
+      this.deliver({ kind: 'keepalive', walEnd: buffer.readBigUInt64BE(start + 1) });
+      if (buffer[start + 17] === 1) this.sendStatus();
     }
   }
 
