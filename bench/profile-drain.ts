@@ -84,7 +84,8 @@ function profiledDrains(r: Replication, dir: string | undefined, service: Servic
         if (dir) {
           await session.post('Profiler.enable');
           await session.post('Profiler.start');
-          if (heap) await session.post('HeapProfiler.startSampling', {
+          if (heap)
+            await session.post('HeapProfiler.startSampling', {
               samplingInterval: 4096,
               includeObjectsCollectedByMajorGC: true,
               includeObjectsCollectedByMinorGC: true,

@@ -213,7 +213,10 @@ describe('planning a batch', () => {
   });
 
   it('folds inserts of one key that come twice (a source without a unique key) to the last', () => {
-    const steps = plan([ins({ id: '1', name: 'first', body: null }), ins({ id: '1', name: 'last', body: null })]);
+    const steps = plan([
+      ins({ id: '1', name: 'first', body: null }),
+      ins({ id: '1', name: 'last', body: null }),
+    ]);
     expect(steps).toHaveLength(1);
     expect(steps[0]?.values).toEqual([['1'], ['last'], [null]]);
   });
