@@ -293,14 +293,40 @@ const escapeField = (value: string): string =>
 
 /** Rows in COPY text format, UTF-8: the bytes a `COPY ... FROM STDIN` of their columns reads. */
 export function copyTextOf(rows: readonly (readonly ColumnValue[])[]): Buffer {
-  let text = '';
+  // Written straight into buffers: joining strings would make a string per separator and value.
+  const full: Buffer[] = [];
+  let out = Buffer.allocUnsafe(COPY_CHUNK_BYTES);
+  let at = 0;
   for (const row of rows) {
     for (let i = 0; i < row.length; i++) {
       const value = row[i];
-      if (i > 0) text += '\t';
-      text += value === null || value === undefined ? '\\N' : escapeField(value);
+      // Room for the value (a UTF-16 unit is at most 3 bytes, an escaped one 2), a separator and the newline.
+      const room = (value ? value.length * 3 : 2) + 2;
+      if (out.length - at < room) {
+        full.push(out.subarray(0, at));
+        out = Buffer.allocUnsafe(Math.max(COPY_CHUNK_BYTES, room));
+        at = 0;
+      }
+      if (i > 0) out[at++] = TAB;
+      if (value === null || value === undefined) {
+        out[at++] = BACKSLASH;
+        out[at++] = LETTER_N;
+      } else if (value.length > 0) {
+        at += out.write(escapeField(value), at, 'utf8');
+      }
     }
-    text += '\n';
+    if (at === out.length) {
+      full.push(out);
+      out = Buffer.allocUnsafe(COPY_CHUNK_BYTES);
+      at = 0;
+    }
+    out[at++] = NEWLINE;
   }
-  return Buffer.from(text, 'utf8');
+  if (full.length === 0) return out.subarray(0, at);
+  full.push(out.subarray(0, at));
+  return Buffer.concat(full);
 }
+
+const COPY_CHUNK_BYTES = 1 << 20;
+const NEWLINE = 0x0a;
+const LETTER_N = 0x4e;

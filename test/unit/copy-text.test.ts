@@ -360,6 +360,16 @@ describe('copyTextRows round trip', () => {
     expect(copyTextOf([['a\tb', null, 'c\\d\r\n', '']]).toString()).toBe('a\\tb\t\\N\tc\\\\d\\r\\n\t\n');
   });
 
+  it('writes rows of several megabytes, and values wider than its buffers, whole', () => {
+    const wide = 'é'.repeat(700_000); // 1.4 MB of UTF-8, more than one buffer
+    const rows = Array.from({ length: 40_000 }, (_, i) => [String(i), i % 7 === 0 ? null : `ü${i}\t`]);
+    rows.splice(20_000, 0, [wide, 'after']);
+    const expected = rows
+      .map((row) => row.map((v) => (v === null ? '\\N' : v.replace('\t', '\\t'))).join('\t'))
+      .join('\n');
+    expect(copyTextOf(rows).toString('utf8')).toBe(`${expected}\n`);
+  });
+
   it('reads back what was encoded, however the bytes are cut', async () => {
     await fc.assert(
       fc.asyncProperty(table, async ({ width, rows: values, fancy, seed, cuts, batchRows, lastNewline }) => {

@@ -248,7 +248,10 @@ function wholeRow(columns: readonly ColumnSchema[], after: Row): ColumnValue[] |
     if (value === undefined) return undefined;
     row[i] = value;
   }
-  return Object.keys(after).length === columns.length ? row : undefined;
+  // Counted without Object.keys, which would make an array per row.
+  let count = 0;
+  for (const _ in after) count++;
+  return count === columns.length ? row : undefined;
 }
 
 // Where each key column sits in a whole row, per table.
