@@ -57,11 +57,13 @@ export async function serverVersion(url: string): Promise<number> {
 async function resetWhileRunning(r: Replication, workload: Workload, sourceVersion: number): Promise<void> {
   await r.resume();
   const base = workload.baseRows ?? 0;
-  // Twice: a confirmation moves restart_lsn only to the one candidate the slot holds, which may
-  // lie in older WAL; the second round's candidate is this reset's own running-xacts record
+  // At least twice: a confirmation moves restart_lsn only to the one candidate the slot holds,
+  // which may lie in older WAL; a later round's candidate is this reset's own running-xacts record
   // (pg_log_standby_snapshot, PostgreSQL 16+; a checkpoint writes one too, before that), so the
-  // next resume reads little but the backlog.
-  for (let round = 0; round < 2; round++) {
+  // next resume reads little but the backlog. Until it does: a slot left behind would make its
+  // system read the WAL written since (another system's backlog, when it ran first) on resume, and
+  // the comparison would depend on which system ran first.
+  for (let round = 0; round < 2 || (round < MAX_RESET_ROUNDS && (await walToReadMiB(r)) > 1); round++) {
     await sqlOn(r.sourceUrl, sourceVersion >= 16 ? 'SELECT pg_log_standby_snapshot()' : 'CHECKPOINT');
     if (round === 0 || base === 0) {
       // One transaction: the sink goes from the previous drain's rows straight to the base rows.
@@ -82,6 +84,9 @@ async function resetWhileRunning(r: Replication, workload: Workload, sourceVersi
   }
   await r.pause();
 }
+
+/** Rounds of the reset that try to bring restart_lsn up to the slot's confirmed position. */
+const MAX_RESET_ROUNDS = 6;
 
 /** WAL a resume must read from the slot's restart_lsn, in MiB. */
 async function walToReadMiB(r: Replication): Promise<number> {
