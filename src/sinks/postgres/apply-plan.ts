@@ -33,11 +33,11 @@ export interface Statement {
   copy?: { text: string; target: TableRef; rows: ColumnValue[][] };
 }
 
-/** Rows of one set-based statement, deduplicated by the key they address. */
+/** Rows of one set-based statement, one per key they address (the final states are, per key). */
 type RowGroup = {
   table: TargetTable;
   columns: ColumnSchema[];
-  rows: Map<string, ColumnValue[]>;
+  rows: ColumnValue[][];
   /** Every row comes from an insert. */
   inserts: boolean;
 };
@@ -77,19 +77,24 @@ function presentColumns(
   const all = table.source.columns;
   const toast = event.unchangedToast;
   // Runs once per event: plain loops, and the table's own array when every column is there.
-  const columns: ColumnSchema[] = [];
   let sent = 0;
-  for (const column of all) {
-    if (!Object.hasOwn(after, column.name)) continue;
-    sent++;
-    if (!toast?.includes(column.name)) columns.push(column);
-  }
-  if (sent !== Object.keys(after).length) {
+  for (const column of all) if (Object.hasOwn(after, column.name)) sent++;
+  if (sent !== columnCount(after)) {
     const unknown = Object.keys(after).find((name) => !all.some((c) => c.name === name));
     const { schema, table: t } = table.source;
     throw new Error(`column ${JSON.stringify(unknown)} of ${schema}.${t} is not in its schema`);
   }
+  if (sent === all.length && !toast?.length) return WHOLE.get(all) ?? wholeOf(all);
+  const columns = all.filter((c) => Object.hasOwn(after, c.name) && !toast?.includes(c.name));
   return columns.length === all.length ? { columns: all, missing: false } : { columns, missing: true };
+}
+
+// The answer for a whole image, made once per table's columns.
+const WHOLE = new WeakMap<ColumnSchema[], { columns: ColumnSchema[]; missing: false }>();
+function wholeOf(all: ColumnSchema[]): { columns: ColumnSchema[]; missing: false } {
+  const whole = { columns: all, missing: false as const };
+  WHOLE.set(all, whole);
+  return whole;
 }
 
 /** The new key of an insert or update: from `after`, or from the old key for a key column not sent (TOAST). */
@@ -248,10 +253,14 @@ function wholeRow(columns: readonly ColumnSchema[], after: Row): ColumnValue[] |
     if (value === undefined) return undefined;
     row[i] = value;
   }
-  // Counted without Object.keys, which would make an array per row.
+  return columnCount(after) === columns.length ? row : undefined;
+}
+
+/** The columns a row image holds, counted without Object.keys, which would make an array per row. */
+function columnCount(row: Row): number {
   let count = 0;
-  for (const _ in after) count++;
-  return count === columns.length ? row : undefined;
+  for (const _ in row) count++;
+  return count;
 }
 
 // Where each key column sits in a whole row, per table.
@@ -276,7 +285,7 @@ function rowKey(table: TargetTable, row: ColumnValue[]): string | undefined {
 
 /** One table's final states as groups of one statement kind and one set of columns: deletes first. */
 function groupsOf(table: TargetTable, rows: Map<string, FinalState>): Group[] {
-  const deletes: Group = { kind: 'delete', table, columns: table.keys, rows: new Map(), inserts: false };
+  const deletes: Group = { kind: 'delete', table, columns: table.keys, rows: [], inserts: false };
   const upserts: RowGroup[] = [];
   const updates: RowGroup[] = [];
   const groupFor = (list: RowGroup[], columns: ColumnSchema[], make: () => RowGroup) => {
@@ -286,23 +295,23 @@ function groupsOf(table: TargetTable, rows: Map<string, FinalState>): Group[] {
     list.push(group);
     return group;
   };
-  for (const [at, state] of rows) {
+  for (const state of rows.values()) {
     if (state.kind === 'delete') {
-      deletes.rows.set(at, state.key);
+      deletes.rows.push(state.key);
       continue;
     }
     const { columns, row } = state;
     if (state.kind === 'upsert') {
-      const group = groupFor(upserts, columns, () => ({ table, columns, rows: new Map(), inserts: true }));
+      const group = groupFor(upserts, columns, () => ({ table, columns, rows: [], inserts: true }));
       if (!state.insert) group.inserts = false;
-      group.rows.set(at, row);
+      group.rows.push(row);
     } else {
-      const group = groupFor(updates, columns, () => ({ table, columns, rows: new Map(), inserts: false }));
-      group.rows.set(at, [...row, ...state.key]);
+      const group = groupFor(updates, columns, () => ({ table, columns, rows: [], inserts: false }));
+      group.rows.push([...row, ...state.key]);
     }
   }
   return [
-    ...(deletes.rows.size > 0 ? [deletes] : []),
+    ...(deletes.rows.length > 0 ? [deletes] : []),
     ...upserts.map((g): Group => ({ kind: 'upsert', ...g })),
     ...updates.map((g): Group => ({ kind: 'update', ...g })),
   ];
@@ -325,7 +334,7 @@ function statementsOf(group: Group, maxRows: number): Statement[] {
     const values = transpose([group.row], columns.length + table.keys.length);
     return [{ text, values, rows: rowsOf(group) }];
   }
-  return rowStatements(group, [...group.rows.values()], maxRows);
+  return rowStatements(group, group.rows, maxRows);
 }
 
 /** Where the source table's key columns are among a statement's parameters. */

@@ -4,6 +4,7 @@ import type { HeldTransaction } from '../../core/held-transaction.js';
 import { failureOn, surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import type { ChangeBatch } from '../../core/sink.js';
 import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
+import { arrayParameters } from './array-literal.js';
 import { copyRowsUnlessPresent } from './copy-rows.js';
 
 export interface HeldTransactionDeps {
@@ -53,7 +54,7 @@ class PostgresHeldTransaction implements HeldTransaction {
   async apply(changes: ChangeEvent[]): Promise<void> {
     for (const statement of planBatch(changes, (ref) => this.deps.lookup(ref))) {
       if (statement.copy && (await this.copyRows(statement.copy))) continue;
-      await this.query(statement.text, statement.values);
+      await this.query(statement.text, arrayParameters(statement.values));
     }
   }
 

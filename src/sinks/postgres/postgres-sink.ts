@@ -22,6 +22,7 @@ import { inTransaction, type TransactionDriver } from '../sql-transaction.js';
 import { tableRefKey } from '../table-ref-key.js';
 import { refuseSharedTargets } from '../target-names.js';
 import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
+import { arrayParameters } from './array-literal.js';
 import { postgresComparison } from './comparison.js';
 import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
 import { copyRowsUnlessPresent } from './copy-rows.js';
@@ -257,7 +258,7 @@ class PostgresSink implements Sink {
       for (const [i, statement] of statements.entries()) {
         running(i);
         if (statement.copy && (await this.copyRows(client, statement.copy))) continue;
-        await client.query(statement.text, statement.values);
+        await client.query(statement.text, arrayParameters(statement.values));
       }
       running(-1);
     });

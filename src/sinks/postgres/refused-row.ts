@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { ColumnValue } from '../../core/change.js';
 import { RefusedChangeError } from '../refused-change.js';
 import type { Statement } from './apply-plan.js';
+import { arrayParameters } from './array-literal.js';
 import { unreadableColumn } from './unreadable-value.js';
 
 const rowsIn = (statement: Statement) => statement.values[0]?.length ?? 0;
@@ -32,7 +33,7 @@ export async function refusedChange(
     await client.query('SAVEPOINT probe');
     try {
       const prefix = firstRows(refused, count);
-      await client.query(prefix.text, prefix.values);
+      await client.query(prefix.text, arrayParameters(prefix.values));
       return false;
     } catch {
       return true;
@@ -45,7 +46,7 @@ export async function refusedChange(
   try {
     await client.query('BEGIN');
     for (const statement of statements.slice(0, refusedAt))
-      await client.query(statement.text, statement.values);
+      await client.query(statement.text, arrayParameters(statement.values));
     let lo = 1;
     let hi = rowsIn(refused);
     if (hi > 0 && (await fails(hi))) {
