@@ -16,6 +16,8 @@ import type { CopyGate } from './snapshot/copy-gate.js';
 export interface StreamApplierOptions {
   /** Every item that arrived since the last call, in order; null when the stream ended. */
   next(): Promise<StreamItem[] | null>;
+  /** How far the source's log reaches past what arrived (ChangeStream.walBehindBytes). */
+  walBehindBytes?(): number;
   ack(lsn: bigint): void;
   sink: Sink;
   limits: BatchLimits;
@@ -41,6 +43,12 @@ export interface StreamApplierOptions {
   /** Watches table shapes announced by the stream. */
   schema?: Pick<SchemaGuard, 'project' | 'onRelation'> & Partial<Pick<SchemaGuard, 'shapeFor'>>;
 }
+
+/**
+ * The source's log this far past what arrived says a backlog is on its way (under a live load it
+ * is a few kilobytes: what committed while the last message was sent).
+ */
+const BEHIND_BYTES = 1024 * 1024;
 
 /** How the stream ended: told to stop (or the source ended it), or held for a schema review. */
 export type ApplyOutcome = 'stopped' | 'held-for-schema';
@@ -82,9 +90,12 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     onWriteEnded: () => wakeAll(),
   });
 
+  // A backlog on its way: batches gather until full or BEHIND_WAIT_MS.
+  const behind = () => (options.walBehindBytes?.() ?? 0) >= BEHIND_BYTES;
+
   /** Starts writing the committed transactions, unless the sink is busy or the batch still gathers. */
   const startWrite = () => {
-    if (writer.busy || writer.failed || !builder.due()) return;
+    if (writer.busy || writer.failed || !builder.due(behind())) return;
     const taken = builder.take();
     if (taken) writer.start(taken.changes, taken.position);
   };
@@ -238,12 +249,12 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
       await backfillTurn();
       writer.throwIfFailed();
       startWrite();
-      // A batch that gathers (batch_max_wait_ms) is written at its deadline even if nothing else comes.
-      if (builder.hasCommitted && !writer.busy && !deadline && limits.maxWaitMs > 0) {
+      // A batch that gathers (batch_max_wait_ms, or behind) is written at its deadline even if nothing else comes.
+      if (builder.hasCommitted && !writer.busy && !deadline && builder.waitMs(behind()) > 0) {
         deadline = setTimeout(() => {
           deadline = undefined;
           wakeAll();
-        }, builder.msUntilDue());
+        }, builder.msUntilDue(behind()));
         deadline.unref();
       }
       // Backpressure: a full batch waits for the write under way rather than growing without end.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ChangeEvent } from '../../src/core/change.js';
-import { BatchBuilder, valueBytes } from '../../src/runtime/apply/batch-builder.js';
+import { BatchBuilder, BEHIND_WAIT_MS, valueBytes } from '../../src/runtime/apply/batch-builder.js';
 
 const change = (id: string, value = ''): ChangeEvent => ({
   op: 'insert',
@@ -197,5 +197,24 @@ describe('BatchBuilder', () => {
     expect(full.due()).toBe(false);
     transaction(full, 'b', 1, 200n);
     expect(full.due()).toBe(true);
+  });
+
+  it('gathers at least BEHIND_WAIT_MS while a backlog is on its way, or until full', () => {
+    let now = 1_000;
+    const clock = () => now;
+    const builder = new BatchBuilder(limits(2, 1 << 30, 0), clock);
+    transaction(builder, 'a', 1, 100n);
+    expect(builder.due()).toBe(true);
+    expect(builder.due(true)).toBe(false);
+    expect(builder.msUntilDue(true)).toBe(BEHIND_WAIT_MS);
+    now += BEHIND_WAIT_MS;
+    expect(builder.due(true)).toBe(true);
+    // A longer batch_max_wait_ms stays the wait.
+    const patient = new BatchBuilder(limits(2, 1 << 30, 500), clock);
+    transaction(patient, 'a', 1, 100n);
+    expect(patient.waitMs(true)).toBe(500);
+    expect(patient.due(true)).toBe(false);
+    transaction(patient, 'b', 1, 200n);
+    expect(patient.due(true)).toBe(true);
   });
 });

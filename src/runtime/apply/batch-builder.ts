@@ -37,6 +37,9 @@ export type PositionFate = 'with-changes' | 'with-batch' | 'nothing-waits' | 'ig
  * those of the transaction still open, with their size and the position the committed ones end
  * at. Synchronous and free of I/O; taking a change in makes no array.
  */
+/** How long a batch gathers at least while a backlog arrives (see `due`): a bound on the lag it adds. */
+export const BEHIND_WAIT_MS = 25;
+
 export class BatchBuilder {
   /** The committed changes first (`committedCount` of them), then the open transaction's. */
   private changes: ChangeEvent[] = [];
@@ -119,15 +122,26 @@ export class BatchBuilder {
     );
   }
 
-  /** Whether the committed changes are to be written now: the batch is full or waited `maxWaitMs`. */
-  due(): boolean {
+  /**
+   * Whether the committed changes are to be written now: the batch is full or waited `maxWaitMs`.
+   * With `behind` (a backlog is on its way from the source), it waits at least BEHIND_WAIT_MS to
+   * fill: a batch written as soon as the sink is free would hold only what arrived during the last
+   * write, and many small sink transactions drain a backlog slower than a few full ones.
+   */
+  due(behind = false): boolean {
     if (this.committedCount === 0) return false;
-    return this.full() || this.limits.maxWaitMs <= 0 || this.now() >= this.startedAt + this.limits.maxWaitMs;
+    const wait = this.waitMs(behind);
+    return this.full() || wait <= 0 || this.now() >= this.startedAt + wait;
   }
 
   /** Milliseconds until the committed changes are due by their wait (0 when they are). */
-  msUntilDue(): number {
-    return Math.max(0, this.startedAt + this.limits.maxWaitMs - this.now());
+  msUntilDue(behind = false): number {
+    return Math.max(0, this.startedAt + this.waitMs(behind) - this.now());
+  }
+
+  /** How long a batch may gather: `maxWaitMs`, and at least BEHIND_WAIT_MS while behind. */
+  waitMs(behind: boolean): number {
+    return behind ? Math.max(this.limits.maxWaitMs, BEHIND_WAIT_MS) : this.limits.maxWaitMs;
   }
 
   /** Takes the committed transactions out of the batch, for one sink write; null when there are none. */

@@ -58,6 +58,7 @@ export function startChangeStream(options: ChangeStreamOptions): PostgresChangeS
     ack: (lsn) => runner.ack(lsn),
     close: () => runner.close(),
     stats: () => runner.stats(),
+    walBehindBytes: () => runner.walBehindBytes(),
   };
 }
 
@@ -112,6 +113,10 @@ class ChangeStreamRunner {
 
   ack(lsn: bigint): void {
     this.connection.ack(lsn);
+  }
+
+  walBehindBytes(): number {
+    return this.connection.walBehindBytes;
   }
 
   stats(): PostgresStreamStats {
