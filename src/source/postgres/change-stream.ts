@@ -95,7 +95,10 @@ class ChangeStreamRunner {
       logger: options.logger,
       live: options.live ?? false,
     });
-    this.connection = new ReplicationConnection(options, (input) => this.onInput(input));
+    this.connection = new ReplicationConnection(options, {
+      message: (buffer, start, end) => this.onMessage(buffer, start, end),
+      input: (input) => this.onInput(input),
+    });
   }
 
   start(): void {
@@ -194,29 +197,45 @@ class ChangeStreamRunner {
     return this.shutdownDone;
   }
 
+  /** A message as it arrives: decoded in place, unless a replay holds the stream. */
+  private onMessage(buffer: Buffer, start: number, end: number): void {
+    if (this.closed || this.failure) return;
+    // A message is only valid during the call: a held one is copied.
+    if (this.holding()) this.hold({ kind: 'message', payload: Buffer.from(buffer.subarray(start, end)) });
+    else this.accept(buffer, start, end);
+  }
+
   private onInput(input: ReplicationInput): void {
     if (this.closed || this.failure) return;
-    if (this.replaying || this.held.length > 0) {
-      // A payload is only valid during the call: a held one is copied.
-      this.held.push(
-        input.kind === 'message' ? { kind: 'message', payload: Buffer.from(input.payload) } : input,
-      );
-      this.maxBufferedMessages = Math.max(this.maxBufferedMessages, this.held.length);
-      this.updateFlow();
-      return;
-    }
-    this.handle(input);
+    if (this.holding()) this.hold(input);
+    else this.handle(input);
+  }
+
+  /** Whether what arrives waits: a streamed transaction replays, or what arrived during one is not handled yet. */
+  private holding(): boolean {
+    return this.replaying || this.held.length > 0;
+  }
+
+  private hold(input: ReplicationInput): void {
+    this.held.push(input);
+    this.maxBufferedMessages = Math.max(this.maxBufferedMessages, this.held.length);
+    this.updateFlow();
   }
 
   private handle(input: ReplicationInput): void {
+    if (input.kind === 'message') return this.accept(input.payload, 0, input.payload.length);
     try {
       if (input.kind === 'error') throw input.error;
-      if (input.kind === 'keepalive') {
-        this.assembler.keepalive(input.walEnd);
-      } else {
-        const replay = this.assembler.accept(input.payload);
-        if (replay) void this.replay(replay);
-      }
+      this.assembler.keepalive(input.walEnd);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  private accept(buffer: Buffer, start: number, end: number): void {
+    try {
+      const replay = this.assembler.accept(buffer, start, end);
+      if (replay) void this.replay(replay);
     } catch (error) {
       this.fail(error);
     }

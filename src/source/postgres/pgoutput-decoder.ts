@@ -85,22 +85,46 @@ export function pgTimestampToIso(micros: bigint): string {
 
 /** Sequential big-endian reader over one message. */
 export class Reader {
+  private start: number;
+  private end: number;
+
+  /** Reads `buf`, a message from its first byte to its end, from `offset` on. */
   constructor(
-    private readonly buf: Buffer,
+    private buf: Buffer,
     public offset = 0,
-  ) {}
+  ) {
+    this.start = 0;
+    this.end = buf.length;
+  }
+
+  /**
+   * Reads `buf` from `offset` to `end`, the message's first byte at `start`: one reader serves
+   * every message of a stream.
+   */
+  reset(buf: Buffer, offset: number, end = buf.length, start = 0): this {
+    this.buf = buf;
+    this.offset = offset;
+    this.end = end;
+    this.start = start;
+    return this;
+  }
 
   /** Whether every byte was read. */
   get atEnd(): boolean {
-    return this.offset >= this.buf.length;
+    return this.offset >= this.end;
   }
 
   private need(n: number): void {
-    if (this.offset + n > this.buf.length) {
-      throw new PgoutputProtocolError(
-        `truncated pgoutput message '${String.fromCharCode(this.buf[0] ?? 0)}' (${this.buf.length} bytes)`,
-      );
+    if (this.offset + n > this.end) {
+      const tag = String.fromCharCode(this.buf[this.start] ?? 0);
+      throw new PgoutputProtocolError(`truncated pgoutput message '${tag}' (${this.end - this.start} bytes)`);
     }
+  }
+
+  /** Passes over `n` bytes (a field not needed: nothing is made of it). */
+  skip(n: number): void {
+    this.need(n);
+    this.offset += n;
   }
 
   uint8(): number {
@@ -155,7 +179,8 @@ export class Reader {
 
   string(): string {
     const end = this.buf.indexOf(0, this.offset);
-    if (end < 0) throw new PgoutputProtocolError('unterminated string in pgoutput message');
+    if (end < 0 || end >= this.end)
+      throw new PgoutputProtocolError('unterminated string in pgoutput message');
     const s = this.buf.toString('utf8', this.offset, end);
     this.offset = end + 1;
     return s;

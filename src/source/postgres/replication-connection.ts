@@ -24,6 +24,14 @@ export type ReplicationInput =
   | { kind: 'keepalive'; walEnd: bigint }
   | { kind: 'error'; error: SlotMissingError | SourceConnectionError };
 
+/** Where the connection delivers, in the order the server sent it. */
+export interface ReplicationReceiver {
+  /** A message of the plugin, in `buffer` from `start` to `end`: only valid during the call. */
+  message(buffer: Buffer, start: number, end: number): void;
+  /** A keepalive, or the error that ends the stream. */
+  input(input: Exclude<ReplicationInput, { kind: 'message' }>): void;
+}
+
 export interface ReplicationConnectionOptions {
   /** Settings of an ordinary connection to the source database (the replication flag is added). */
   connection: pg.ClientConfig;
@@ -73,7 +81,7 @@ export class ReplicationConnection {
 
   constructor(
     private readonly options: ReplicationConnectionOptions,
-    private readonly deliver: (input: ReplicationInput) => void,
+    private readonly deliver: ReplicationReceiver,
   ) {
     this.plugin = new PgoutputStreamingPlugin({ publicationNames: [options.publicationName] });
   }
@@ -159,11 +167,11 @@ export class ReplicationConnection {
       const walStart = buffer.readUInt32BE(start + 1) * 2 ** 32 + buffer.readUInt32BE(start + 5);
       const walEnd = buffer.readUInt32BE(start + 9) * 2 ** 32 + buffer.readUInt32BE(start + 13);
       this.behind = Math.max(0, walEnd - walStart);
-      this.deliver({ kind: 'message', payload: buffer.subarray(start + XLOG_DATA_HEADER, end) });
+      this.deliver.message(buffer, start + XLOG_DATA_HEADER, end);
     } else if (tag === KEEPALIVE) {
       // Sent when the server has nothing more to send (or asks for a reply): nothing is on its way.
       this.behind = 0;
-      this.deliver({ kind: 'keepalive', walEnd: buffer.readBigUInt64BE(start + 1) });
+      this.deliver.input({ kind: 'keepalive', walEnd: buffer.readBigUInt64BE(start + 1) });
       if (buffer[start + 17] === 1) this.sendStatus();
     }
   }
@@ -233,7 +241,7 @@ export class ReplicationConnection {
   private fail(error: SlotMissingError | SourceConnectionError): void {
     if (this.closed || this.failed) return;
     this.failed = true;
-    this.deliver({ kind: 'error', error });
+    this.deliver.input({ kind: 'error', error });
   }
 
   private async lost(error: unknown): Promise<void> {

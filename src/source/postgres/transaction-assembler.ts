@@ -65,6 +65,8 @@ const TAG = {
 export class TransactionAssembler {
   private readonly emit: (item: PostgresStreamItem) => void;
   private readonly relations = new RelationCache();
+  // One reader for every message: each is read whole before the next comes.
+  private readonly reader = new Reader(Buffer.alloc(0));
   private readonly directory: SpoolDirectory;
   private readonly memoryLimitBytes: number;
   private readonly logger: SourceLogger | undefined;
@@ -105,16 +107,21 @@ export class TransactionAssembler {
   }
 
   /**
-   * Takes one message (the payload of an XLogData message; only read during the call). Returns
+   * Takes one message (the payload of an XLogData message, in `payload` from `start` to `end`;
+   * only read during the call). Returns
    * the replay of a streamed transaction at its Stream Commit, undefined otherwise. The replay
    * must be run to its end before the next accept() or keepalive(): its relations update the
    * cache as they are reached.
    * @throws PgoutputProtocolError for a malformed message or one out of the protocol's order
    */
-  accept(payload: Buffer): Generator<PostgresStreamItem, void, undefined> | undefined {
+  accept(
+    payload: Buffer,
+    start = 0,
+    end = payload.length,
+  ): Generator<PostgresStreamItem, void, undefined> | undefined {
     if (this.replaying) throw new Error('a message was accepted while a streamed transaction replays');
-    const tag = payload[0];
-    const r = new Reader(payload, 1);
+    const tag = payload[start];
+    const r = this.reader.reset(payload, start + 1, end, start);
     switch (tag) {
       case TAG.begin: {
         if (this.txn || this.streamXid !== undefined)
@@ -130,7 +137,7 @@ export class TransactionAssembler {
         const txn = this.txn;
         if (!txn) throw new PgoutputProtocolError('Commit without Begin');
         r.uint8(); // flags
-        r.lsnValue(); // the commit record's LSN, given at Begin
+        r.skip(8); // the commit record's LSN, given at Begin
         const endLsn = r.lsnValue();
         this.txn = undefined;
         this.counters.transactions++;
@@ -143,8 +150,9 @@ export class TransactionAssembler {
       case TAG.delete:
       case TAG.truncate: {
         if (this.streamXid !== undefined) {
-          (this.streamed.get(this.streamXid) as StreamSpool).append(payload);
-          if (this.live?.xid === this.streamXid) this.emit(this.liveItem(payload, this.live));
+          const message = payload.subarray(start, end);
+          (this.streamed.get(this.streamXid) as StreamSpool).append(message);
+          if (this.live?.xid === this.streamXid) this.emit(this.liveItem(message, this.live));
         } else if (tag === TAG.relation) {
           this.emit(this.relation(r));
         } else if (this.txn) {
@@ -267,7 +275,7 @@ export class TransactionAssembler {
 
   /** Decodes a spooled message, which carries its (sub)transaction's xid after its tag. */
   private replayed(message: Buffer, txn: TransactionInfo): PostgresStreamItem {
-    const r = new Reader(message, 5);
+    const r = this.reader.reset(message, 5);
     const tag = message[0];
     if (tag === TAG.relation) return this.relation(r);
     return { kind: 'change', change: decodeChange(r, dataTag(tag), this.relations, txn) };
@@ -275,7 +283,7 @@ export class TransactionAssembler {
 
   /** A spooled message of the transaction emitted as it arrives, decoded for it. */
   private liveItem(message: Buffer, live: { xid: number; relations: StreamedRelations }): PostgresStreamItem {
-    const r = new Reader(message, 5);
+    const r = this.reader.reset(message, 5);
     const tag = message[0];
     if (tag === TAG.relation) {
       const relation = readRelation(r);
