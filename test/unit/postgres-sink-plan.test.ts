@@ -221,6 +221,20 @@ describe('planning a batch', () => {
     expect(steps[0]?.values).toEqual([['1'], ['last'], [null]]);
   });
 
+  it('finds a key that comes again after keys in ascending order, or among text keys', () => {
+    const rows = (...ids: string[]) => plan(ids.map((id, i) => ins({ id, name: `n${i}`, body: null })));
+    expect(rows('1', '2', '3', '2')[0]?.values).toEqual([
+      ['1', '2', '3'],
+      ['n0', 'n3', 'n2'],
+      [null, null, null],
+    ]);
+    expect(rows('3', '1', '3')[0]?.values[1]).toEqual(['n2', 'n1']);
+    expect(rows('b', 'a', 'b')[0]?.values[1]).toEqual(['n2', 'n1']);
+    // In order, or not, distinct keys stay in arrival order.
+    expect(rows('1', '2', '10')[0]?.values[0]).toEqual(['1', '2', '10']);
+    expect(rows('10', '9', 'x')[0]?.values[0]).toEqual(['10', '9', 'x']);
+  });
+
   it('writes an insert without every column by the columns it has, among whole ones', () => {
     const steps = plan([ins({ id: '1', name: 'whole', body: 'b' }), ins({ id: '2', name: 'part' })]);
     expect(steps.map((s) => s.values)).toEqual([

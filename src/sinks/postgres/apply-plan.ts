@@ -224,25 +224,47 @@ function insertsOnly(
   changes: readonly ChangeEvent[],
   lookup: (ref: TableRef) => TargetTable,
 ): Map<TargetTable, ColumnValue[][]> | undefined {
-  const byTable = new Map<TargetTable, { rows: ColumnValue[][]; keys: Set<string> }>();
+  const byTable = new Map<TargetTable, InsertedRows>();
   for (const event of changes) {
     if (event.op !== 'insert' || !event.after || event.unchangedToast?.length) return undefined;
     const table = lookup(event.table);
     const row = wholeRow(table.source.columns, event.after);
     if (!row) return undefined;
     const key = rowKey(table, row);
+    if (key === undefined) return undefined;
     let entry = byTable.get(table);
     if (!entry) {
-      entry = { rows: [], keys: new Set() };
+      entry = { rows: [], last: Number.NEGATIVE_INFINITY, keys: undefined };
       byTable.set(table, entry);
     }
-    if (key === undefined || entry.keys.has(key)) return undefined;
+    if (!entry.keys) {
+      // Keys in ascending numeric order (a serial or identity key: new rows) are distinct by that
+      // order alone. Number() of two equal keys is equal, and NaN (text, composite keys) is never
+      // greater: either ends the order, and a set of the keys so far takes over.
+      const n = Number(key);
+      if (n > entry.last) {
+        entry.last = n;
+        entry.rows.push(row);
+        continue;
+      }
+      entry.keys = new Set(entry.rows.map((earlier) => rowKey(table, earlier) as string));
+    }
+    if (entry.keys.has(key)) return undefined;
     entry.keys.add(key);
     entry.rows.push(row);
   }
   const rows = new Map<TargetTable, ColumnValue[][]>();
   for (const [table, entry] of byTable) rows.set(table, entry.rows);
   return rows;
+}
+
+/** One table's rows of an insert-only batch, and what tells their keys apart. */
+interface InsertedRows {
+  rows: ColumnValue[][];
+  /** The numeric value of the last key, while every key so far came in ascending numeric order. */
+  last: number;
+  /** Every key so far, once they did not. */
+  keys: Set<string> | undefined;
 }
 
 /** The values of `after` in table order; undefined unless it has exactly the table's columns. */

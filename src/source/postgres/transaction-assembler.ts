@@ -62,6 +62,14 @@ const TAG = {
  * Protocol violations throw PgoutputProtocolError; the assembler is unusable after one. Its only
  * I/O is the spool files, which dispose() deletes.
  */
+/** The streamed transaction whose changes are handed over as they arrive. */
+interface LiveTransaction {
+  xid: number;
+  relations: StreamedRelations;
+  /** What its last change was decoded for (its subtransaction's xid). */
+  txn: TransactionInfo | undefined;
+}
+
 export class TransactionAssembler {
   private readonly emit: (item: PostgresStreamItem) => void;
   private readonly relations = new RelationCache();
@@ -81,7 +89,7 @@ export class TransactionAssembler {
   private lastIdle = 0n;
   private readonly liveWanted: boolean;
   /** The streamed transaction emitted as it arrives, with the relations its changes decode with. */
-  private live: { xid: number; relations: StreamedRelations } | undefined;
+  private live: LiveTransaction | undefined;
   private readonly counters: Omit<AssemblerStats, 'arrivingSinceMs'> = {
     transactions: 0,
     streamedTransactions: 0,
@@ -174,7 +182,7 @@ export class TransactionAssembler {
           this.streamed.set(xid, this.newSpool(xid));
           this.arrivedAt.set(xid, Date.now());
           if (this.liveWanted && !this.live)
-            this.live = { xid, relations: new StreamedRelations(this.relations) };
+            this.live = { xid, relations: new StreamedRelations(this.relations), txn: undefined };
           this.logger?.debug({ xid }, 'spooling a streamed in-progress transaction');
         }
         this.streamXid = xid;
@@ -282,7 +290,7 @@ export class TransactionAssembler {
   }
 
   /** A spooled message of the transaction emitted as it arrives, decoded for it. */
-  private liveItem(message: Buffer, live: { xid: number; relations: StreamedRelations }): PostgresStreamItem {
+  private liveItem(message: Buffer, live: LiveTransaction): PostgresStreamItem {
     const r = this.reader.reset(message, 5);
     const tag = message[0];
     if (tag === TAG.relation) {
@@ -290,8 +298,11 @@ export class TransactionAssembler {
       live.relations.set(relation);
       return { kind: 'stream-relation', xid: live.xid, relation };
     }
-    // Its commit is not known yet: the sink path these changes take reads neither field.
-    const txn = { xid: message.readUInt32BE(1), commitLsn: UNKNOWN_COMMIT_LSN, commitTime: '' };
+    // Its commit is not known yet: the sink path these changes take reads neither field. One per
+    // (sub)transaction in a row, not one per change.
+    const xid = message.readUInt32BE(1);
+    if (live.txn?.xid !== xid) live.txn = { xid, commitLsn: UNKNOWN_COMMIT_LSN, commitTime: '' };
+    const txn = live.txn;
     return {
       kind: 'stream-change',
       xid: live.xid,
