@@ -297,7 +297,8 @@ export function copyTextOf(rows: readonly (readonly ColumnValue[])[]): Buffer {
   const full: Buffer[] = [];
   let out = Buffer.allocUnsafe(COPY_CHUNK_BYTES);
   let at = 0;
-  for (const row of rows) {
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r] as readonly ColumnValue[];
     for (let i = 0; i < row.length; i++) {
       const value = row[i];
       // Room for the value (a UTF-16 unit is at most 3 bytes, an escaped one 2), a separator and the newline.

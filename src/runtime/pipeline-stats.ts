@@ -197,7 +197,8 @@ export class PipelineStats {
 
   /** A batch became durable in the sink, after `seconds` of writing. */
   recordApplied(changes: readonly ChangeEvent[], checkpointLsn: bigint, seconds = 0, now = Date.now()): void {
-    for (const change of changes) this.#eventsByOp[change.op]++;
+    // Indexed: a for-of here made an iterator result per change.
+    for (let i = 0; i < changes.length; i++) this.#eventsByOp[(changes[i] as ChangeEvent).op]++;
     this.count(changes.length);
     this.recordWrite(changes.length, seconds, now);
     this.recordCheckpoint(checkpointLsn, now);
@@ -211,7 +212,7 @@ export class PipelineStats {
    * only ever added what a checkpoint made durable, whatever the crash point.
    */
   recordPiece(changes: readonly ChangeEvent[], seconds = 0, now = Date.now()): void {
-    for (const change of changes) this.piecesByOp[change.op]++;
+    for (let i = 0; i < changes.length; i++) this.piecesByOp[(changes[i] as ChangeEvent).op]++;
     this.piecesEvents += changes.length;
     this.recordWrite(changes.length, seconds, now);
     this.madeProgress();

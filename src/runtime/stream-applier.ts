@@ -268,8 +268,9 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
       const items = outcome.value;
       pending = null;
       if (items === null) break;
-      for (const item of items) {
-        const taking = take(item);
+      // Indexed: a for-of in this function made an iterator result per item.
+      for (let i = 0; i < items.length; i++) {
+        const taking = take(items[i] as StreamItem);
         if (taking && (await taking) === 'hold') return 'held-for-schema';
         if (writer.busy && builder.full(2)) await writer.settle();
         writer.throwIfFailed();

@@ -225,7 +225,8 @@ function insertsOnly(
   lookup: (ref: TableRef) => TargetTable,
 ): Map<TargetTable, ColumnValue[][]> | undefined {
   const byTable = new Map<TargetTable, InsertedRows>();
-  for (const event of changes) {
+  for (let i = 0; i < changes.length; i++) {
+    const event = changes[i] as ChangeEvent;
     if (event.op !== 'insert' || !event.after || event.unchangedToast?.length) return undefined;
     const table = lookup(event.table);
     const row = wholeRow(table.source.columns, event.after);

@@ -65,13 +65,14 @@ export class StreamSpool {
     return this.file !== undefined;
   }
 
-  /** Adds a copy of one message (a data or Relation message, with its xid prefix). */
-  append(message: Buffer): void {
+  /** Adds a copy of one message (a data or Relation message, with its xid prefix), from `start` to `end`. */
+  append(message: Buffer, start = 0, end = message.length): void {
     this.count++;
-    const need = FRAME_HEADER + message.length;
+    const length = end - start;
+    const need = FRAME_HEADER + length;
     if (this.used + need > this.block.length) this.sealBlock(need);
-    this.block.writeUInt32BE(message.length, this.used);
-    message.copy(this.block, this.used + FRAME_HEADER);
+    this.block.writeUInt32BE(length, this.used);
+    message.copy(this.block, this.used + FRAME_HEADER, start, end);
     this.used += need;
   }
 

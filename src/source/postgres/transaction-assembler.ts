@@ -158,9 +158,8 @@ export class TransactionAssembler {
       case TAG.delete:
       case TAG.truncate: {
         if (this.streamXid !== undefined) {
-          const message = payload.subarray(start, end);
-          (this.streamed.get(this.streamXid) as StreamSpool).append(message);
-          if (this.live?.xid === this.streamXid) this.emit(this.liveItem(message, this.live));
+          (this.streamed.get(this.streamXid) as StreamSpool).append(payload, start, end);
+          if (this.live?.xid === this.streamXid) this.emit(this.liveItem(payload, start, end, this.live));
         } else if (tag === TAG.relation) {
           this.emit(this.relation(r));
         } else if (this.txn) {
@@ -290,9 +289,9 @@ export class TransactionAssembler {
   }
 
   /** A spooled message of the transaction emitted as it arrives, decoded for it. */
-  private liveItem(message: Buffer, live: LiveTransaction): PostgresStreamItem {
-    const r = this.reader.reset(message, 5);
-    const tag = message[0];
+  private liveItem(message: Buffer, start: number, end: number, live: LiveTransaction): PostgresStreamItem {
+    const r = this.reader.reset(message, start + 5, end, start);
+    const tag = message[start];
     if (tag === TAG.relation) {
       const relation = readRelation(r);
       live.relations.set(relation);
@@ -300,7 +299,7 @@ export class TransactionAssembler {
     }
     // Its commit is not known yet: the sink path these changes take reads neither field. One per
     // (sub)transaction in a row, not one per change.
-    const xid = message.readUInt32BE(1);
+    const xid = message.readUInt32BE(start + 1);
     if (live.txn?.xid !== xid) live.txn = { xid, commitLsn: UNKNOWN_COMMIT_LSN, commitTime: '' };
     const txn = live.txn;
     return {
