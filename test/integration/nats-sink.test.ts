@@ -314,14 +314,13 @@ describe('nats sink, through the sink contract', () => {
   it('fails with an unreachable error, not a hang, when NATS cannot be reached', async () => {
     const port = await freePort();
     const p = pipeline({}, `nats://127.0.0.1:${port}`);
-    const started = Date.now();
+    // Refused at once: a hang would meet the test's own timeout.
     const failure = await p.open().catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(Error);
     expect((failure as Error).message).toContain(
       `cannot connect to NATS at 127.0.0.1:${port}: connection refused`,
     );
     expect(isUnreachable(failure)).toBe(true);
-    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('refuses to go on in plain text when tls:// asks for TLS', async () => {
@@ -348,7 +347,7 @@ describe('nats sink, through the sink contract', () => {
         epoch: 1,
       });
       await proxy.down();
-      const started = Date.now();
+      // Fails rather than hangs: a hang would meet the test's own timeout.
       const failure = await sink
         .applyBatch({
           changes: Array.from({ length: 2000 }, (_, i) =>
@@ -360,7 +359,6 @@ describe('nats sink, through the sink contract', () => {
         .catch((error: unknown) => error);
       expect(failure).toBeInstanceOf(Error);
       expect(isUnreachable(failure)).toBe(true);
-      expect(Date.now() - started).toBeLessThan(5_000);
       expect(await sink.readCheckpoint()).toEqual({ lsn: t1.end, epoch: 1 });
       await sink.close();
       await sink.close();

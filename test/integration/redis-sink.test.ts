@@ -220,11 +220,10 @@ describe('redis sink, through the sink contract', () => {
       properties: {},
       state: memorySinkState(),
     });
-    const started = Date.now();
+    // Refused at once: a hang would meet the test's own timeout.
     await expect(sink.open([orders])).rejects.toThrow(
       `cannot reach Redis at 127.0.0.1:${port}: connect ECONNREFUSED`,
     );
-    expect(Date.now() - started).toBeLessThan(5_000);
     await sink.close();
     await sink.close();
   });

@@ -301,14 +301,12 @@ describe('webhook sink, through the sink contract', () => {
       { url: `http://127.0.0.1:${silent.port}/` },
     );
     const t = tx(7);
-    const started = Date.now();
     const error = await failure(
       sink.applyBatch({ changes: [ev(t, { op: 'insert', after: { id: '9' } })], commitLsn: t.end, epoch: 1 }),
     );
     expect(error.message).toMatch(/no complete answer within 300 ms/);
     expect([error.code, isUnreachable(error)]).toEqual(['WEBHOOK_UNAVAILABLE', true]);
     expect(silent.requests.length).toBe(2);
-    expect(Date.now() - started).toBeLessThan(5000);
 
     const closed = await Receiver.start(createHttpServer());
     const port = closed.port;
