@@ -110,6 +110,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       pool,
       spoolDir: spool.path,
       warnRetainedWalBytes: config.slotWalWarningBytes,
+      statusIntervalMs: config.sourceStatusIntervalMs,
       logger: logger.child({ component: 'replication' }),
       resolveConnection,
     });

@@ -46,6 +46,8 @@ export interface Config {
   slotWalWarningBytes: number;
   /** How long a worker's leases last without a heartbeat: the bound on a dead worker's pipelines waiting. */
   leaseTtlMs: number;
+  /** How often a replication connection reports its position when nothing else does. */
+  sourceStatusIntervalMs: number;
   /** What connections may reach on this machine: Unix sockets, TLS files. Nothing by default. */
   connections: LocalAccessPolicy;
   /**
@@ -216,6 +218,13 @@ export const OPTIONS: readonly OptionSpec[] = [
     description: "how long a dead worker's pipelines wait before another worker takes them",
   },
   {
+    key: 'source_status_interval',
+    flag: 'source-status-interval',
+    default: '10s',
+    description:
+      'how often a replication connection reports its position to the source when nothing else does (a position applied is reported at once)',
+  },
+  {
     key: 'slot_wal_warning',
     flag: 'slot-wal-warning',
     default: '10GiB',
@@ -372,6 +381,14 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
   if (slotWalWarningBytes === undefined) {
     throw new ConfigError('slot_wal_warning', `must be a size such as 10GiB or 500MB (got "${walWarning}")`);
   }
+  const statusText = value('source_status_interval') as string;
+  const sourceStatusIntervalMs = parseDuration(statusText);
+  if (sourceStatusIntervalMs === undefined || sourceStatusIntervalMs < 1_000) {
+    throw new ConfigError(
+      'source_status_interval',
+      `must be a duration of at least 1s such as 10s (got "${statusText}")`,
+    );
+  }
   const leaseText = value('fleet.lease_ttl') as string;
   const leaseTtlMs = parseDuration(leaseText);
   if (leaseTtlMs === undefined || leaseTtlMs < 1_000) {
@@ -415,6 +432,7 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
       webhookAllowPrivate: webhookAllowPrivate === 'true',
     },
     slotWalWarningBytes,
+    sourceStatusIntervalMs,
     leaseTtlMs,
     databaseUrl,
     auth: {

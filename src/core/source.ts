@@ -155,7 +155,14 @@ export interface Source {
    */
   startStream(
     pipelineId: string,
-    options: { from: bigint; logger?: SourceLogger; spoolDir?: string; live?: boolean },
+    options: {
+      from: bigint;
+      logger?: SourceLogger;
+      spoolDir?: string;
+      live?: boolean;
+      /** How often the position is reported when nothing else reports it. */
+      statusIntervalMs?: number;
+    },
   ): ChangeStream;
   /**
    * Drops what the pipeline owns at the source, if it exists, ending a reader still streaming; a

@@ -85,6 +85,8 @@ export interface RunnerDeps {
   warnRetainedWalBytes?: number;
   /** This process's spool directory (spool-root.ts); the OS temp directory when unset. */
   spoolDir?: string;
+  /** How often a replication connection reports its position when nothing else does (source_status_interval). */
+  statusIntervalMs?: number;
 }
 
 /** 10 GiB: a day of a busy database's WAL, long before most disks fill. */
@@ -321,6 +323,7 @@ export class ReplicationRunner {
         from: startPosition,
         logger: log,
         ...(this.deps.spoolDir ? { spoolDir: this.deps.spoolDir } : {}),
+        ...(this.deps.statusIntervalMs ? { statusIntervalMs: this.deps.statusIntervalMs } : {}),
         // A large transaction is written while it arrives into a sink that can hold it open.
         live: sink.openHeldTransaction !== undefined,
       });

@@ -63,7 +63,9 @@ describe.each(inject('pgClusters'))('replication end to end on $label', (cluster
     await sqlOn(dbs.source, SCHEMA);
     await sqlOn(dbs.source, SEED);
     await sqlOn(dbs.source, 'ANALYZE');
-    service = await startTestService(testConfig(dbs.store));
+    // The position heartbeat an hour away: whatever the source confirms here, the stream's own
+    // acknowledgements confirmed it.
+    service = await startTestService({ ...testConfig(dbs.store), sourceStatusIntervalMs: 3_600_000 });
     await createSourceAndSink(service.request, dbs);
     const created = await service.request('POST', '/v1/pipelines', {
       name: 'e2e',
@@ -112,22 +114,15 @@ describe.each(inject('pgClusters'))('replication end to end on $label', (cluster
       await sqlOn(dbs.source, 'INSERT INTO public.unreplicated SELECT generate_series(1, 100)');
       const [current] = await sqlOn<{ lsn: string }>(dbs.source, 'SELECT pg_current_wal_lsn()::text AS lsn');
       const lsn = current?.lsn;
-      const started = Date.now();
-      await waitFor(
-        async () => {
-          const [slot] = await sqlOn<{ behind: string }>(
-            dbs.source,
-            `SELECT pg_wal_lsn_diff($1::pg_lsn, confirmed_flush_lsn)::text AS behind
+      await waitFor(async () => {
+        const [slot] = await sqlOn<{ behind: string }>(
+          dbs.source,
+          `SELECT pg_wal_lsn_diff($1::pg_lsn, confirmed_flush_lsn)::text AS behind
                FROM pg_replication_slots WHERE database = current_database()`,
-            [lsn],
-          );
-          return Number(slot?.behind) <= 0;
-        },
-        'the slot to confirm the idle position',
-        5_000,
-      );
-      // Well within the 10 s of a status update on a timer: confirmed by the idle position itself.
-      expect(Date.now() - started).toBeLessThan(3_000);
+          [lsn],
+        );
+        return Number(slot?.behind) <= 0;
+      }, 'the slot to confirm the idle position');
     }
   });
 

@@ -44,6 +44,7 @@ describe('configuration', () => {
       },
       log: { level: 'info', format: 'auto' },
       slotWalWarningBytes: 10 * 1024 ** 3,
+      sourceStatusIntervalMs: 10_000,
       leaseTtlMs: 15_000,
       connections: {
         allowUnixSockets: false,
@@ -53,6 +54,13 @@ describe('configuration', () => {
         webhookAllowPrivate: false,
       },
     });
+  });
+
+  it('reports the position to the source every source_status_interval, of at least a second', () => {
+    expect(load(['--source-status-interval', '2s']).sourceStatusIntervalMs).toBe(2_000);
+    expect(() => load(['--source-status-interval', '500ms'])).toThrow(
+      /source_status_interval: must be a duration of at least 1s such as 10s \(got "500ms"\)/,
+    );
   });
 
   it('spools large transactions under the data directory unless spool_dir says where', () => {

@@ -190,7 +190,14 @@ class PostgresSource implements Source {
 
   startStream(
     pipelineId: string,
-    options: { from: bigint; logger?: SourceLogger; spoolDir?: string; live?: boolean },
+    options: {
+      from: bigint;
+      logger?: SourceLogger;
+      spoolDir?: string;
+      live?: boolean;
+      /** How often the position is reported when nothing else reports it. */
+      statusIntervalMs?: number;
+    },
   ): ChangeStream {
     return startChangeStream({
       connection: this.connection,
@@ -200,6 +207,7 @@ class PostgresSource implements Source {
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.spoolDir ? { spoolDir: options.spoolDir } : {}),
       ...(options.live ? { live: true } : {}),
+      ...(options.statusIntervalMs ? { statusIntervalMs: options.statusIntervalMs } : {}),
     });
   }
 
