@@ -89,9 +89,4 @@ export interface ChangeStream {
   /** Stops the stream, ends the items and releases what it holds. */
   close(): Promise<void>;
   stats(): ChangeStreamStats;
-  /**
-   * How far the source's log reaches past what arrived last, in bytes: a large figure says a
-   * backlog is on its way (0 when the source does not tell).
-   */
-  walBehindBytes(): number;
 }

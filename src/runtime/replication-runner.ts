@@ -355,7 +355,6 @@ export class ReplicationRunner {
       try {
         const outcome = await applyStream({
           next: () => stream.next(),
-          walBehindBytes: () => stream.walBehindBytes(),
           ack: (lsn) => {
             stats.acknowledged(lsn);
             stream.ack(lsn);

@@ -16,8 +16,6 @@ import type { CopyGate } from './snapshot/copy-gate.js';
 export interface StreamApplierOptions {
   /** Every item that arrived since the last call, in order; null when the stream ended. */
   next(): Promise<StreamItem[] | null>;
-  /** How far the source's log reaches past what arrived (ChangeStream.walBehindBytes). */
-  walBehindBytes?(): number;
   ack(lsn: bigint): void;
   sink: Sink;
   limits: BatchLimits;
@@ -45,10 +43,11 @@ export interface StreamApplierOptions {
 }
 
 /**
- * The source's log this far past what arrived says a backlog is on its way (under a live load it
- * is a few kilobytes: what committed while the last message was sent).
+ * What committed before the stream started, this far past what arrived, is a backlog on its way.
+ * (The source's walsender tells no more: the end of WAL it sends with each message is that
+ * message's own position.)
  */
-const BEHIND_BYTES = 1024 * 1024;
+const BEHIND_BYTES = 1024n * 1024n;
 
 /** How the stream ended: told to stop (or the source ended it), or held for a schema review. */
 export type ApplyOutcome = 'stopped' | 'held-for-schema';
@@ -90,8 +89,12 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
     onWriteEnded: () => wakeAll(),
   });
 
-  // A backlog on its way: batches gather until full or BEHIND_WAIT_MS.
-  const behind = () => (options.walBehindBytes?.() ?? 0) >= BEHIND_BYTES;
+  // The source position reached: the last commit or idle position that arrived.
+  let arrived = options.startLsn;
+  // A backlog on its way (what committed before the stream started, still well ahead of what
+  // arrived): batches gather until full or BEHIND_WAIT_MS.
+  const caughtUpAt = options.caughtUpAt;
+  const behind = () => caughtUpAt !== undefined && arrived + BEHIND_BYTES < caughtUpAt;
 
   /** Starts writing the committed transactions, unless the sink is busy or the batch still gathers. */
   const startWrite = () => {
@@ -212,6 +215,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         if (builder.openFull(writer.piecesHeld ? 1 : 2)) return flush(true);
         return;
       case 'commit': {
+        if (item.endLsn > arrived) arrived = item.endLsn;
         const fate = builder.commit(item.endLsn);
         commits.committed(fate === 'with-changes');
         // Nothing waits: all of it is in the sink already (in pieces, if any), durable once the
@@ -222,6 +226,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         return;
       }
       case 'idle':
+        if (item.walEnd > arrived) arrived = item.walEnd;
         // No transaction open: everything before `walEnd` arrived, so the position can advance once
         // what arrived is durable (a source shutting down waits for exactly this acknowledgement).
         if (builder.idle(item.walEnd) !== 'nothing-waits') return;

@@ -340,8 +340,8 @@ describe('applyStream', () => {
     expect(t.sink.written()).toEqual([['t:a1']]);
   });
 
-  it('writes each transaction as it comes when the source has nothing more on its way', async () => {
-    const t = harness({ walBehindBytes: () => 0 });
+  it('writes each transaction as it comes when nothing of before the start is on its way', async () => {
+    const t = harness({ caughtUpAt: 0x300n });
     t.push(...transaction(0x100n, 'a1'));
     await t.until(() => t.acks.includes(0x100n));
     t.push(...transaction(0x200n, 'b1'));
@@ -351,24 +351,24 @@ describe('applyStream', () => {
   });
 
   it('lets a batch fill while a backlog is on its way, and writes it at its deadline when none comes', async () => {
-    let behind = 64 * 1024 * 1024;
-    const t = harness({ walBehindBytes: () => behind });
+    // What committed before the stream started reaches 64 MiB past its start.
+    const t = harness({ caughtUpAt: 0x10n + 64n * 1024n * 1024n });
     // Three deliveries, as a backlog arrives read by read: one batch, not three.
     t.push(...transaction(0x100n, 'a1'));
     t.push(...transaction(0x200n, 'b1'));
     t.push(...transaction(0x300n, 'c1'));
     await t.until(() => t.acks.includes(0x300n));
     expect(t.sink.written()).toEqual([['t:a1', 't:b1', 't:c1']]);
-    // Caught up: the next one goes alone.
-    behind = 0;
-    t.push(...transaction(0x400n, 'd1'));
-    await t.until(() => t.acks.includes(0x400n));
+    // Caught up (the source idle past it): the next one goes alone.
+    t.push({ kind: 'idle', walEnd: 0x10n + 64n * 1024n * 1024n });
+    t.push(...transaction(0x5000000n, 'd1'));
+    await t.until(() => t.acks.includes(0x5000000n));
     expect(t.sink.written()[1]).toEqual(['t:d1']);
   });
 
   it('writes a batch that fills while a backlog arrives at once', async () => {
     const t = harness({
-      walBehindBytes: () => 64 * 1024 * 1024,
+      caughtUpAt: 0x10n + 64n * 1024n * 1024n,
       limits: { maxEvents: 2, maxBytes: 1 << 30, maxWaitMs: 0 },
     });
     t.push(...transaction(0x100n, 'a1'), ...transaction(0x200n, 'b1'), ...transaction(0x300n, 'c1'));

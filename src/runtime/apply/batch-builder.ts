@@ -38,7 +38,7 @@ export type PositionFate = 'with-changes' | 'with-batch' | 'nothing-waits' | 'ig
  * at. Synchronous and free of I/O; taking a change in makes no array.
  */
 /** How long a batch gathers at least while a backlog arrives (see `due`): a bound on the lag it adds. */
-export const BEHIND_WAIT_MS = 25;
+export const BEHIND_WAIT_MS = 100;
 
 export class BatchBuilder {
   /** The committed changes first (`committedCount` of them), then the open transaction's. */
@@ -124,7 +124,7 @@ export class BatchBuilder {
 
   /**
    * Whether the committed changes are to be written now: the batch is full or waited `maxWaitMs`.
-   * With `behind` (a backlog is on its way from the source), it waits at least BEHIND_WAIT_MS to
+   * With `behind` (a backlog is on its way from the source), it gathers at least BEHIND_WAIT_MS to
    * fill: a batch written as soon as the sink is free would hold only what arrived during the last
    * write, and many small sink transactions drain a backlog slower than a few full ones.
    */

@@ -58,7 +58,6 @@ export function startChangeStream(options: ChangeStreamOptions): PostgresChangeS
     ack: (lsn) => runner.ack(lsn),
     close: () => runner.close(),
     stats: () => runner.stats(),
-    walBehindBytes: () => runner.walBehindBytes(),
   };
 }
 
@@ -116,10 +115,6 @@ class ChangeStreamRunner {
 
   ack(lsn: bigint): void {
     this.connection.ack(lsn);
-  }
-
-  walBehindBytes(): number {
-    return this.connection.walBehindBytes;
   }
 
   stats(): PostgresStreamStats {

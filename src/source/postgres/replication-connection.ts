@@ -73,7 +73,6 @@ export class ReplicationConnection {
   private failed = false;
   private lossSeen = false;
   private lastAck = 0n;
-  private behind = 0;
   private timer: NodeJS.Timeout | undefined;
   private statusFailures = 0;
   private statusFailuresUnlogged = 0;
@@ -89,14 +88,6 @@ export class ReplicationConnection {
   /** Connects in the background; failures arrive as an `error` input. */
   open(): void {
     void this.connect();
-  }
-
-  /**
-   * Bytes of WAL the server had past the last message it sent: what it has still to read (and
-   * send, where it is ours) after it. 0 until a message came.
-   */
-  get walBehindBytes(): number {
-    return this.behind;
   }
 
   /** Standby status updates that could not be sent: the source keeps its WAL until one is. */
@@ -162,15 +153,8 @@ export class ReplicationConnection {
     if (this.closed) return;
     const tag = buffer[start];
     if (tag === XLOG_DATA) {
-      // walStart is where this message's WAL lies, walEnd the server's end of WAL as it sends it:
-      // as numbers (exact below 2^53 bytes of WAL), not bigints, to make nothing per message.
-      const walStart = buffer.readUInt32BE(start + 1) * 2 ** 32 + buffer.readUInt32BE(start + 5);
-      const walEnd = buffer.readUInt32BE(start + 9) * 2 ** 32 + buffer.readUInt32BE(start + 13);
-      this.behind = Math.max(0, walEnd - walStart);
       this.deliver.message(buffer, start + XLOG_DATA_HEADER, end);
     } else if (tag === KEEPALIVE) {
-      // Sent when the server has nothing more to send (or asks for a reply): nothing is on its way.
-      this.behind = 0;
       this.deliver.input({ kind: 'keepalive', walEnd: buffer.readBigUInt64BE(start + 1) });
       if (buffer[start + 17] === 1) this.sendStatus();
     }
