@@ -18,7 +18,7 @@ import { type MemoryResults, memoryOptions, runMemoryBenchmark } from './memory.
 import { memoryPhaseTable, memorySummaryTable, memoryTargets } from './memory-report.js';
 import { codeVersion, machineInfo, writeBenchmarksMd } from './report.js';
 import { serviceCli } from './service-process.js';
-import { runSnapshotBenchmark } from './snapshot.js';
+import { runSnapshotBenchmark, type SnapshotResults } from './snapshot.js';
 import { snapshotDetailTable, snapshotSummaryTable, snapshotTargets } from './snapshot-report.js';
 import { benchRuns, benchScale } from './workloads.js';
 
@@ -84,6 +84,12 @@ async function main(): Promise<void> {
     runs,
     log,
   });
+
+  // BENCH_ONLY=snapshot: the snapshot section alone, printed and not written to BENCHMARKS.md.
+  if (process.env.BENCH_ONLY === 'snapshot') {
+    printSnapshot(snapshot);
+    return;
+  }
 
   const drainLoad = loadavg()[0] ?? 0;
   log(`backlog drain; 1-minute load average now ${drainLoad.toFixed(2)}`);
@@ -151,8 +157,7 @@ async function main(): Promise<void> {
     decode,
     ...(memory ? { memory } : {}),
   });
-  console.log(`\nSnapshot\n\n${snapshotSummaryTable(snapshot)}\n\n${snapshotDetailTable(snapshot)}\n`);
-  console.log(snapshotTargets(snapshot).join('\n'));
+  printSnapshot(snapshot);
   console.log(`\nBacklog drain\n\n${drainSummaryTable(results)}\n\n${drainDetailTable(results)}\n`);
   console.log(drainTargets(results).join('\n'));
   console.log(`\nDecoding\n\n${decodeSummaryTable(decode)}\n\n${decodeDetailTable(decode)}\n`);
@@ -162,6 +167,11 @@ async function main(): Promise<void> {
     console.log(memoryTargets(memory).join('\n'));
   }
   console.log(`peak RSS of this process: ${peakRssMiB.toFixed(0)} MiB; report written to ${path}`);
+}
+
+function printSnapshot(snapshot: SnapshotResults): void {
+  console.log(`\nSnapshot\n\n${snapshotSummaryTable(snapshot)}\n\n${snapshotDetailTable(snapshot)}\n`);
+  console.log(snapshotTargets(snapshot).join('\n'));
 }
 
 /** Every drain from every source version picked (BENCH_SOURCES), into the sink cluster. */
