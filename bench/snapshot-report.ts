@@ -165,7 +165,9 @@ after it; before each copy both clusters run \`CHECKPOINT\`.
   timed from \`PUT /v1/pipelines/{name}/state {"state":"start"}\` until
   \`GET /v1/pipelines/{name}/progress\` shows the phase \`streaming\` (polled every 100 ms). That
   includes creating the slot with its exported snapshot, planning the key-range partitions and
-  copying them. Once with the default snapshot options (${oursOptions}; the default parallelism
+  copying them. The sink's columns have the source's types, so each partition goes as binary
+  \`COPY\` (\`TO STDOUT (FORMAT binary)\` into \`FROM STDIN (FORMAT binary)\`), where the pipe
+  carries text. Once with the default snapshot options (${oursOptions}; the default parallelism
   follows the machine's cores, from 2 to 4, and this machine has ${cores}), then with
   ${explicit}. The pipeline is deleted after each copy (slot and publication dropped).
 - **COPY pipe**: ${s.pipeTool}:

@@ -23,6 +23,7 @@
 
 import type { Readable } from 'node:stream';
 import type { ChangeEvent, Checkpoint, TableRef, TableSchema } from './change.js';
+import type { CopyFormat } from './copy-binary.js';
 import type { HeldTransaction } from './held-transaction.js';
 import { formatLsn } from './lsn.js';
 import type { PropertyDoc } from './property-docs.js';
@@ -182,13 +183,21 @@ export interface Sink {
    * the source table's columns (in `table.columns` order): a sink that loads COPY takes it as it
    * is, any other reads typed rows from it with `copyTextRows` (`core/copy-text.ts`) and loads
    * them its own fastest way. Returns the number of rows written. The caller owns the stream: it
-   * listens for its errors until the call settles and destroys it when the call fails.
+   * listens for its errors until the call settles and destroys it when the call fails. The stream
+   * is in binary COPY format instead when `snapshotCopyFormat` asked for it (`format` says so).
    */
   writeSnapshotPartition(
     table: TableSchema,
     partition: SnapshotPartition,
     copyText: Readable,
+    format?: CopyFormat,
   ): Promise<number>;
+  /**
+   * The COPY format the sink takes `table`'s partitions in, once open; text when absent. Binary
+   * only for a sink that loads PostgreSQL's binary COPY as it is, into columns of the very types
+   * of the source's: no value is printed and parsed again on the way.
+   */
+  snapshotCopyFormat?(table: TableSchema): CopyFormat;
   /**
    * Every partition of `table` is written: a sink that left work for the end of the copy (an index
    * built once, sorted, rather than row by row) does it now. Called before the table streams; a

@@ -12,6 +12,7 @@
 import type { Readable } from 'node:stream';
 import type { ColumnValue, Row, TableRef, TableSchema } from './change.js';
 import type { ChangeStream, SourceRelation } from './change-stream.js';
+import type { CopyFormat } from './copy-binary.js';
 import type { SourceComparison } from './table-comparison.js';
 
 /** Pino-compatible logger subset. */
@@ -265,10 +266,11 @@ export interface SnapshotReader {
   /** Which transactions the snapshot sees, to split the change stream around it. */
   visibility(): Promise<TransactionVisibility>;
   /**
-   * The rows of one partition in COPY text format, the columns in `table.columns` order: the
-   * format a sink's `writeSnapshotPartition` takes. One copy at a time per reader.
+   * The rows of one partition in COPY text format (or binary, for a sink that asks for it), the
+   * columns in `table.columns` order: what a sink's `writeSnapshotPartition` takes. One copy at a
+   * time per reader.
    */
-  copyPartition(table: TableSchema, partition: PlannedPartition): Readable;
+  copyPartition(table: TableSchema, partition: PlannedPartition, format?: CopyFormat): Readable;
   /** The rows of `keys` (each the key's values as source text) the snapshot holds, by column name. */
   readRows(table: TableSchema, keys: readonly string[][]): Promise<Row[]>;
   /** Ends the session; safe to call twice. */

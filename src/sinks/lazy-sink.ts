@@ -36,8 +36,10 @@ export function lazySink(load: () => Promise<Sink>, options: { writesTables?: bo
     readCheckpoint: async () => (await loaded()).readCheckpoint(),
     snapshotPartitionsDone: async () => (await loaded()).snapshotPartitionsDone(),
     resetTable: async (table) => (await loaded()).resetTable(table),
-    writeSnapshotPartition: async (table, partition, copyText) =>
-      (await loaded()).writeSnapshotPartition(table, partition, copyText),
+    writeSnapshotPartition: async (table, partition, copyText, format) =>
+      (await loaded()).writeSnapshotPartition(table, partition, copyText, format),
+    // Asked of an open sink, so loaded; text until it is.
+    snapshotCopyFormat: (table) => sink?.snapshotCopyFormat?.(table) ?? 'text',
     finishSnapshot: async (table) => (await loaded()).finishSnapshot(table),
     planSchemaChange: (current, changes) => {
       // Asked of a sink that streams, so opened: its implementation is there.

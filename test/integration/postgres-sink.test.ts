@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { pgClientConfigOfDsn } from '../../src/connections/pg-client-config.js';
 import type { ChangeEvent, ColumnSchema, Row, TableRef, TableSchema } from '../../src/core/change.js';
@@ -438,6 +439,74 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
       expect(await sink.snapshotPartitionsDone()).toEqual([
         { table: { schema: 'src', table: 'items' }, partitionId: '4' },
       ]);
+    });
+    it('copies in binary into columns of the source types, and names the key of a row it refuses', async () => {
+      const columns: [string, string, number][] = [
+        ['id*', 'bigint', 20],
+        ['note', 'text', 25],
+        ['at', 'timestamp with time zone', 1184],
+        ['amount', 'numeric(12,2)', 1700],
+        ['span', 'interval', 1186],
+      ];
+      const schema = tableSchema(
+        'bin_src',
+        'rows',
+        columns.map(([name, type]) => [name, type]),
+      );
+      schema.columns.forEach((c, i) => {
+        c.typeOid = (columns[i] as [string, string, number])[2];
+      });
+      await db.query(`CREATE SCHEMA bin_src;
+        CREATE TABLE bin_src.rows (id bigint PRIMARY KEY, note text, at timestamptz, amount numeric(12,2), span interval);
+        INSERT INTO bin_src.rows SELECT i, CASE WHEN i = 40123 THEN 'bad' WHEN i % 7 = 0 THEN NULL ELSE 'n' || i || E'\t\n' END,
+          '2024-02-29 23:59:59.123456+00'::timestamptz + i * interval '1 second', i / 100.0, i * interval '1 microsecond'
+          FROM generate_series(-5, 60000) i`);
+      // A session per copy, as each copy worker has: one whose copy the sink refused is ended.
+      const binary = async (where: string) => {
+        const source = new pg.Client({ connectionString: url, application_name: 'binary_copy_source' });
+        source.on('error', () => {});
+        await source.connect();
+        const copy = source.query(
+          copyTo(
+            `COPY (SELECT id, note, at, amount, span FROM bin_src.rows WHERE ${where}) TO STDOUT (FORMAT binary)`,
+          ),
+        );
+        copy.on('error', () => {});
+        return copy;
+      };
+      try {
+        const pipelineId = randomUUID();
+        const sink = newSink({ target_schema: 'bin' }, pipelineId);
+        await sink.open([schema]);
+        expect(sink.snapshotCopyFormat?.(schema)).toBe('binary');
+        const p = (id: string) => ({ table: schema, partitionId: id });
+        expect(await sink.writeSnapshotPartition(schema, p('0'), await binary('id < 30000'), 'binary')).toBe(
+          30_005,
+        );
+        await db.query("ALTER TABLE bin.rows ADD CONSTRAINT not_bad CHECK (note <> 'bad')");
+        await expect(
+          sink.writeSnapshotPartition(schema, p('1'), await binary('id >= 30000'), 'binary'),
+        ).rejects.toThrow(
+          /the sink refused the change of bin_src\.rows with key \(id\)=\(40123\): .*not_bad/,
+        );
+        await db.query("UPDATE bin_src.rows SET note = 'good' WHERE id = 40123");
+        expect(await sink.writeSnapshotPartition(schema, p('1'), await binary('id >= 30000'), 'binary')).toBe(
+          30_001,
+        );
+        const differ = await db.query(
+          '(TABLE bin_src.rows EXCEPT TABLE bin.rows) UNION ALL (TABLE bin.rows EXCEPT TABLE bin_src.rows)',
+        );
+        expect(differ.rows).toEqual([]);
+        // A target column of another type than the source's takes text.
+        await db.query('ALTER TABLE bin.rows ALTER COLUMN note TYPE varchar(100)');
+        const reopened = newSink({ target_schema: 'bin' }, pipelineId);
+        await reopened.open([schema]);
+        expect(reopened.snapshotCopyFormat?.(schema)).toBe('text');
+      } finally {
+        await db.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'binary_copy_source'",
+        );
+      }
     });
   });
 

@@ -1,22 +1,31 @@
 import { Transform, type TransformCallback } from 'node:stream';
+import { CopyBinaryError, CopyBinaryScanner, type CopyFormat } from '../../core/copy-binary.js';
 
 /**
- * Passes COPY text-format data through and counts its rows: every row ends with a newline byte,
- * and newlines inside values are escaped as `\n`, so counting 0x0A bytes counts rows.
+ * Passes a partition's COPY data through and counts its rows. In text format every row ends with
+ * a newline byte, and newlines inside values are escaped as `\n`, so counting 0x0A bytes counts
+ * rows; in binary format the tuples are followed field by field (CopyBinaryScanner), and a stream
+ * that ends before the trailer fails: it was cut short.
  */
 export class RowCounter extends Transform {
   rows = 0;
+  private readonly binary: CopyBinaryScanner | undefined;
 
-  constructor(private readonly onRows: (added: number) => void) {
+  constructor(
+    format: CopyFormat,
+    private readonly onRows: (added: number) => void,
+  ) {
     super();
+    this.binary = format === 'binary' ? new CopyBinaryScanner() : undefined;
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    let added = 0;
-    let at = chunk.indexOf(10);
-    while (at !== -1) {
-      added++;
-      at = chunk.indexOf(10, at + 1);
+    let added: number;
+    try {
+      added = this.binary ? this.binary.feed(chunk) : newlines(chunk);
+    } catch (error) {
+      callback(error as Error);
+      return;
     }
     if (added > 0) {
       this.rows += added;
@@ -24,4 +33,18 @@ export class RowCounter extends Transform {
     }
     callback(null, chunk);
   }
+
+  override _flush(callback: TransformCallback): void {
+    if (this.binary && !this.binary.ended) {
+      callback(new CopyBinaryError(`the stream ended after ${this.rows} tuples, without its trailer`));
+      return;
+    }
+    callback();
+  }
+}
+
+function newlines(chunk: Buffer): number {
+  let count = 0;
+  for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) count++;
+  return count;
 }

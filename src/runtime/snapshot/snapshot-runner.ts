@@ -53,11 +53,12 @@ async function copyPartition(
   const progress = stats.tables.get(item.job.name);
   const partition = { status: 'copying' as 'copying' | 'done', rows: 0 };
   progress?.partitions?.set(item.partition.partitionId, partition);
-  const counter = new RowCounter((added) => {
+  const format = sink.snapshotCopyFormat?.(item.job.table) ?? 'text';
+  const counter = new RowCounter(format, (added) => {
     partition.rows += added;
     if (progress) progress.rowsDone += added;
   });
-  const source = reader.copyPartition(item.job.table, item.partition);
+  const source = reader.copyPartition(item.job.table, item.partition, format);
   source.on('error', (error) => counter.destroy(error));
   source.pipe(counter);
   // The stream the sink reads is the runtime's: an error it emits before the sink listens is no
@@ -68,6 +69,7 @@ async function copyPartition(
       item.job.table,
       { table: item.job.table, partitionId: item.partition.partitionId },
       counter,
+      format,
     );
     partition.status = 'done';
     return rows;

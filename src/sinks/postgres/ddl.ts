@@ -1,4 +1,5 @@
 import type { ColumnSchema, TableRef, TableSchema } from '../../core/change.js';
+import type { CopyFormat } from '../../core/copy-binary.js';
 
 /** Schema of the sink's own bookkeeping tables. */
 export const BOOKKEEPING_SCHEMA = '_replicator';
@@ -91,8 +92,14 @@ export function bookkeepingTablesSql(): { table: string; sql: string }[] {
 }
 
 /** `COPY target (cols) FROM STDIN` in text format, columns in source order. */
-export const copyFromSql = (target: TableRef, columns: readonly ColumnSchema[]): string =>
-  `COPY ${qualifiedName(target)} (${columns.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN`;
+export const copyFromSql = (
+  target: TableRef,
+  columns: readonly ColumnSchema[],
+  format: CopyFormat = 'text',
+): string =>
+  `COPY ${qualifiedName(target)} (${columns.map((c) => quoteIdent(c.name)).join(', ')}) FROM STDIN${
+    format === 'binary' ? ' (FORMAT binary)' : ''
+  }`;
 
 /** `unnest($1::text[], …) AS u(v1, …)` with `$first` as the first parameter number. */
 function unnestSql(count: number, first = 1): string {

@@ -3,6 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { Checkpoint, TableRef, TableSchema } from '../../core/change.js';
+import type { CopyFormat } from '../../core/copy-binary.js';
 import type { HeldTransaction } from '../../core/held-transaction.js';
 import { formatLsn, parseLsn } from '../../core/lsn.js';
 import { failureOn, surviveConnectionLossInPool } from '../../core/pg-connection-loss.js';
@@ -23,6 +24,7 @@ import { tableRefKey } from '../table-ref-key.js';
 import { refuseSharedTargets } from '../target-names.js';
 import { planBatch, type Statement, type TargetTable } from './apply-plan.js';
 import { arrayParameters } from './array-literal.js';
+import { binaryCopyFits } from './binary-copy-types.js';
 import { postgresComparison } from './comparison.js';
 import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
 import { copyRowsUnlessPresent } from './copy-rows.js';
@@ -35,6 +37,7 @@ import {
   truncateSql,
 } from './ddl.js';
 import { openPostgresHeldTransaction } from './held-transaction.js';
+import { RecentCopyBinary } from './recent-copy-binary.js';
 import { RecentCopyText, refusedCopyLine } from './refused-copy-line.js';
 import { refusedChange } from './refused-row.js';
 import { schemaChangeSql } from './schema-change.js';
@@ -200,15 +203,21 @@ class PostgresSink implements Sink {
     });
   }
 
+  snapshotCopyFormat(table: TableSchema): CopyFormat {
+    // The target's column types as this sink opened it, in the source's column order.
+    return binaryCopyFits(table, this.tableOf(table).source) ? 'binary' : 'text';
+  }
+
   async writeSnapshotPartition(
     table: TableSchema,
     partition: SnapshotPartition,
     copyText: Readable,
+    format: CopyFormat = 'text',
   ): Promise<number> {
     const target = targetTableOf(this.config, table);
     return await this.transaction(async (client) => {
-      const copy = client.query(copyFrom(copyFromSql(target, table.columns)));
-      const recent = new RecentCopyText().watch(copyText);
+      const copy = client.query(copyFrom(copyFromSql(target, table.columns, format)));
+      const recent = (format === 'binary' ? new RecentCopyBinary() : new RecentCopyText()).watch(copyText);
       try {
         await pipeline(copyText, copy);
       } catch (error) {

@@ -9,14 +9,22 @@ import { RefusedChangeError } from '../refused-change.js';
  * refuses by number, after more has gone out (socket buffers hold a few MiB at most), and the line
  * gives the refused row's key.
  */
-const RECENT_BYTES = 8 * 1024 * 1024;
+export const RECENT_BYTES = 8 * 1024 * 1024;
+
+/** What a sink keeps of the COPY it sent, to name the row behind a line number the server refuses. */
+export interface RecentCopyRows {
+  /** Keeps what `copy` sends from now on. */
+  watch(copy: Readable): this;
+  /** The key of row `n` (from 1), or undefined when that row is no longer kept whole. */
+  keyOf(table: TableSchema, n: number): Record<string, string | null> | undefined;
+}
 
 /**
  * Keeps the last RECENT_BYTES (and some) of a COPY text, to find a line by number. It listens to
  * the text's chunks as they go by rather than standing in the pipe: a stage of its own cost a
  * tenth of the snapshot's throughput.
  */
-export class RecentCopyText {
+export class RecentCopyText implements RecentCopyRows {
   private chunks: Buffer[] = [];
   private bytes = 0;
   // Whole lines in the chunks let go of; a kept chunk after one may start inside a line.
@@ -50,6 +58,11 @@ export class RecentCopyText {
     const lines = Buffer.concat(this.chunks).toString('utf8').split('\n');
     return lines[n - this.linesDropped - 1];
   }
+
+  keyOf(table: TableSchema, n: number): Record<string, string | null> | undefined {
+    const line = this.line(n);
+    return line === undefined ? undefined : keyOfLine(table, parseCopyTextLine(line));
+  }
 }
 
 function newlines(chunk: Buffer): number {
@@ -68,7 +81,7 @@ const WHERE_LINE = /^COPY .*?, line (\d+)(?:, column |:|$)/;
  */
 export function refusedCopyLine(
   table: TableSchema,
-  text: RecentCopyText,
+  recent: RecentCopyRows,
   error: unknown,
 ): RefusedChangeError | undefined {
   const sqlstate = sqlstateOf(error);
@@ -83,15 +96,18 @@ export function refusedCopyLine(
     .map((c) => c.name)
     .filter((name) => match[0].endsWith(', column ') && (rest.startsWith(`${name}:`) || rest === name))
     .sort((a, b) => b.length - a.length)[0];
-  const line = text.line(lineNumber);
-  const key = line === undefined ? undefined : keyOfLine(table, parseCopyTextLine(line));
+  // A binary COPY numbers its tuples as lines.
+  const key = recent.keyOf(table, lineNumber);
   const sinkError = `${column === undefined ? '' : `column ${JSON.stringify(column)}: `}${message}${
     detail ? ` (${detail})` : ''
   }${key ? '' : ` (line ${lineNumber} of the snapshot partition)`}`;
   return new RefusedChangeError(table, key, sinkError, { cause: error });
 }
 
-function keyOfLine(table: TableSchema, fields: ColumnValue[]): Record<string, string | null> | undefined {
+function keyOfLine(
+  table: TableSchema,
+  fields: readonly ColumnValue[],
+): Record<string, string | null> | undefined {
   if (fields.length !== table.columns.length) return undefined;
   const at = new Map(table.columns.map((c, i) => [c.name, i]));
   return Object.fromEntries(table.keyColumns.map((name) => [name, fields[at.get(name) as number] ?? null]));

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { TableSchema } from '../../core/change.js';
+import type { CopyFormat } from '../../core/copy-binary.js';
 import type { PartitionPlan, PlannedPartition } from '../../core/source.js';
 
 const quoted = (table: TableSchema) =>
@@ -54,7 +55,11 @@ export async function planPartitions(
 }
 
 /** The COPY that reads one partition, in `table.columns` order. */
-export function partitionCopySql(table: TableSchema, partition: PlannedPartition): string {
+export function partitionCopySql(
+  table: TableSchema,
+  partition: PlannedPartition,
+  format: CopyFormat = 'text',
+): string {
   const columns = table.columns.map((c) => pg.escapeIdentifier(c.name)).join(', ');
   const conditions: string[] = [];
   if (partition.lower !== null || partition.upper !== null) {
@@ -66,7 +71,8 @@ export function partitionCopySql(table: TableSchema, partition: PlannedPartition
     if (partition.upper !== null) conditions.push(`${key} < ${literal(partition.upper)}`);
   }
   const where = conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : '';
-  return `COPY (SELECT ${columns} FROM ${quoted(table)}${where}) TO STDOUT`;
+  const options = format === 'binary' ? ' (FORMAT binary)' : '';
+  return `COPY (SELECT ${columns} FROM ${quoted(table)}${where}) TO STDOUT${options}`;
 }
 
 /** The COPY that reads the rows of `keys` (each the key's values as source text), in `table.columns` order. */

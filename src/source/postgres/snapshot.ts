@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Row, TableSchema } from '../../core/change.js';
+import type { CopyFormat } from '../../core/copy-binary.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import { parseLsn } from '../../core/lsn.js';
 import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
@@ -102,8 +103,8 @@ class PostgresSnapshotReader implements SnapshotReader {
     return SnapshotVisibility.parse(rows[0]?.s as string);
   }
 
-  copyPartition(table: TableSchema, partition: PlannedPartition): Readable {
-    return this.client.query(copyTo(partitionCopySql(table, partition)));
+  copyPartition(table: TableSchema, partition: PlannedPartition, format: CopyFormat = 'text'): Readable {
+    return this.client.query(copyTo(partitionCopySql(table, partition, format)));
   }
 
   async readRows(table: TableSchema, keys: readonly string[][]): Promise<Row[]> {
