@@ -1,6 +1,5 @@
 import type { Readable } from 'node:stream';
 import pg from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
 import type { Row, TableSchema } from '../../core/change.js';
 import type { CopyFormat } from '../../core/copy-binary.js';
 import { copyTextRows } from '../../core/copy-text.js';
@@ -14,6 +13,7 @@ import type {
   SourceSnapshot,
   TransactionVisibility,
 } from '../../core/source.js';
+import { CopyOutStream } from './copy-out-stream.js';
 import { keysCopySql, partitionCopySql, planPartitions } from './partition-planner.js';
 import { SOURCE_SESSION_OPTIONS } from './replication-connection.js';
 import type { SlotWithSnapshot } from './slot.js';
@@ -104,14 +104,14 @@ class PostgresSnapshotReader implements SnapshotReader {
   }
 
   copyPartition(table: TableSchema, partition: PlannedPartition, format: CopyFormat = 'text'): Readable {
-    return this.client.query(copyTo(partitionCopySql(table, partition, format)));
+    return this.client.query(new CopyOutStream(partitionCopySql(table, partition, format)));
   }
 
   async readRows(table: TableSchema, keys: readonly string[][]): Promise<Row[]> {
     const rows: Row[] = [];
     for (let i = 0; i < keys.length; i += 1_000) {
       // COPY text: each value as its type's output function prints it, as the stream and the copy carry it.
-      const copy = this.client.query(copyTo(keysCopySql(table, keys.slice(i, i + 1_000))));
+      const copy = this.client.query(new CopyOutStream(keysCopySql(table, keys.slice(i, i + 1_000))));
       for await (const batch of copyTextRows(copy, table.columns)) rows.push(...batch);
     }
     return rows;
