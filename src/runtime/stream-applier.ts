@@ -119,7 +119,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         epoch: options.epoch,
         stats,
         logger: options.logger,
-        pieceEvents: limits.maxEvents,
+        pieceEvents: limits.maxEvents * 3,
         flush: () => flush(false),
         route: (arrived) => {
           if (backfill?.claims(arrived) || options.copyGate?.active) return 'fall back';

@@ -199,18 +199,24 @@ describe('BatchBuilder', () => {
     expect(full.due()).toBe(true);
   });
 
-  it('gathers at least BEHIND_WAIT_MS while a backlog is on its way, or until full', () => {
+  it('gathers to BEHIND_FILL of a batch, or for BEHIND_WAIT_MS, while a backlog is on its way', () => {
     let now = 1_000;
     const clock = () => now;
-    const builder = new BatchBuilder(limits(2, 1 << 30, 0), clock);
+    const builder = new BatchBuilder(limits(4, 1 << 30, 0), clock);
     transaction(builder, 'a', 1, 100n);
     expect(builder.due()).toBe(true);
+    expect(builder.due(true)).toBe(false);
+    transaction(builder, 'b', 1, 200n);
+    // Half of a batch of four.
+    expect(builder.due(true)).toBe(true);
+    builder.take();
+    transaction(builder, 'c', 1, 300n);
     expect(builder.due(true)).toBe(false);
     expect(builder.msUntilDue(true)).toBe(BEHIND_WAIT_MS);
     now += BEHIND_WAIT_MS;
     expect(builder.due(true)).toBe(true);
     // A longer batch_max_wait_ms stays the wait.
-    const patient = new BatchBuilder(limits(2, 1 << 30, 500), clock);
+    const patient = new BatchBuilder(limits(4, 1 << 30, 500), clock);
     transaction(patient, 'a', 1, 100n);
     expect(patient.waitMs(true)).toBe(500);
     expect(patient.due(true)).toBe(false);

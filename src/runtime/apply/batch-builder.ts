@@ -37,7 +37,12 @@ export type PositionFate = 'with-changes' | 'with-batch' | 'nothing-waits' | 'ig
  * those of the transaction still open, with their size and the position the committed ones end
  * at. Synchronous and free of I/O; taking a change in makes no array.
  */
-/** How long a batch gathers at least while a backlog arrives (see `due`): a bound on the lag it adds. */
+/**
+ * While a backlog arrives (see `due`), a batch is written once it holds this share of a batch, or
+ * after BEHIND_WAIT_MS: enough to make a sink transaction worth its cost, without holding the
+ * first rows of a drain back for long.
+ */
+export const BEHIND_FILL = 0.5;
 export const BEHIND_WAIT_MS = 100;
 
 export class BatchBuilder {
@@ -124,14 +129,15 @@ export class BatchBuilder {
 
   /**
    * Whether the committed changes are to be written now: the batch is full or waited `maxWaitMs`.
-   * With `behind` (a backlog is on its way from the source), it gathers at least BEHIND_WAIT_MS to
-   * fill: a batch written as soon as the sink is free would hold only what arrived during the last
+   * With `behind` (a backlog is on its way from the source), it gathers to BEHIND_FILL of a batch,
+   * or for BEHIND_WAIT_MS: a batch written as soon as the sink is free would hold only what arrived during the last
    * write, and many small sink transactions drain a backlog slower than a few full ones.
    */
   due(behind = false): boolean {
     if (this.committedCount === 0) return false;
+    if (this.full(behind ? BEHIND_FILL : 1)) return true;
     const wait = this.waitMs(behind);
-    return this.full() || wait <= 0 || this.now() >= this.startedAt + wait;
+    return wait <= 0 || this.now() >= this.startedAt + wait;
   }
 
   /** Milliseconds until the committed changes are due by their wait (0 when they are). */
