@@ -106,6 +106,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         stats,
         logger: options.logger,
         pieceEvents: limits.maxEvents,
+        pieceBytes: limits.maxBytes,
         flush: () => flush(false),
         route: (arrived) => {
           if (backfill?.claims(arrived) || options.copyGate?.active) return 'fall back';
