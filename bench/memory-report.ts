@@ -33,9 +33,29 @@ export function memorySummaryTable(m: MemoryResults): string {
 
 export function memoryPhaseTable(m: MemoryResults): string {
   return table(
-    ['scenario', 'phase', 's', 'VmRSS peak sampled MiB', 'VmHWM at its end MiB'],
+    [
+      'scenario',
+      'phase',
+      's',
+      'VmRSS peak sampled MiB',
+      'VmHWM at its end MiB',
+      'heap used / total max MiB',
+      'of which young generation max MiB',
+      'external max MiB',
+      'of which array buffers max MiB',
+    ],
     m.scenarios.flatMap((s) =>
-      s.phases.map((p) => [s.label, p.name, secs(p.seconds), p.rssPeakMiB.toFixed(0), p.hwmMiB.toFixed(0)]),
+      s.phases.map((p) => [
+        s.label,
+        p.name,
+        secs(p.seconds),
+        p.rssPeakMiB.toFixed(0),
+        p.hwmMiB.toFixed(0),
+        `${p.heapUsedPeakMiB.toFixed(0)} / ${p.heapTotalPeakMiB.toFixed(0)}`,
+        p.newSpacePeakMiB.toFixed(0),
+        p.externalPeakMiB.toFixed(0),
+        p.arrayBuffersPeakMiB.toFixed(0),
+      ]),
     ),
   );
 }
@@ -108,7 +128,11 @@ ${SAMPLE_MS} ms, and \`VmHWM\`, the kernel's record of the highest \`VmRSS\` the
 brief: **the peak RSS is \`VmHWM\` at the end of the scenario**. The pipeline (made through the REST
 API, default sink properties, the table \`bench (id bigint primary key, v text, n int)\`) has
 finished its snapshot of the empty table and streams when a scenario starts; "at rest" is
-\`VmRSS\` after 2 s of that.
+\`VmRSS\` after 2 s of that. What the process holds is read from inside it as well: a module it
+imports first writes its \`process.memoryUsage()\` to a file every 50 ms, read with each sample;
+the phases show the highest of each figure (V8's heap, used and reserved, and of it the young
+generation's space, from \`v8.getHeapSpaceStatistics()\`; \`external\`, the memory
+outside the heap that JavaScript objects hold, Buffers' included; and of that, array buffers).
 
 - **Sink stopped while changes queue up**: the sink connection's DSN points at a TCP relay in the
   benchmark process. The relay goes down (every connection through it is cut and its port

@@ -85,6 +85,14 @@ export interface MemoryPhase {
   rssPeakMiB: number;
   /** VmHWM at the end of the phase: the process's peak so far, however short, MiB. */
   hwmMiB: number;
+  /** Highest `process.memoryUsage()` figures of the service seen during the phase (each its own maximum), MiB. */
+  heapUsedPeakMiB: number;
+  heapTotalPeakMiB: number;
+  /** The young generation's part of the heap. */
+  newSpacePeakMiB: number;
+  /** Memory outside V8's heap held by JavaScript objects (Buffers among them), array buffers included. */
+  externalPeakMiB: number;
+  arrayBuffersPeakMiB: number;
 }
 
 const SCENARIO_KEYS = ['queue', 'big', 'crash'] as const;
@@ -129,13 +137,23 @@ const cpuSecondsOf = (pid: number) => {
   }
 };
 
-/** Samples the service's VmRSS every 100 ms and splits the figures into named phases. */
-function sampler(pid: number) {
+const USAGE_FIELDS = ['heapUsed', 'heapTotal', 'newSpace', 'external', 'arrayBuffers'] as const;
+type UsagePeaks = Record<(typeof USAGE_FIELDS)[number], number>;
+
+/**
+ * Samples the service's VmRSS and its own `process.memoryUsage()` every 100 ms and splits the
+ * figures into named phases.
+ */
+function sampler(service: ServiceProcess) {
   const phases: MemoryPhase[] = [];
-  let current: { name: string; started: number; peak: number } | undefined;
+  let current: { name: string; started: number; peak: number; usage: UsagePeaks } | undefined;
   const sample = () => {
-    const m = processMemory(pid);
-    if (m && current) current.peak = Math.max(current.peak, m.rssKiB);
+    const m = processMemory(service.pid);
+    const usage = service.usage();
+    if (current) {
+      if (m) current.peak = Math.max(current.peak, m.rssKiB);
+      if (usage) for (const f of USAGE_FIELDS) current.usage[f] = Math.max(current.usage[f], usage[f]);
+    }
     return m;
   };
   const timer = setInterval(sample, SAMPLE_MS);
@@ -147,13 +165,23 @@ function sampler(pid: number) {
       seconds: (performance.now() - current.started) / 1000,
       rssPeakMiB: current.peak / MiB,
       hwmMiB: (m?.hwmKiB ?? Number.NaN) / MiB,
+      heapUsedPeakMiB: current.usage.heapUsed / 2 ** 20,
+      heapTotalPeakMiB: current.usage.heapTotal / 2 ** 20,
+      newSpacePeakMiB: current.usage.newSpace / 2 ** 20,
+      externalPeakMiB: current.usage.external / 2 ** 20,
+      arrayBuffersPeakMiB: current.usage.arrayBuffers / 2 ** 20,
     });
     current = undefined;
   };
   return {
     phase(name: string) {
       end();
-      current = { name, started: performance.now(), peak: 0 };
+      current = {
+        name,
+        started: performance.now(),
+        peak: 0,
+        usage: { heapUsed: 0, heapTotal: 0, newSpace: 0, external: 0, arrayBuffers: 0 },
+      };
       sample();
     },
     stop() {
@@ -269,7 +297,7 @@ async function queueScenario(
       relay = await startTcpRelay(sink.hostname, Number(sink.port));
       const ours = await createOursPipeline(service, urls.source, viaRelay(urls.sink, relay), name);
       const cpuBefore = cpuSecondsOf(service.pid);
-      const s = sampler(service.pid);
+      const s = sampler(service);
       s.phase('streaming, idle');
       await sleep(REST_SECONDS * 1000);
       const restMiB = (processMemory(service.pid)?.rssKiB ?? 0) / MiB;
@@ -344,7 +372,7 @@ async function bigScenario(
   return withService(urls.store, options.cli, log, {}, async (service) => {
     await createOursPipeline(service, urls.source, urls.sink, name);
     const cpuBefore = cpuSecondsOf(service.pid);
-    const s = sampler(service.pid);
+    const s = sampler(service);
     s.phase('streaming, idle');
     await sleep(REST_SECONDS * 1000);
     const restMiB = (processMemory(service.pid)?.rssKiB ?? 0) / MiB;
@@ -405,7 +433,7 @@ async function crashScenario(
       await first.kill();
       return await withService(urls.store, options.cli, log, { dataDir }, async (service) => {
         const cpuBefore = cpuSecondsOf(service.pid);
-        const s = sampler(service.pid);
+        const s = sampler(service);
         const restMiB = (processMemory(service.pid)?.rssKiB ?? 0) / MiB;
         s.phase('restarted: received again, applied');
         const restarted = performance.now();

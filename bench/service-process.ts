@@ -6,6 +6,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { freePort } from '../test/support/pg-cluster.js';
 import { jsonRequest } from '../test/support/service.js';
+import {
+  MEMORY_USAGE_FILE_ENV,
+  type MemoryUsage,
+  memoryUsageProbeArgs,
+  readMemoryUsage,
+} from './memory-usage-probe.js';
 import type { ServiceClient } from './service-api.js';
 
 /**
@@ -77,6 +83,8 @@ export interface ServiceProcess extends ServiceClient {
   stop(): Promise<void>;
   /** Ends it with SIGKILL, as a crash would, leaving its data directory as it is. */
   kill(): Promise<void>;
+  /** Its `process.memoryUsage()`, at most 50 ms old (undefined before the first figures). */
+  usage(): MemoryUsage | undefined;
 }
 
 /**
@@ -93,9 +101,12 @@ export async function startServiceProcess(
     throw new Error('MEMORY_CLI=dist: run npm run build first');
   const port = await freePort();
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'replicator-bench-'));
+  const usageDir = mkdtempSync(join(tmpdir(), 'replicator-bench-usage-'));
+  const usageFile = join(usageDir, 'memory-usage.json');
   const child: ChildProcess = spawn(
     process.execPath,
     [
+      ...memoryUsageProbeArgs(),
       ...serviceCommand(cli),
       'serve',
       '--listen',
@@ -110,7 +121,7 @@ export async function startServiceProcess(
       '--lease-ttl',
       '3s',
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, [MEMORY_USAGE_FILE_ENV]: usageFile } },
   );
   let output = '';
   const keep = (chunk: Buffer) => {
@@ -128,6 +139,7 @@ export async function startServiceProcess(
       clearTimeout(timer);
     }
     if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    rmSync(usageDir, { recursive: true, force: true });
   };
   const kill = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -156,5 +168,6 @@ export async function startServiceProcess(
     output: () => output,
     stop,
     kill,
+    usage: () => readMemoryUsage(usageFile),
   };
 }

@@ -119,7 +119,11 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         epoch: options.epoch,
         stats,
         logger: options.logger,
+        // Each piece costs a savepoint and a COPY in the held transaction: three batches' worth of
+        // events a piece (a 1,000,000-row transaction ran at 0.93-0.97x native's speed with one,
+        // 1.01-1.06x with three), and never more than a batch's bytes, so wide rows stay bounded.
         pieceEvents: limits.maxEvents * 3,
+        pieceBytes: limits.maxBytes,
         flush: () => flush(false),
         route: (arrived) => {
           if (backfill?.claims(arrived) || options.copyGate?.active) return 'fall back';

@@ -115,6 +115,17 @@ describe('a streamed transaction written while it arrives', () => {
     expect(sink.durable.flatMap((b) => b.changes.map((c) => c.after?.id))).toEqual(['b1', 'c1']);
   });
 
+  it('ends a piece at batch_max_bytes of change data even when it holds fewer changes than batch_max_events', async () => {
+    // Each change counts 64 bytes plus its values: 'a1' is 66, so two make a piece of 132 bytes.
+    const sink = new RecordingHeldSink();
+    const t = harness(sink, { limits: { maxEvents: 100, maxBytes: 132, maxWaitMs: 0 } });
+    const { item, verdict } = streamCommit(0x90n);
+    t.push(...streamed(['a1', 'a2', 'a3', 'a4', 'a5']), item);
+    expect(await verdict.decided).toBe(true);
+    expect(sink.log).toEqual(['open', 'apply a1,a2', 'apply a3,a4', 'apply a5', 'commit 0/90']);
+    expect(sink.committed).toEqual([{ lsn: '0/90', ids: ['a1', 'a2', 'a3', 'a4', 'a5'] }]);
+  });
+
   it('undoes a subtransaction rolled back, from its savepoint on, and keeps the rest', async () => {
     const sink = new RecordingHeldSink();
     const t = harness(sink, { limits: { maxEvents: 100, maxBytes: 1 << 30, maxWaitMs: 0 } });

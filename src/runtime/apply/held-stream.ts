@@ -4,6 +4,7 @@ import type { HeldTransaction } from '../../core/held-transaction.js';
 import type { Sink } from '../../core/sink.js';
 import type { Logger } from '../../log/logger.js';
 import type { PipelineStats } from '../pipeline-stats.js';
+import { valueBytes } from './batch-builder.js';
 import { relationFits } from './streamed-relation.js';
 
 export interface HeldStreamOptions {
@@ -14,6 +15,11 @@ export interface HeldStreamOptions {
   logger: Logger;
   /** Changes of one piece written to the held transaction. */
   pieceEvents: number;
+  /**
+   * Bytes of change data (as a batch counts them) that end a piece before `pieceEvents` do: wide
+   * rows would otherwise make a piece, and the two runs queued behind it, hold far more memory.
+   */
+  pieceBytes: number;
   /** Makes everything committed before now durable (a piece may touch rows it wrote). */
   flush(): Promise<void>;
   /**
@@ -42,6 +48,8 @@ interface Live {
   /** Steps waiting for the next run, in order, and the piece still gathering. */
   steps: Step[];
   piece: ChangeEvent[];
+  /** The bytes of `piece`. */
+  pieceBytes: number;
   /** Subtransactions with a savepoint. */
   subxids: Set<number>;
 }
@@ -132,7 +140,9 @@ export class HeldStream {
       live.steps.push({ kind: 'savepoint', subxid: change.xid });
     }
     live.piece.push(change);
-    if (live.piece.length >= this.options.pieceEvents) return this.write(live);
+    live.pieceBytes += valueBytes(change);
+    if (live.piece.length >= this.options.pieceEvents || live.pieceBytes >= this.options.pieceBytes)
+      return this.write(live);
   }
 
   /** A rollback at the source; one of the whole transaction is awaited, so that the rows it held are free. */
@@ -205,6 +215,7 @@ export class HeldStream {
       failure: null,
       steps: [],
       piece: [],
+      pieceBytes: 0,
       subxids: new Set(),
     };
     this.live = live;
@@ -217,6 +228,7 @@ export class HeldStream {
     if (live.piece.length === 0) return;
     live.steps.push({ kind: 'apply', changes: live.piece });
     live.piece = [];
+    live.pieceBytes = 0;
   }
 
   /**
