@@ -38,6 +38,8 @@ export interface StreamApplierOptions {
   copyGate?: CopyGate;
   /** Copies a table again (a backfill), for a change no copy of it can take as it is. */
   copyAgain?(table: TableRef): void;
+  /** Batches' worth of events in a piece of a streamed transaction held open (HELD_PIECE_BATCHES). */
+  heldPieceBatches?: number;
   /** Watches table shapes announced by the stream. */
   schema?: Pick<SchemaGuard, 'project' | 'onRelation'> & Partial<Pick<SchemaGuard, 'shapeFor'>>;
 }
@@ -48,6 +50,14 @@ export interface StreamApplierOptions {
  * message's own position.)
  */
 const BEHIND_BYTES = 1024n * 1024n;
+
+/**
+ * Each piece of a streamed transaction written into a held sink transaction costs a savepoint and
+ * a COPY: a piece holds this many batches' worth of events (a 1,000,000-row transaction ran at
+ * 0.93-0.97x native's speed with one, 1.01-1.06x with three), and never more than a batch's bytes,
+ * so that wide rows stay bounded.
+ */
+export const HELD_PIECE_BATCHES = 3;
 
 /** How the stream ended: told to stop (or the source ended it), or held for a schema review. */
 export type ApplyOutcome = 'stopped' | 'held-for-schema';
@@ -119,10 +129,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         epoch: options.epoch,
         stats,
         logger: options.logger,
-        // Each piece costs a savepoint and a COPY in the held transaction: three batches' worth of
-        // events a piece (a 1,000,000-row transaction ran at 0.93-0.97x native's speed with one,
-        // 1.01-1.06x with three), and never more than a batch's bytes, so wide rows stay bounded.
-        pieceEvents: limits.maxEvents * 3,
+        pieceEvents: limits.maxEvents * (options.heldPieceBatches ?? HELD_PIECE_BATCHES),
         pieceBytes: limits.maxBytes,
         flush: () => flush(false),
         route: (arrived) => {

@@ -41,7 +41,10 @@ describe('a large transaction written into the sink while it arrives', () => {
     );
     service = await startTestService(testConfig(dbs.store));
     await createSourceAndSink(service.request, dbs);
-    await startConvergedPipeline(service, dbs, 'streamed', ['public.big'], {});
+    // Pieces of 6,000 changes (three batches of 2,000): the transactions below span several.
+    await startConvergedPipeline(service, dbs, 'streamed', ['public.big'], {
+      sink: { connection: 'dst', properties: { batch_max_events: '2000' } },
+    });
     source = new pg.Client({ connectionString: dbs.source });
     await source.connect();
   });
