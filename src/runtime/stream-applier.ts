@@ -38,8 +38,6 @@ export interface StreamApplierOptions {
   copyGate?: CopyGate;
   /** Copies a table again (a backfill), for a change no copy of it can take as it is. */
   copyAgain?(table: TableRef): void;
-  /** Batches' worth of events in a piece of a streamed transaction held open (HELD_PIECE_BATCHES). */
-  heldPieceBatches?: number;
   /** Watches table shapes announced by the stream. */
   schema?: Pick<SchemaGuard, 'project' | 'onRelation'> & Partial<Pick<SchemaGuard, 'shapeFor'>>;
 }
@@ -50,14 +48,6 @@ export interface StreamApplierOptions {
  * message's own position.)
  */
 const BEHIND_BYTES = 1024n * 1024n;
-
-/**
- * Each piece of a streamed transaction written into a held sink transaction costs a savepoint and
- * a COPY: a piece holds this many batches' worth of events (a 1,000,000-row transaction ran at
- * 0.93-0.97x native's speed with one, 1.01-1.06x with three), and never more than a batch's bytes,
- * so that wide rows stay bounded.
- */
-export const HELD_PIECE_BATCHES = 3;
 
 /** How the stream ended: told to stop (or the source ended it), or held for a schema review. */
 export type ApplyOutcome = 'stopped' | 'held-for-schema';
@@ -129,7 +119,10 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
         epoch: options.epoch,
         stats,
         logger: options.logger,
-        pieceEvents: limits.maxEvents * (options.heldPieceBatches ?? HELD_PIECE_BATCHES),
+        // A batch's worth a piece, at most a batch's bytes. Three batches' worth saves savepoints
+        // and COPYs (a 1,000,000-row transaction went from 0.93-0.97x native's speed to
+        // 1.01-1.06x) but held 223 rather than 185 MiB at the peak of a 5,000,000-row one.
+        pieceEvents: limits.maxEvents,
         pieceBytes: limits.maxBytes,
         flush: () => flush(false),
         route: (arrived) => {

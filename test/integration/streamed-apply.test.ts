@@ -41,7 +41,7 @@ describe('a large transaction written into the sink while it arrives', () => {
     );
     service = await startTestService(testConfig(dbs.store));
     await createSourceAndSink(service.request, dbs);
-    // Pieces of 6,000 changes (three batches of 2,000): the transactions below span several.
+    // Pieces of 2,000 changes (a batch): the transactions below span several.
     await startConvergedPipeline(service, dbs, 'streamed', ['public.big'], {
       sink: { connection: 'dst', properties: { batch_max_events: '2000' } },
     });

@@ -62,8 +62,6 @@ function harness<S extends RecordingSink>(sink: S, overrides: Partial<StreamAppl
     },
     sink,
     limits: { maxEvents: 2, maxBytes: 1 << 30, maxWaitMs: 0 },
-    // A piece of a batch's size, as the cases below count them.
-    heldPieceBatches: 1,
     epoch: 1,
     startLsn: 0x10n,
     tables: new Set(['public.t']),
