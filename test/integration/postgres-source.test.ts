@@ -589,6 +589,27 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
     );
   });
 
+  it('ends its walsender when closed while reading is held back', async () => {
+    await sql('CREATE TABLE held_back (id int PRIMARY KEY, v text)');
+    const p = await newPipeline([{ schema: 'public', table: 'held_back' }]);
+    // More than the sockets between the two hold: the walsender blocks sending it.
+    await sql(`INSERT INTO held_back SELECT i, repeat('x', 100) FROM generate_series(1, 200000) AS i`);
+    const reader = openStream(p, { queueCapacity: 5 });
+    // The consumer reads nothing: the socket is paused with the server's data waiting on it.
+    await waitFor(() => reader.stream.stats().queuedItems >= 5, 'the queue to fill', HANG_MS, 50);
+    await reader.stream.close();
+    // A paused socket would never read the server's end of the connection, and the walsender,
+    // blocked sending, would stay and hold the slot until its own timeout.
+    await waitFor(
+      async () =>
+        (await sql('SELECT active FROM pg_replication_slots WHERE slot_name = $1', [p.slot])).rows[0]
+          ?.active === false,
+      'the slot to be free',
+      HANG_MS,
+      50,
+    );
+  });
+
   it('fails with SlotMissingError when the slot is dropped mid-stream or does not exist', async () => {
     await sql('CREATE TABLE doomed (id int PRIMARY KEY)');
     const p = await newPipeline([{ schema: 'public', table: 'doomed' }]);

@@ -57,7 +57,7 @@ const STATUS_WARN_INTERVAL_MS = 60_000;
 
 /** The parts of pg's connection the replication protocol uses, which pg's types leave out. */
 interface ReplicationWire extends PgConnectionInternals {
-  stream: NodeJS.ReadWriteStream & { writable: boolean };
+  stream: NodeJS.ReadWriteStream & { writable: boolean; destroy(): void };
 }
 
 /**
@@ -219,7 +219,14 @@ export class ReplicationConnection {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
-    await Promise.race([this.client?.end().catch(() => {}), sleep(5000)]);
+    const client = this.client;
+    if (!client) return;
+    // A socket paused for backpressure would never read the server's end of the connection, and
+    // the end would wait for it: what arrives from now on is dropped (onCopyData checks closed).
+    this.resume();
+    await Promise.race([client.end().catch(() => {}), sleep(5000)]);
+    // Still open after that: the socket goes, so that no walsender is left holding the slot.
+    this.wire().stream.destroy();
   }
 
   private fail(error: SlotMissingError | SourceConnectionError): void {
