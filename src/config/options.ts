@@ -381,22 +381,11 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
   if (slotWalWarningBytes === undefined) {
     throw new ConfigError('slot_wal_warning', `must be a size such as 10GiB or 500MB (got "${walWarning}")`);
   }
-  const statusText = value('source_status_interval') as string;
-  const sourceStatusIntervalMs = parseDuration(statusText);
-  if (sourceStatusIntervalMs === undefined || sourceStatusIntervalMs < 1_000) {
-    throw new ConfigError(
-      'source_status_interval',
-      `must be a duration of at least 1s such as 10s (got "${statusText}")`,
-    );
-  }
-  const leaseText = value('fleet.lease_ttl') as string;
-  const leaseTtlMs = parseDuration(leaseText);
-  if (leaseTtlMs === undefined || leaseTtlMs < 1_000) {
-    throw new ConfigError(
-      'fleet.lease_ttl',
-      `must be a duration of at least 1s such as 15s (got "${leaseText}")`,
-    );
-  }
+  const sourceStatusIntervalMs = durationOf(
+    'source_status_interval',
+    value('source_status_interval') as string,
+  );
+  const leaseTtlMs = durationOf('fleet.lease_ttl', value('fleet.lease_ttl') as string);
   const tlsFileDir = value('connections.tls_file_dir') || undefined;
   if (tlsFileDir !== undefined && !isAbsolute(tlsFileDir)) {
     throw new ConfigError('connections.tls_file_dir', `must be an absolute path (got "${tlsFileDir}")`);

@@ -76,6 +76,16 @@ export interface ReadinessCheck {
   refusesStart: boolean;
 }
 
+/** Where a change stream starts, and how it runs. */
+export interface StreamOptions {
+  from: bigint;
+  logger?: SourceLogger;
+  spoolDir?: string;
+  live?: boolean;
+  /** How often the position is reported when nothing else reports it. */
+  statusIntervalMs?: number;
+}
+
 /**
  * One source database, through one session opened by connect(). Every other call but
  * exportSnapshot() and startStream(), which open their own connections, needs it.
@@ -154,17 +164,7 @@ export interface Source {
    * can also hands over a large transaction as it arrives (`StreamedItem`), for a sink that can
    * hold it open.
    */
-  startStream(
-    pipelineId: string,
-    options: {
-      from: bigint;
-      logger?: SourceLogger;
-      spoolDir?: string;
-      live?: boolean;
-      /** How often the position is reported when nothing else reports it. */
-      statusIntervalMs?: number;
-    },
-  ): ChangeStream;
+  startStream(pipelineId: string, options: StreamOptions): ChangeStream;
   /**
    * Drops what the pipeline owns at the source, if it exists, ending a reader still streaming; a
    * feed the user made is theirs, and kept.

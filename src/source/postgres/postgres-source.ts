@@ -14,6 +14,7 @@ import type {
   SourceOptions,
   SourcePositions,
   SourceSnapshot,
+  StreamOptions,
 } from '../../core/source.js';
 import { SlotMissingError } from '../../core/source-errors.js';
 import {
@@ -188,17 +189,7 @@ class PostgresSource implements Source {
     return { retainedWalBytes: status.retainedWalBytes, walStatus: status.walStatus };
   }
 
-  startStream(
-    pipelineId: string,
-    options: {
-      from: bigint;
-      logger?: SourceLogger;
-      spoolDir?: string;
-      live?: boolean;
-      /** How often the position is reported when nothing else reports it. */
-      statusIntervalMs?: number;
-    },
-  ): ChangeStream {
+  startStream(pipelineId: string, options: StreamOptions): ChangeStream {
     return startChangeStream({
       connection: this.connection,
       slotName: slotName(pipelineId),
