@@ -218,7 +218,10 @@ class ChangeStreamRunner {
   }
 
   private handle(input: ReplicationInput): void {
-    if (input.kind === 'message') return this.accept(input.payload, 0, input.payload.length);
+    if (input.kind === 'message') {
+      this.accept(input.payload, 0, input.payload.length);
+      return;
+    }
     try {
       if (input.kind === 'error') throw input.error;
       this.assembler.keepalive(input.walEnd);
