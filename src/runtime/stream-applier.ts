@@ -92,7 +92,7 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
   // The source position reached: the last commit or idle position that arrived.
   let arrived = options.startLsn;
   // A backlog on its way (what committed before the stream started, still well ahead of what
-  // arrived): batches gather until full or BEHIND_WAIT_MS.
+  // arrived): batches gather until BEHIND_FILL of a batch, or for BEHIND_WAIT_MS.
   const caughtUpAt = options.caughtUpAt;
   const behind = () => caughtUpAt !== undefined && arrived + BEHIND_BYTES < caughtUpAt;
 

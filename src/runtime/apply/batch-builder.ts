@@ -130,8 +130,9 @@ export class BatchBuilder {
   /**
    * Whether the committed changes are to be written now: the batch is full or waited `maxWaitMs`.
    * With `behind` (a backlog is on its way from the source), it gathers to BEHIND_FILL of a batch,
-   * or for BEHIND_WAIT_MS: a batch written as soon as the sink is free would hold only what arrived during the last
-   * write, and many small sink transactions drain a backlog slower than a few full ones.
+   * or for BEHIND_WAIT_MS: a batch written as soon as the sink is free would hold only what arrived
+   * during the last write, and many small sink transactions drain a backlog slower than a few full
+   * ones.
    */
   due(behind = false): boolean {
     if (this.committedCount === 0) return false;
