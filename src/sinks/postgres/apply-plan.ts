@@ -224,12 +224,16 @@ function insertsOnly(
   changes: readonly ChangeEvent[],
   lookup: (ref: TableRef) => TargetTable,
 ): Map<TargetTable, ColumnValue[][]> | undefined {
-  const byTable = new Map<TargetTable, InsertedRows>();
+  // Ops first: a mixed batch (an update after thousands of inserts) is not turned into rows twice.
   for (let i = 0; i < changes.length; i++) {
     const event = changes[i] as ChangeEvent;
     if (event.op !== 'insert' || !event.after || event.unchangedToast?.length) return undefined;
+  }
+  const byTable = new Map<TargetTable, InsertedRows>();
+  for (let i = 0; i < changes.length; i++) {
+    const event = changes[i] as ChangeEvent;
     const table = lookup(event.table);
-    const row = wholeRow(table.source.columns, event.after);
+    const row = wholeRow(table.source.columns, event.after as Row);
     if (!row) return undefined;
     const key = rowKey(table, row);
     if (key === undefined) return undefined;
