@@ -54,4 +54,6 @@ export type LiveMessage =
       last_checkpoint_at: string | null;
       /** Tables being copied right now. */
       copying: LiveTableProgress[];
+      /** Rows copied a second since the previous message, a copy that ended meanwhile included. */
+      copy_rows_per_second: number;
     };

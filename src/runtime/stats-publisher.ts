@@ -2,6 +2,7 @@ import type { PipelineState } from '../../machines/pipeline.js';
 import type { LiveHub } from '../live/live-hub.js';
 import { IDLE_STATS, type PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import { etaSeconds, percentOf } from '../pipelines/table-progress.js';
+import { type CopiedRowsSeen, rowsCopiedSince } from './copied-rows.js';
 import type { PipelineReading } from './pipeline-handle.js';
 import type { PipelinesView } from './pipeline-registry.js';
 import type { PipelineStats } from './pipeline-stats.js';
@@ -17,6 +18,9 @@ export type StatsObserver = (
  * of their project, their figures to the metrics and to the API.
  */
 export class StatsPublisher {
+  /** Per pipeline, the copy counts at its previous message and when that was. */
+  private readonly copied = new WeakMap<PipelineStats, { seen: CopiedRowsSeen; at: number }>();
+
   constructor(
     private readonly hub: LiveHub,
     private readonly handles: PipelinesView,
@@ -71,8 +75,24 @@ export class StatsPublisher {
         retained_wal_bytes: live.retainedWalBytes,
         last_checkpoint_at: handle.stats.lastCheckpointAt,
         copying,
+        copy_rows_per_second: this.copyRate(handle.stats),
       });
     }
+  }
+
+  /**
+   * Rows copied a second since the pipeline's previous message. Counted here, from the copy counts
+   * themselves, so that a copy that starts and ends between two messages still shows its rows; the
+   * first message after nobody watched has no previous one and says 0.
+   */
+  private copyRate(stats: PipelineStats): number {
+    const now = performance.now();
+    const previous = this.copied.get(stats);
+    const seen = previous?.seen ?? new Map();
+    const rows = rowsCopiedSince(seen, stats.tables);
+    this.copied.set(stats, { seen, at: now });
+    const seconds = previous ? (now - previous.at) / 1000 : 0;
+    return seconds > 0 ? Math.round((rows / seconds) * 100) / 100 : 0;
   }
 
   /** The pipelines this process runs, with their state and figures, for metrics. */

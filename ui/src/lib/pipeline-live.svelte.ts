@@ -37,7 +37,7 @@ export interface StatsHistory {
   /** Unix seconds. */
   times: number[];
   eventsPerSecond: number[];
-  /** The copy's rows a second as the copy figure measures them; 0 when nothing is copied. */
+  /** Rows copied a second, as the service counts them between two messages; 0 when nothing is. */
   copyRowsPerSecond: number[];
   lagMs: number[];
 }
@@ -94,7 +94,7 @@ export function applyFeedMessage(message: FeedMessage): void {
       record(
         message.name,
         message.events_per_second,
-        entry.copy?.rows_per_second ?? 0,
+        message.copy_rows_per_second,
         message.replication_lag_ms,
       );
       break;
