@@ -74,6 +74,21 @@ async function main(): Promise<void> {
     return;
   }
 
+  // BENCH_ONLY=decode: the raw decoding alone, printed and not written to BENCHMARKS.md.
+  if (process.env.BENCH_ONLY === 'decode') {
+    cleanups.push({ what: 'decode slots', run: () => dropDecodeSlots(source.adminUrl) });
+    const decode = await runDecodeBenchmark({
+      sourceAdminUrl: source.adminUrl,
+      sinkAdminUrl: sink.adminUrl,
+      scale,
+      runs,
+      log,
+    });
+    console.log(`\nDecoding\n\n${decodeSummaryTable(decode)}\n\n${decodeDetailTable(decode)}\n`);
+    console.log(decodeRatios(decode).join('\n'));
+    return;
+  }
+
   // First, while this process's peak RSS is still the service's at rest: maxRSS only grows, and
   // the drains below take it much higher.
   const snapshot = await runSnapshotBenchmark({

@@ -1,10 +1,4 @@
-import {
-  type CacheProvider,
-  type Profile,
-  SAML,
-  SamlStatusError,
-  ValidateInResponseTo,
-} from '@node-saml/node-saml';
+import type { CacheProvider, Profile, SAML, SamlConfig } from '@node-saml/node-saml';
 import { z } from 'zod';
 import { type ExternalIdentity, firstString } from './external-identity.js';
 import { LOGIN_FLOW_TTL_MS } from './login-flows.js';
@@ -23,6 +17,16 @@ export type SamlFlowData = z.infer<typeof SamlFlowData>;
 
 // Clocks of the provider and the service may differ a little.
 const CLOCK_SKEW_MS = 60_000;
+
+/**
+ * node-saml and its XML stack (some 150 modules, 3 MB of heap), loaded with the first SAML
+ * sign-in rather than with the service: most services have no SAML provider.
+ */
+let nodeSaml: Promise<typeof import('@node-saml/node-saml')> | undefined;
+const loadNodeSaml = () => {
+  nodeSaml ??= import('@node-saml/node-saml');
+  return nodeSaml;
+};
 
 const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const NAME_ATTRIBUTES = [
@@ -62,7 +66,7 @@ export class SamlLogin {
   constructor(private readonly urls: ServiceUrls) {}
 
   async authorizationUrl(provider: SamlProvider, relayState: string, requestId: string): Promise<string> {
-    return this.saml(provider, { generateUniqueId: () => requestId }).getAuthorizeUrlAsync(
+    return (await this.saml(provider, { generateUniqueId: () => requestId })).getAuthorizeUrlAsync(
       relayState,
       undefined,
       {},
@@ -70,8 +74,8 @@ export class SamlLogin {
   }
 
   /** The service provider metadata to give the identity provider. */
-  metadata(provider: SamlProvider): string {
-    return this.saml(provider).generateServiceProviderMetadata(null);
+  async metadata(provider: SamlProvider): Promise<string> {
+    return (await this.saml(provider)).generateServiceProviderMetadata(null);
   }
 
   async identify(
@@ -79,12 +83,16 @@ export class SamlLogin {
     samlResponse: string,
     flow: { requestId: string; createdAt: string },
   ): Promise<ExternalIdentity> {
-    const saml = this.saml(provider, { cacheProvider: new TakenFlowCache(flow) });
+    const saml = await this.saml(provider, { cacheProvider: new TakenFlowCache(flow) });
+    const { SamlStatusError } = await loadNodeSaml();
     let profile: Profile | null;
     try {
       ({ profile } = await saml.validatePostResponseAsync({ SAMLResponse: samlResponse }));
     } catch (error) {
-      throw new SsoFailure(classify(error), detailOf(error));
+      throw new SsoFailure(
+        error instanceof SamlStatusError ? 'idp_refused' : classify(error),
+        detailOf(error),
+      );
     }
     if (!profile) throw new SsoFailure('invalid_response', 'the response holds no assertion');
     // node-saml checks the issuer of logout messages only; the assertion's is checked here.
@@ -129,8 +137,9 @@ export class SamlLogin {
     }
   }
 
-  private saml(provider: SamlProvider, extra: Partial<ConstructorParameters<typeof SAML>[0]> = {}): SAML {
+  private async saml(provider: SamlProvider, extra: Partial<SamlConfig> = {}): Promise<SAML> {
     const { settings, secrets } = provider;
+    const { SAML, ValidateInResponseTo } = await loadNodeSaml();
     return new SAML({
       entryPoint: settings.entry_point,
       issuer: settings.sp_entity_id,
@@ -164,8 +173,8 @@ interface XmlNode {
   SubjectConfirmationData?: XmlNode[];
 }
 
+/** The failure an error of node-saml's other than a status from the provider stands for. */
 function classify(error: unknown): SsoFailureReason {
-  if (error instanceof SamlStatusError) return 'idp_refused';
   const message = error instanceof Error ? error.message : '';
   if (/signature|Cannot obtain assertion/i.test(message)) return 'invalid_signature';
   if (/audience/i.test(message)) return 'audience_mismatch';
