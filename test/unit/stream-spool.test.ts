@@ -52,18 +52,19 @@ describe('stream spool', () => {
     const spool = new StreamSpool(directory, 'big', 4096);
     const long = 'é€😀'.repeat(200_000); // 2.2 MB: larger than a spool block
     const expected: string[] = [];
-    for (let i = 1; i <= 30_000; i++) {
-      const text = i === 15_000 ? long : `${i}:ü`;
+    // Several blocks' worth on disk, each block written out and filled again.
+    for (let i = 1; i <= 150_000; i++) {
+      const text = i === 75_000 ? long : `${i}:ü`;
       expected.push(text);
       spool.append(insert(100, text));
     }
     expect(spool.spilled).toBe(true);
-    expect(spool.size).toBe(30_000);
+    expect(spool.size).toBe(150_000);
     const [dir] = readdirSync(parent);
     expect(readdirSync(join(parent, dir as string))).toHaveLength(1);
     expect(texts(spool)).toEqual(expected);
     // A second replay sees the same messages (the file is only deleted by dispose()).
-    expect(texts(spool)).toHaveLength(30_000);
+    expect(texts(spool)).toHaveLength(150_000);
     spool.dispose();
     spool.dispose();
     expect(readdirSync(join(parent, dir as string))).toEqual([]);

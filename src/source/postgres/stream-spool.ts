@@ -158,6 +158,10 @@ export class StreamSpool {
         }
         this.writeOut(sealed);
       });
+      this.used = 0;
+      // Written out whole: the block is free again, and a new 1 MiB one per block would be
+      // memory outside the heap for the collector to chase.
+      if (this.block.length === BLOCK && need <= BLOCK) return;
     } else {
       this.blocks.push(sealed);
     }
