@@ -66,6 +66,8 @@ export interface ChangeStreamStats {
   spilledTransactions: number;
   /** Items waiting for the consumer. */
   queuedItems: number;
+  /** Bytes of the messages those items came from (a replayed item's are estimated from its values). */
+  queuedBytes: number;
   /**
    * When the oldest transaction not handed over whole yet began to arrive (ms since the epoch),
    * for one the source sends before its commit; once its commit is known and it is being handed

@@ -589,6 +589,41 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
     );
   });
 
+  // Rows of 40 kB (under the 64 kB at which the server streams a transaction) come whole; rows of
+  // 1 MB are streamed, spooled, and replayed at their commit: both ways are bounded in bytes.
+  it.each([
+    ['whole transactions', 40_000, 400],
+    ['streamed transactions replayed', 1_000_000, 40],
+  ])('holds back reading by bytes, not only by items: %s', async (_, size, count) => {
+    const table = `wide_${size}`;
+    await sql(`CREATE TABLE ${table} (id int PRIMARY KEY, v text)`);
+    const p = await newPipeline([{ schema: 'public', table }]);
+    await sql(
+      `CREATE PROCEDURE fill_${table}() LANGUAGE plpgsql AS $$ BEGIN FOR i IN 1..${count} LOOP
+         INSERT INTO ${table} VALUES (i, repeat(chr(97 + i % 26), ${size})); COMMIT; END LOOP; END $$`,
+    );
+    await sql(`CALL fill_${table}()`);
+    const bound = 1024 * 1024;
+    const reader = openStream(p, { queueBytes: bound });
+    // The consumer reads nothing: the queue fills up to its bytes, far below its 5,000 items.
+    await waitFor(() => reader.stream.stats().queuedBytes >= bound, 'the queue to fill', HANG_MS, 50);
+    // The scenario, not a wait: reading stays held back while the consumer does not read.
+    await new Promise((r) => setTimeout(r, 1_000));
+    const stalled = reader.stream.stats();
+    // Past the bound by at most the message being read when the socket paused, and a read's worth.
+    expect(stalled.queuedBytes).toBeLessThan(bound + size + 256 * 1024);
+    expect(stalled.queuedItems).toBeLessThan(3 * ((bound + size + 256 * 1024) / size + 2));
+    const seen: number[] = [];
+    while (seen.length < count) {
+      const txn = await reader.txn();
+      for (const c of txn.changes) {
+        expect(c.after?.v).toHaveLength(size);
+        seen.push(Number(c.after?.id));
+      }
+    }
+    expect(seen).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+  });
+
   it('ends its walsender when closed while reading is held back', async () => {
     await sql('CREATE TABLE held_back (id int PRIMARY KEY, v text)');
     const p = await newPipeline([{ schema: 'public', table: 'held_back' }]);

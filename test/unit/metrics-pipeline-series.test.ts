@@ -46,6 +46,7 @@ describe('pipeline series', () => {
       streamedTransactions: 0,
       spilledTransactions: 0,
       queuedItems: 0,
+      queuedBytes: 0,
       arrivingSinceMs: null,
       failedStatusUpdates: 2,
     };

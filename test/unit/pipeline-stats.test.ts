@@ -18,6 +18,7 @@ const streamStats = (figures: Partial<ChangeStreamStats>): ChangeStreamStats => 
   streamedTransactions: 0,
   spilledTransactions: 0,
   queuedItems: 0,
+  queuedBytes: 0,
   arrivingSinceMs: null,
   failedStatusUpdates: 0,
   ...figures,

@@ -23,6 +23,12 @@ export interface ChangeStreamOptions extends ReplicationConnectionOptions {
   memoryLimitBytes?: number;
   /** Items decoded ahead of the consumer before the socket is paused. Default 5 000. */
   queueCapacity?: number;
+  /**
+   * Bytes of messages decoded ahead of the consumer (or held during a replay) before the socket is
+   * paused, whatever their count: 5,000 rows of a megabyte each would otherwise all be read ahead.
+   * Default 16 MiB.
+   */
+  queueBytes?: number;
   /** Also hands over the first streamed transaction in progress as it arrives (see TransactionAssembler). */
   live?: boolean;
 }
@@ -70,7 +76,12 @@ class ChangeStreamRunner {
   private readonly connection: ReplicationConnection;
   private readonly assembler: TransactionAssembler;
   private readonly highWater: number;
+  private readonly highWaterBytes: number;
   private ready: PostgresStreamItem[] = [];
+  // Bytes of the messages whose items wait in `ready`; those of the message being decoded until
+  // it yields an item (a message spooled for a streamed transaction yields none).
+  private readyBytes = 0;
+  private acceptingBytes = 0;
   private consumer:
     | { resolve: (items: PostgresStreamItem[] | null) => void; reject: (e: unknown) => void }
     | undefined;
@@ -80,6 +91,7 @@ class ChangeStreamRunner {
   private closed = false;
   // Inputs that arrive while a streamed transaction replays, handled after it.
   private held: ReplicationInput[] = [];
+  private heldBytes = 0;
   private replaying = false;
   private paused = false;
   private maxBufferedMessages = 0;
@@ -87,6 +99,7 @@ class ChangeStreamRunner {
 
   constructor(options: ChangeStreamOptions) {
     this.highWater = options.queueCapacity ?? 5_000;
+    this.highWaterBytes = options.queueBytes ?? 16 * 1024 * 1024;
     this.assembler = new TransactionAssembler({
       emit: (item) => this.push(item),
       spoolDir: options.spoolDir,
@@ -123,6 +136,7 @@ class ChangeStreamRunner {
       bufferedMessages: this.held.length,
       maxBufferedMessages: this.maxBufferedMessages,
       queuedItems: this.ready.length,
+      queuedBytes: this.readyBytes,
       failedStatusUpdates: this.connection.failedStatusUpdates,
     };
   }
@@ -139,20 +153,28 @@ class ChangeStreamRunner {
   private take(): PostgresStreamItem[] {
     const items = this.ready;
     this.ready = [];
+    this.readyBytes = 0;
     this.consumed?.();
     this.consumed = undefined;
     this.updateFlow();
     return items;
   }
 
-  private push(item: PostgresStreamItem): void {
+  private push(item: PostgresStreamItem, bytes = this.acceptingBytes): void {
     this.ready.push(item);
+    this.readyBytes += bytes;
+    this.acceptingBytes = 0;
     // Handed over once the received chunk is decoded whole, not item by item.
     if (this.consumer && !this.handoverQueued) {
       this.handoverQueued = true;
       queueMicrotask(() => this.handover());
     }
-    if (this.ready.length === this.highWater) this.updateFlow();
+    if (this.full()) this.updateFlow();
+  }
+
+  /** Whether the consumer has a queue's worth waiting, in items or in bytes. */
+  private full(): boolean {
+    return this.ready.length >= this.highWater || this.readyBytes >= this.highWaterBytes;
   }
 
   private handover(): void {
@@ -165,7 +187,11 @@ class ChangeStreamRunner {
 
   /** Pauses the socket while a replay runs or the consumer lags, and resumes it after. */
   private updateFlow(): void {
-    const pause = this.replaying || this.ready.length >= this.highWater || this.held.length >= this.highWater;
+    const pause =
+      this.replaying ||
+      this.full() ||
+      this.held.length >= this.highWater ||
+      this.heldBytes >= this.highWaterBytes;
     if (pause && !this.paused) this.connection.pause();
     else if (!pause && this.paused) this.connection.resume();
     this.paused = pause;
@@ -213,6 +239,7 @@ class ChangeStreamRunner {
 
   private hold(input: ReplicationInput): void {
     this.held.push(input);
+    if (input.kind === 'message') this.heldBytes += input.payload.length;
     this.maxBufferedMessages = Math.max(this.maxBufferedMessages, this.held.length);
     this.updateFlow();
   }
@@ -232,7 +259,9 @@ class ChangeStreamRunner {
 
   private accept(buffer: Buffer, start: number, end: number): void {
     try {
+      this.acceptingBytes = end - start;
       const replay = this.assembler.accept(buffer, start, end);
+      this.acceptingBytes = 0;
       if (replay) void this.replay(replay);
     } catch (error) {
       this.fail(error);
@@ -249,12 +278,12 @@ class ChangeStreamRunner {
     try {
       // Leaving the loop early ends the replay, which deletes its spool.
       for (const item of items) {
-        this.push(item);
+        this.push(item, replayedBytes(item));
         if (item.kind === 'stream-commit') {
           // The replay goes on (or ends) by the consumer's verdict on what it had as it arrived.
           await item.verdict.decided;
           if (this.closed || this.failure) return;
-        } else if (this.ready.length >= this.highWater) {
+        } else if (this.full()) {
           await new Promise<void>((resolve) => {
             this.consumed = resolve;
           });
@@ -267,8 +296,21 @@ class ChangeStreamRunner {
     }
     this.replaying = false;
     while (!this.replaying && this.held.length > 0 && !this.failure && !this.closed) {
-      this.handle(this.held.shift() as ReplicationInput);
+      const input = this.held.shift() as ReplicationInput;
+      if (input.kind === 'message') this.heldBytes -= input.payload.length;
+      this.handle(input);
     }
     this.updateFlow();
   }
+}
+
+/** About the bytes a replayed item's message had: its values' lengths (the spool gives no sizes). */
+function replayedBytes(item: PostgresStreamItem): number {
+  if (item.kind !== 'change' && item.kind !== 'stream-change') return 16;
+  let bytes = 16;
+  for (const row of [item.change.after, item.change.before, item.change.key]) {
+    if (!row) continue;
+    for (const column in row) bytes += row[column]?.length ?? 1;
+  }
+  return bytes;
 }
