@@ -34,7 +34,7 @@ const RSS_SAMPLE_MS = 100;
 export const PGOUTPUT_OPTIONS = ['proto_version=2', `publication_names=${PUBLICATION}`, 'streaming=on'];
 
 export interface DecodeSystem {
-  kind: 'ours' | 'recvlogical' | 'test_decoding';
+  kind: 'ours' | 'recvlogical' | 'test_decoding' | 'in-server';
   label: string;
   plugin: 'pgoutput' | 'test_decoding';
 }
@@ -46,6 +46,11 @@ export const DECODE_SYSTEMS: DecodeSystem[] = [
     kind: 'test_decoding',
     label: 'pg_recvlogical (test_decoding, text; reference only)',
     plugin: 'test_decoding',
+  },
+  {
+    kind: 'in-server',
+    label: 'in the server, no replication protocol (pg_logical_slot_get_binary_changes; reference only)',
+    plugin: 'pgoutput',
   },
 ];
 
@@ -87,7 +92,7 @@ export interface DecodeResults {
 }
 
 const slotFor = (system: DecodeSystem, w: number, run: number) =>
-  `${SLOT_PREFIX}w${w}_r${run}_${system.kind}`;
+  `${SLOT_PREFIX}w${w}_r${run}_${system.kind.replace('-', '_')}`;
 
 /** Drops every slot this section made on the decode database; safe to call at any time. */
 export async function dropDecodeSlots(sourceUrl: string): Promise<void> {
@@ -191,6 +196,23 @@ async function decodeRecvlogical(url: string, slot: string, endLsn: string, syst
   return { seconds: (performance.now() - started) / 1000 };
 }
 
+/**
+ * The same decoding by a backend of the source through the SQL interface, to the end LSN: what the
+ * walsender's decoding costs without sending each message to a client. Counts the inserts among
+ * the messages (pgoutput's 'I').
+ */
+async function decodeInServer(url: string, slot: string, endLsn: string) {
+  const options = PGOUTPUT_OPTIONS.flatMap((o) => o.split('=')).map((v) => `'${v}'`);
+  const started = performance.now();
+  const [row] = await sqlOn<{ inserts: number }>(
+    url,
+    `SELECT count(*) FILTER (WHERE get_byte(data, 0) = 73)::int AS inserts
+       FROM pg_logical_slot_get_binary_changes($1, $2::pg_lsn, NULL, ${options.join(', ')})`,
+    [slot, endLsn],
+  );
+  return { seconds: (performance.now() - started) / 1000, events: row?.inserts ?? 0 };
+}
+
 /** Confirms the slot reached the end (pg_recvlogical reports its position as it exits). */
 async function slotConfirmed(url: string, slot: string): Promise<string> {
   const [row] = await sqlOn<{ lsn: string | null }>(
@@ -262,7 +284,12 @@ export async function runDecodeBenchmark(options: {
           const before: CpuSample = cpuSample(sourcePid, sinkPid);
           let ours: Awaited<ReturnType<typeof decodeOurs>> | undefined;
           let seconds: number;
-          if (system.kind === 'ours') {
+          let events = workload.rows;
+          if (system.kind === 'in-server') {
+            ({ seconds, events } = await decodeInServer(url, slot, endLsn));
+            if (events !== workload.rows)
+              throw new Error(`the server decoded ${events} inserts, expected ${workload.rows}`);
+          } else if (system.kind === 'ours') {
             ours = await decodeOurs(url, slot, endLsn);
             seconds = ours.seconds;
             if (ours.events !== workload.rows)
@@ -277,7 +304,7 @@ export async function runDecodeBenchmark(options: {
           await sleep(CPU_SETTLE_MS);
           const cpu = cpuUsed(before, cpuSample(sourcePid, sinkPid));
           await dropSlot(url, slot);
-          const events = ours?.events ?? workload.rows;
+          if (ours) events = ours.events;
           const result: DecodeRun = {
             run: r,
             workload,
@@ -286,7 +313,7 @@ export async function runDecodeBenchmark(options: {
             events,
             eventsPerSecond: events / seconds,
             load: runLoad,
-            clientCpu: ours ? ours.clientCpu : cpu.children,
+            clientCpu: ours ? ours.clientCpu : system.kind === 'in-server' ? 0 : cpu.children,
             sourceCpu: cpu.source,
             ...(ours
               ? {
