@@ -75,15 +75,19 @@ async function main(): Promise<void> {
   }
 
   // BENCH_ONLY=decode: the raw decoding alone, printed and not written to BENCHMARKS.md.
-  if (process.env.BENCH_ONLY === 'decode') {
+  /** The decoding section on the source cluster, its slots dropped at the end whatever happens. */
+  const decodeSection = () => {
     cleanups.push({ what: 'decode slots', run: () => dropDecodeSlots(source.adminUrl) });
-    const decode = await runDecodeBenchmark({
+    return runDecodeBenchmark({
       sourceAdminUrl: source.adminUrl,
       sinkAdminUrl: sink.adminUrl,
       scale,
       runs,
       log,
     });
+  };
+  if (process.env.BENCH_ONLY === 'decode') {
+    const decode = await decodeSection();
     console.log(`\nDecoding\n\n${decodeSummaryTable(decode)}\n\n${decodeDetailTable(decode)}\n`);
     console.log(decodeRatios(decode).join('\n'));
     return;
@@ -117,17 +121,7 @@ async function main(): Promise<void> {
   // Nothing of the service streams now (the drain systems are gone), so this process runs our
   // change stream alone.
   log(`decoding; 1-minute load average now ${(loadavg()[0] ?? 0).toFixed(2)}`);
-  cleanups.push({
-    what: 'decode slots',
-    run: () => dropDecodeSlots(source.adminUrl),
-  });
-  const decode = await runDecodeBenchmark({
-    sourceAdminUrl: source.adminUrl,
-    sinkAdminUrl: sink.adminUrl,
-    scale,
-    runs,
-    log,
-  });
+  const decode = await decodeSection();
 
   // The memory section runs the service in processes of its own; the one in this process is idle.
   let memory: MemoryResults | undefined;

@@ -1,23 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { pipelineMachine } from '../../machines/pipeline.js';
-import { PipelineHandle } from '../../src/runtime/pipeline-handle.js';
+import type { PipelineHandle } from '../../src/runtime/pipeline-handle.js';
 import { PipelineRegistry, type PipelinesView } from '../../src/runtime/pipeline-registry.js';
-import { PipelineStats } from '../../src/runtime/pipeline-stats.js';
-
-/** A handle never started: the registry only keeps it. */
-const handle = (id: string) =>
-  new PipelineHandle({
-    id,
-    name: `pipeline ${id}`,
-    projectId: 'proj',
-    stats: new PipelineStats(),
-    resumeAs: 'stopped',
-    error: null,
-    generation: 1,
-    epoch: 1,
-    machine: () => pipelineMachine,
-    changed: () => undefined,
-  });
+import { idleHandle as handle } from '../support/idle-handle.js';
 
 describe('the pipeline registry', () => {
   it('finds the pipelines taken on, in the order they were', () => {

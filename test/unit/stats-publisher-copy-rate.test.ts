@@ -1,30 +1,16 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { pipelineMachine } from '../../machines/pipeline.js';
 import { LiveHub } from '../../src/live/live-hub.js';
 import type { LiveMessage } from '../../src/live/live-messages.js';
-import { PipelineHandle } from '../../src/runtime/pipeline-handle.js';
 import { PipelineRegistry } from '../../src/runtime/pipeline-registry.js';
 import { PipelineStats } from '../../src/runtime/pipeline-stats.js';
 import { StatsPublisher } from '../../src/runtime/stats-publisher.js';
+import { idleHandle } from '../support/idle-handle.js';
 
 /** One pipeline on a watched feed; `publish()` returns the copy rate of the message it sent. */
 function watchedPipeline() {
   const stats = new PipelineStats();
   const registry = new PipelineRegistry();
-  registry.add(
-    new PipelineHandle({
-      id: 'p',
-      name: 'orders',
-      projectId: 'proj',
-      stats,
-      resumeAs: 'stopped',
-      error: null,
-      generation: 1,
-      epoch: 1,
-      machine: () => pipelineMachine,
-      changed: () => undefined,
-    }),
-  );
+  registry.add(idleHandle('p', 'orders', stats));
   const hub = new LiveHub();
   const rates: number[] = [];
   hub.subscribe('proj', (message: LiveMessage) => {
