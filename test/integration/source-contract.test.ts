@@ -9,6 +9,7 @@ import type { Source } from '../../src/core/source.js';
 import { SlotMissingError, TableNotReplicableError } from '../../src/core/source-errors.js';
 import { findSourceKind } from '../../src/source/registry.js';
 import { createDatabase } from '../support/pg-cluster.js';
+import { waitFor } from '../support/wait-for.js';
 
 const withTimeout = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> =>
   Promise.race([
@@ -188,6 +189,40 @@ describe.each(clusters)('the Source contract, PostgreSQL on $label', (cluster) =
     await source.dropOwned(id);
     await source.dropOwned(id);
     await expect(source.slotStatus(id)).rejects.toThrow(/does not exist any more/);
+  });
+
+  it('closes a reader whose partition copy is held back (its sink refused it), ending the session', async () => {
+    await sql('CREATE TABLE refused_copy (id bigint PRIMARY KEY, pad text)');
+    // More than the sockets between the two hold: the server blocks sending the copy.
+    await sql("INSERT INTO refused_copy SELECT i, repeat('x', 200) FROM generate_series(1, 200000) AS i");
+    const source = await connected();
+    const [table] = await source.describeTables([{ schema: 'public', table: 'refused_copy' }]);
+    if (!table) throw new Error('no schema');
+    const snapshot = await source.exportSnapshot();
+    try {
+      const reader = await snapshot.openReader();
+      const plan = await reader.planPartitions(table, { targetRows: 1_000_000, maxPartitions: 1 });
+      const copy = reader.copyPartition(table, plan.partitions[0] as (typeof plan.partitions)[0]);
+      // Closing the reader ends the copy with an error, which the runtime listens for.
+      const ended = new Promise<Error>((resolve) => copy.once('error', resolve));
+      // One chunk read, then nothing more: a sink that refused the partition reads no further.
+      await new Promise<void>((resolve) => copy.once('data', () => resolve()));
+      copy.pause();
+      const copying = async () =>
+        Number(
+          (
+            await sql(
+              "SELECT count(*) AS n FROM pg_stat_activity WHERE query LIKE 'COPY%refused_copy%' AND pid <> pg_backend_pid()",
+            )
+          ).rows[0]?.n,
+        );
+      expect(await copying()).toBe(1);
+      await reader.close();
+      expect((await ended).message).toMatch(/terminated/);
+      await waitFor(async () => (await copying()) === 0, 'the copying session to end', 30_000, 50);
+    } finally {
+      await snapshot.release();
+    }
   });
 
   it('exports a snapshot of the source as it is now', async () => {
