@@ -92,3 +92,22 @@ export interface Checkpoint {
   /** Fencing epoch of the worker that wrote it. */
   epoch: number;
 }
+
+// Measured for every change: no array is made for it.
+const rowBytes = (row: ChangeEvent['after']) => {
+  let bytes = 0;
+  if (row) {
+    for (const column in row) {
+      const v = row[column];
+      bytes += v === null || v === undefined ? 1 : v.length;
+    }
+  }
+  return bytes;
+};
+
+/**
+ * The bytes a change counts for where its size bounds memory (a batch, a held piece, a replay read
+ * ahead): its values' lengths and a little for the event itself.
+ */
+export const valueBytes = (change: ChangeEvent): number =>
+  64 + rowBytes(change.after) + rowBytes(change.key) + rowBytes(change.before);

@@ -21,3 +21,21 @@ export function rowsCopiedSince(seen: CopiedRowsSeen, tables: ReadonlyMap<string
   for (const name of seen.keys()) if (!tables.has(name)) seen.delete(name);
   return rows;
 }
+
+/**
+ * Each pipeline's copy counts at its previous sample, kept as long as its figures are (the
+ * figures object is the key): one per place that samples, as each has its own previous sample.
+ */
+export class CopiedRowsSampler {
+  private readonly seen = new WeakMap<object, CopiedRowsSeen>();
+
+  /** Rows copied since this pipeline's previous sample; at its first, each copy counts from its start. */
+  since(figures: { readonly tables: ReadonlyMap<string, TableProgress> }): number {
+    let seen = this.seen.get(figures);
+    if (!seen) {
+      seen = new Map();
+      this.seen.set(figures, seen);
+    }
+    return rowsCopiedSince(seen, figures.tables);
+  }
+}

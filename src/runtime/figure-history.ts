@@ -2,9 +2,8 @@ import type { DatabasePool } from 'slonik';
 import type { Logger } from '../log/logger.js';
 import { HISTORY_KEEP_MS, HISTORY_RESOLUTION_S } from '../pipelines/history-resolution.js';
 import { type HistoryPoint, pipelineHistoryStore } from '../store/pipeline-history-store.js';
-import { type CopiedRowsSeen, rowsCopiedSince } from './copied-rows.js';
+import { CopiedRowsSampler } from './copied-rows.js';
 import type { PipelinesView } from './pipeline-registry.js';
-import type { PipelineStats } from './pipeline-stats.js';
 
 const PRUNE_EVERY_MS = 3_600_000;
 
@@ -25,8 +24,8 @@ interface Window {
  */
 export class FigureHistory {
   private readonly windows = new Map<string, Window>();
-  /** Each pipeline's copy counts at the previous second; kept as long as its figures are. */
-  private readonly copied = new WeakMap<PipelineStats, CopiedRowsSeen>();
+  /** Each pipeline's copy counts at the previous second. */
+  private readonly copied = new CopiedRowsSampler();
   private secondsInWindow = 0;
   private lastPrune = 0;
   private writing: Promise<unknown> = Promise.resolve();
@@ -51,7 +50,7 @@ export class FigureHistory {
       };
       window.samples++;
       window.events += live.eventsPerSecond;
-      window.copiedRows += this.copiedSinceLastSample(handle.stats);
+      window.copiedRows += this.copied.since(handle.stats);
       window.lagMs = Math.max(window.lagMs, live.replicationLagMs);
       if (live.replicationLagBytes !== null)
         window.lagBytes = Math.max(window.lagBytes ?? 0, live.replicationLagBytes);
@@ -84,14 +83,5 @@ export class FigureHistory {
         if (prune) await pipelineHistoryStore.prune(this.pool, HISTORY_KEEP_MS);
       })
       .catch((error: unknown) => this.logger.warn({ err: error }, 'pipeline history not written'));
-  }
-
-  private copiedSinceLastSample(stats: PipelineStats): number {
-    let seen = this.copied.get(stats);
-    if (!seen) {
-      seen = new Map();
-      this.copied.set(stats, seen);
-    }
-    return rowsCopiedSince(seen, stats.tables);
   }
 }

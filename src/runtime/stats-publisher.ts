@@ -2,7 +2,7 @@ import type { PipelineState } from '../../machines/pipeline.js';
 import type { LiveHub } from '../live/live-hub.js';
 import { IDLE_STATS, type PipelineLiveStats } from '../pipelines/pipeline-view.js';
 import { etaSeconds, percentOf } from '../pipelines/table-progress.js';
-import { type CopiedRowsSeen, rowsCopiedSince } from './copied-rows.js';
+import { CopiedRowsSampler } from './copied-rows.js';
 import type { PipelineReading } from './pipeline-handle.js';
 import type { PipelinesView } from './pipeline-registry.js';
 import type { PipelineStats } from './pipeline-stats.js';
@@ -18,8 +18,9 @@ export type StatsObserver = (
  * of their project, their figures to the metrics and to the API.
  */
 export class StatsPublisher {
-  /** Per pipeline, the copy counts at its previous message and when that was. */
-  private readonly copied = new WeakMap<PipelineStats, { seen: CopiedRowsSeen; at: number }>();
+  /** Each pipeline's copy counts at its previous message, and when that was. */
+  private readonly copied = new CopiedRowsSampler();
+  private readonly sampledAt = new WeakMap<PipelineStats, number>();
 
   constructor(
     private readonly hub: LiveHub,
@@ -87,11 +88,10 @@ export class StatsPublisher {
    */
   private copyRate(stats: PipelineStats): number {
     const now = performance.now();
-    const previous = this.copied.get(stats);
-    const seen = previous?.seen ?? new Map();
-    const rows = rowsCopiedSince(seen, stats.tables);
-    this.copied.set(stats, { seen, at: now });
-    const seconds = previous ? (now - previous.at) / 1000 : 0;
+    const rows = this.copied.since(stats);
+    const previous = this.sampledAt.get(stats);
+    this.sampledAt.set(stats, now);
+    const seconds = previous === undefined ? 0 : (now - previous) / 1000;
     return seconds > 0 ? Math.round((rows / seconds) * 100) / 100 : 0;
   }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ChangeEvent } from '../../src/core/change.js';
-import { BatchBuilder, BEHIND_WAIT_MS, valueBytes } from '../../src/runtime/apply/batch-builder.js';
+import { valueBytes } from '../../src/core/change.js';
+import { BatchBuilder, BEHIND_WAIT_MS } from '../../src/runtime/apply/batch-builder.js';
 
 const change = (id: string, value = ''): ChangeEvent => ({
   op: 'insert',

@@ -1,21 +1,5 @@
-import type { ChangeEvent } from '../../core/change.js';
+import { type ChangeEvent, valueBytes } from '../../core/change.js';
 import type { BatchLimits } from '../../core/sink.js';
-
-// Measured for every change: no array is made for it.
-const rowBytes = (row: ChangeEvent['after']) => {
-  let bytes = 0;
-  if (row) {
-    for (const column in row) {
-      const v = row[column];
-      bytes += v === null || v === undefined ? 1 : v.length;
-    }
-  }
-  return bytes;
-};
-
-/** The bytes a change counts for in a batch's size. */
-export const valueBytes = (change: ChangeEvent): number =>
-  64 + rowBytes(change.after) + rowBytes(change.key) + rowBytes(change.before);
 
 /** The committed transactions of a batch, for one sink write, with the position to store and acknowledge. */
 export interface CommittedChanges {

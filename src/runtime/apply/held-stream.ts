@@ -1,10 +1,9 @@
-import { type ChangeEvent, type TableSchema, tableKey } from '../../core/change.js';
+import { type ChangeEvent, type TableSchema, tableKey, valueBytes } from '../../core/change.js';
 import type { SourceRelation, StreamedItem } from '../../core/change-stream.js';
 import type { HeldTransaction } from '../../core/held-transaction.js';
 import type { Sink } from '../../core/sink.js';
 import type { Logger } from '../../log/logger.js';
 import type { PipelineStats } from '../pipeline-stats.js';
-import { valueBytes } from './batch-builder.js';
 import { relationFits } from './streamed-relation.js';
 
 export interface HeldStreamOptions {

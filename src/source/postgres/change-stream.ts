@@ -1,3 +1,4 @@
+import { valueBytes } from '../../core/change.js';
 import type { ChangeStream, ChangeStreamStats, StreamItem } from '../../core/change-stream.js';
 import type { RelationInfo } from './pgoutput-decoder.js';
 import {
@@ -304,13 +305,6 @@ class ChangeStreamRunner {
   }
 }
 
-/** About the bytes a replayed item's message had: its values' lengths (the spool gives no sizes). */
-function replayedBytes(item: PostgresStreamItem): number {
-  if (item.kind !== 'change' && item.kind !== 'stream-change') return 16;
-  let bytes = 16;
-  for (const row of [item.change.after, item.change.before, item.change.key]) {
-    if (!row) continue;
-    for (const column in row) bytes += row[column]?.length ?? 1;
-  }
-  return bytes;
-}
+/** About the bytes a replayed item's message had, as a batch counts a change (the spool gives no sizes). */
+const replayedBytes = (item: PostgresStreamItem): number =>
+  item.kind === 'change' || item.kind === 'stream-change' ? valueBytes(item.change) : 16;
