@@ -180,13 +180,15 @@ export class ReplicationRunner {
       // restored as running (after a restart, or taken over from a worker that died) never went
       // through `prepare` in this process, and the source may have changed since.
       control.step = 'checking the source';
+      // The sink's connection may have been repointed since: checked on a connection of its own
+      // while the source is checked, and awaited before the sink is opened.
+      const ownSourceRefused = this.refuseOwnSource(source, resolved);
+      ownSourceRefused.catch(() => undefined);
       await source.checkReady();
       // A repair a crash cut short held changes it had acknowledged: those tables are copied again.
       await pipelineTablesStore.backfillRepairing(this.deps.pool, pipelineId);
       const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
       await source.checkAccess(schemas, pipelineId);
-      // The sink's connection may have been repointed since.
-      await this.refuseOwnSource(source, resolved);
       // Before the publication: a deletion drops what the source holds only when this is set.
       await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
       // A resync starts from a new slot: the old one, if it still exists, goes first.
@@ -201,6 +203,7 @@ export class ReplicationRunner {
       // Before the sink is opened: a slot that is gone fails the pipeline even while the sink is down.
       if (!resync) await this.requireKeptSlot(source, resolved.row, tableRows);
       const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
+      await ownSourceRefused;
       sink = this.endpoints.createSink(resolved);
       control.step = 'opening the sink';
       await this.checkSinkTables(resolved, sink, source, shapes.known, tableRows);

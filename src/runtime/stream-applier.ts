@@ -94,13 +94,18 @@ export async function applyStream(options: StreamApplierOptions): Promise<ApplyO
   // A backlog on its way (what committed before the stream started, still well ahead of what
   // arrived): batches gather until BEHIND_FILL of a batch, or for BEHIND_WAIT_MS.
   const caughtUpAt = options.caughtUpAt;
-  const behind = () => caughtUpAt !== undefined && arrived + BEHIND_BYTES < caughtUpAt;
+  // The run's first batch does not gather: the sink has been idle since the start, so a wait
+  // would only hold the backlog's first rows back (and leave the sink idle longer).
+  let wroteOnce = false;
+  const behind = () => wroteOnce && caughtUpAt !== undefined && arrived + BEHIND_BYTES < caughtUpAt;
 
   /** Starts writing the committed transactions, unless the sink is busy or the batch still gathers. */
   const startWrite = () => {
     if (writer.busy || writer.failed || !builder.due(behind())) return;
     const taken = builder.take();
-    if (taken) writer.start(taken.changes, taken.position);
+    if (!taken) return;
+    wroteOnce = true;
+    writer.start(taken.changes, taken.position);
   };
 
   /** Makes everything committed durable now; with `partial`, also the open transaction's changes so far. */

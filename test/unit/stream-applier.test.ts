@@ -350,29 +350,34 @@ describe('applyStream', () => {
     expect(t.sink.written()[0]).toEqual(['t:a1']);
   });
 
-  it('lets a batch fill while a backlog is on its way, and writes it at its deadline when none comes', async () => {
+  it('writes the first transaction of a backlog at once, then lets a batch fill, written at its deadline when none comes', async () => {
     // What committed before the stream started reaches 64 MiB past its start.
     const t = harness({ caughtUpAt: 0x10n + 64n * 1024n * 1024n });
-    // Three deliveries, as a backlog arrives read by read: one batch, not three.
+    // The sink was idle since the start: the first rows are not held back.
     t.push(...transaction(0x100n, 'a1'));
+    await t.until(() => t.acks.includes(0x100n));
+    // Three deliveries, as a backlog arrives read by read: one batch, not three.
     t.push(...transaction(0x200n, 'b1'));
     t.push(...transaction(0x300n, 'c1'));
-    await t.until(() => t.acks.includes(0x300n));
-    expect(t.sink.written()).toEqual([['t:a1', 't:b1', 't:c1']]);
+    t.push(...transaction(0x400n, 'd1'));
+    await t.until(() => t.acks.includes(0x400n));
+    expect(t.sink.written()).toEqual([['t:a1'], ['t:b1', 't:c1', 't:d1']]);
     // Caught up (the source idle past it): the next one goes alone.
     t.push({ kind: 'idle', walEnd: 0x10n + 64n * 1024n * 1024n });
-    t.push(...transaction(0x5000000n, 'd1'));
+    t.push(...transaction(0x5000000n, 'e1'));
     await t.until(() => t.acks.includes(0x5000000n));
-    expect(t.sink.written()[1]).toEqual(['t:d1']);
+    expect(t.sink.written()[2]).toEqual(['t:e1']);
   });
 
-  it('writes a batch that fills while a backlog arrives at once', async () => {
+  it('writes the first transaction at once while a backlog arrives, then a batch as it fills', async () => {
     const t = harness({
       caughtUpAt: 0x10n + 64n * 1024n * 1024n,
-      limits: { maxEvents: 2, maxBytes: 1 << 30, maxWaitMs: 0 },
+      limits: { maxEvents: 4, maxBytes: 1 << 30, maxWaitMs: 0 },
     });
-    t.push(...transaction(0x100n, 'a1'), ...transaction(0x200n, 'b1'), ...transaction(0x300n, 'c1'));
-    await t.until(() => t.acks.includes(0x300n));
-    expect(t.sink.written()).toEqual([['t:a1', 't:b1'], ['t:c1']]);
+    // Two deliveries queued before the applier reads either: the first is not held for the second.
+    t.push(...transaction(0x100n, 'a1'));
+    t.push(...transaction(0x200n, 'b1'), ...transaction(0x300n, 'c1'), ...transaction(0x400n, 'd1'));
+    await t.until(() => t.acks.includes(0x400n));
+    expect(t.sink.written()).toEqual([['t:a1'], ['t:b1', 't:c1', 't:d1']]);
   });
 });

@@ -97,6 +97,20 @@ export class ReplicationConnection {
 
   private async connect(): Promise<void> {
     const slot = this.options.slotName;
+    const client = new pg.Client({
+      ...this.options.connection,
+      replication: 'database',
+      application_name: 'replicator-stream',
+      options: SOURCE_SESSION_OPTIONS,
+    } as pg.ClientConfig);
+    this.client = client;
+    client.on('error', (error) => void this.lost(error));
+    // The replication session is set up while the slot's state is read on a session of its own:
+    // a start waits for one connection's set-up, not two in a row.
+    const connected = client.connect().then(
+      () => undefined,
+      (error: unknown) => ({ error }),
+    );
     try {
       const status = await this.withClient((c) => slotStatus(c, slot));
       if (!status) return this.fail(new SlotMissingError(slot, 'does not exist'));
@@ -108,17 +122,9 @@ export class ReplicationConnection {
         new SourceConnectionError(`cannot read the state of slot '${slot}': ${message}`, { cause: error }),
       );
     }
-    if (this.closed) return;
-    const client = new pg.Client({
-      ...this.options.connection,
-      replication: 'database',
-      application_name: 'replicator-stream',
-      options: SOURCE_SESSION_OPTIONS,
-    } as pg.ClientConfig);
-    this.client = client;
-    client.on('error', (error) => void this.lost(error));
     try {
-      await client.connect();
+      const failed = await connected;
+      if (failed) throw failed.error;
       if (this.closed) return;
       const wire = this.wire();
       wire.once('replicationStart', () => this.onStart());
