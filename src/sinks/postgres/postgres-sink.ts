@@ -37,6 +37,7 @@ import {
   truncateSql,
 } from './ddl.js';
 import { openPostgresHeldTransaction } from './held-transaction.js';
+import { type PipelinedQuery, PipelinedQueryError, pipelinedQueries } from './pipelined-queries.js';
 import { RecentCopyBinary } from './recent-copy-binary.js';
 import { RecentCopyText, refusedCopyLine } from './refused-copy-line.js';
 import { refusedChange } from './refused-row.js';
@@ -260,17 +261,57 @@ class PostgresSink implements Sink {
     }
   }
 
-  /** Applies the checkpoint and the statements in one transaction, telling which statement runs. */
-  private writeBatch(batch: ChangeBatch, statements: Statement[], running: (index: number) => void) {
-    return this.transaction(async (client) => {
-      await this.storeCheckpoint(client, batch);
-      for (const [i, statement] of statements.entries()) {
-        running(i);
-        if (statement.copy && (await this.copyRows(client, statement.copy))) continue;
-        await client.query(statement.text, arrayParameters(statement.values));
+  /**
+   * Applies the checkpoint and the statements in one transaction, telling which statement runs.
+   * BEGIN, the checkpoint and the statements up to the first COPY go in one round trip (pipelined),
+   * as do the statements between two COPYs; COMMIT is sent once the checkpoint's answer says this
+   * worker may commit. A batch of one statement costs two round trips, not four.
+   */
+  private async writeBatch(
+    batch: ChangeBatch,
+    statements: Statement[],
+    running: (index: number) => void,
+  ): Promise<void> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      let stored = false;
+      let next = 0;
+      while (!stored || next < statements.length) {
+        let end = next;
+        while (end < statements.length && !(statements[end] as Statement).copy) end++;
+        const lead: PipelinedQuery[] = stored ? [] : [{ text: 'BEGIN' }, this.checkpointQuery(batch)];
+        const run = statements
+          .slice(next, end)
+          .map((s) => ({ text: s.text, values: arrayParameters(s.values) }));
+        let results: pg.QueryResult[];
+        try {
+          results = await pipelinedQueries(client, [...lead, ...run]);
+        } catch (error) {
+          if (!(error instanceof PipelinedQueryError)) throw error;
+          if (error.index >= lead.length) running(next + error.index - lead.length);
+          throw error.error;
+        }
+        if (!stored) await this.checkStored(client, results[1] as pg.QueryResult, batch);
+        stored = true;
+        next = end;
+        const copied = statements[next];
+        if (!copied?.copy) continue;
+        running(next);
+        if (!(await this.copyRows(client, copied.copy)))
+          await client.query(copied.text, arrayParameters(copied.values));
+        next++;
       }
       running(-1);
-    });
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      throw failureOn(client, error);
+    } finally {
+      client.release(broken);
+    }
   }
 
   /**
@@ -278,14 +319,22 @@ class PostgresSink implements Sink {
    * worker owns the pipeline, and checks the batch is not behind where the row stood.
    */
   private async storeCheckpoint(client: pg.ClientBase, batch: ChangeBatch): Promise<void> {
-    const id = this.ctx.pipelineId;
-    const saved = await client.query<{ held_lsn: string | null; held_epoch: string | null }>(
-      SQL.storeCheckpoint,
-      [id, formatLsn(batch.commitLsn), batch.epoch],
-    );
-    const held = saved.rows[0];
+    const { text, values } = this.checkpointQuery(batch);
+    await this.checkStored(client, await client.query(text, values), batch);
+  }
+
+  private checkpointQuery(batch: ChangeBatch): PipelinedQuery {
+    return {
+      text: SQL.storeCheckpoint,
+      values: [this.ctx.pipelineId, formatLsn(batch.commitLsn), batch.epoch],
+    };
+  }
+
+  /** Fails the batch when the checkpoint was not stored (a newer worker) or stood past it. */
+  private async checkStored(client: pg.ClientBase, saved: pg.QueryResult, batch: ChangeBatch): Promise<void> {
+    const held = saved.rows[0] as { held_lsn: string | null; held_epoch: string | null } | undefined;
     if (!held) {
-      const stored = await client.query<{ epoch: string }>(SQL.readEpoch, [id]);
+      const stored = await client.query<{ epoch: string }>(SQL.readEpoch, [this.ctx.pipelineId]);
       throw new FencedError(Number(stored.rows[0]?.epoch), batch.epoch);
     }
     refuseBatchBehind(
