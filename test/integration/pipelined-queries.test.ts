@@ -23,6 +23,18 @@ describe('pipelinedQueries', () => {
     (await client.query<{ id: number }>('SELECT id FROM t ORDER BY id')).rows.map((r) => r.id);
 
   it('sends a run in one go and gives every result in order', async () => {
+    // Every write the socket makes (a corked run leaves in one writev).
+    const socket = (client as unknown as { connection: { stream: { _writev: unknown; _write: unknown } } })
+      .connection.stream;
+    let writes = 0;
+    const counted = <F extends (...args: never[]) => unknown>(f: F) =>
+      ((...args: Parameters<F>) => {
+        writes++;
+        return f.apply(socket, args);
+      }) as F;
+    const original = { writev: socket._writev, write: socket._write };
+    socket._writev = counted(socket._writev as (...args: never[]) => unknown);
+    socket._write = counted(socket._write as (...args: never[]) => unknown);
     const running = pipelinedQueries(client, [
       { text: 'BEGIN' },
       { text: 'INSERT INTO t SELECT unnest($1::int[]), $2 RETURNING id', values: [[1, 2], 'a'] },
@@ -30,6 +42,9 @@ describe('pipelinedQueries', () => {
     ]);
     // All three are on the wire before the first answer: one answering, two sent behind it.
     expect((client as unknown as { _sentQueryQueue: unknown[] })._sentQueryQueue).toHaveLength(2);
+    socket._writev = original.writev;
+    socket._write = original.write;
+    expect(writes).toBe(1);
     const results = await running;
     await client.query('COMMIT');
     expect(results.map((r) => r.command)).toEqual(['BEGIN', 'INSERT', 'SELECT']);

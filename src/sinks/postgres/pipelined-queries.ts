@@ -1,7 +1,10 @@
 import type pg from 'pg';
 
-/** pg's client, with the switch of its pipeline mode (pg 8.21+, not in its types). */
-type PipelineClient = pg.ClientBase & { pipeline?: boolean };
+/** pg's client, with the switch of its pipeline mode (pg 8.21+) and its socket (not in its types). */
+type PipelineClient = pg.ClientBase & {
+  pipeline?: boolean;
+  connection?: { stream?: { cork?(): void; uncork?(): void } };
+};
 
 /** One query of a pipelined run: its text and parameters. */
 export interface PipelinedQuery {
@@ -21,8 +24,8 @@ export class PipelinedQueryError extends Error {
 }
 
 /**
- * Sends `queries` on `client` without waiting for each one's answer before the next (pg's
- * pipeline mode), and resolves with every result in order once all are in: a run of N statements
+ * Sends `queries` on `client` in one write, without waiting for each one's answer before the next
+ * (pg's pipeline mode), and resolves with every result in order once all are in: a run of N statements
  * costs one round trip instead of N. Each query keeps its own Sync, so inside a transaction a
  * failed query fails the ones after it (the transaction is aborted) and nothing else: the run
  * rejects with the first failure (PipelinedQueryError, which says which query), once every answer
@@ -36,9 +39,19 @@ export async function pipelinedQueries<R extends pg.QueryResultRow = pg.QueryRes
   const pipelined = client as PipelineClient;
   const before = pipelined.pipeline;
   pipelined.pipeline = true;
+  // pg corks the socket for each query's messages; corked around all of them too, the run leaves
+  // in one write: one system call (and one wake-up of the server) instead of one per query.
+  const socket = pipelined.connection?.stream;
   let settled: PromiseSettledResult<pg.QueryResult<R>>[];
   try {
-    settled = await Promise.allSettled(queries.map((q) => client.query<R>(q.text, q.values)));
+    let answers: Promise<pg.QueryResult<R>>[];
+    socket?.cork?.();
+    try {
+      answers = queries.map((q) => client.query<R>(q.text, q.values));
+    } finally {
+      socket?.uncork?.();
+    }
+    settled = await Promise.allSettled(answers);
   } finally {
     pipelined.pipeline = before;
   }
