@@ -75,7 +75,7 @@ export function snapshotSummaryTable(s: SnapshotResults): string {
   );
 }
 
-/** The two targets, judged on the median of ours with default options, as they came out. */
+/** The snapshot's targets (1.3× the COPY pipe, faster than the subscription), judged on the median of ours with default options. */
 export function snapshotTargets(s: SnapshotResults): string[] {
   const all = medians(s);
   const ours = all.find((m) => m.system.kind === 'ours' && m.system.parallelism === undefined);
