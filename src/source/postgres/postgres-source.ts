@@ -195,6 +195,7 @@ class PostgresSource implements Source {
       slotName: slotName(pipelineId),
       publicationName: this.publication(pipelineId),
       startLsn: formatLsn(options.from),
+      readSlot: (slot) => this.inSession((client) => slotStatus(client, slot)),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.spoolDir ? { spoolDir: options.spoolDir } : {}),
       ...(options.live ? { live: true } : {}),

@@ -6,7 +6,7 @@ import type { SourceLogger } from '../../core/source.js';
 import { type PgConnectionInternals, takeOverCopyData } from './copy-data-takeover.js';
 import { SlotMissingError, SourceConnectionError, sqlState } from './errors.js';
 import { PgoutputStreamingPlugin } from './pgoutput-plugin.js';
-import { slotStatus } from './slot.js';
+import { type SlotStatus, slotStatus } from './slot.js';
 import { standbyStatusUpdate } from './standby-status.js';
 
 /**
@@ -40,6 +40,11 @@ export interface ReplicationConnectionOptions {
   startLsn: string;
   /** Period of standby status updates, in ms. Default 10 000. */
   statusIntervalMs?: number;
+  /**
+   * Reads the slot's state at the start, on a session the caller already holds: otherwise a
+   * connection of its own is opened for it, one more on the source for every start.
+   */
+  readSlot?: (slotName: string) => Promise<SlotStatus | null>;
   /** How long to watch the slot after the connection broke, to tell a dropped slot from a network failure. Default 2000 ms. */
   slotCheckGraceMs?: number;
   logger?: SourceLogger;
@@ -112,7 +117,8 @@ export class ReplicationConnection {
       (error: unknown) => ({ error }),
     );
     try {
-      const status = await this.withClient((c) => slotStatus(c, slot));
+      const { readSlot } = this.options;
+      const status = await (readSlot ? readSlot(slot) : this.withClient((c) => slotStatus(c, slot)));
       if (!status) return this.fail(new SlotMissingError(slot, 'does not exist'));
       if (status.walStatus === 'lost') return this.fail(new SlotMissingError(slot, 'was invalidated'));
       this.lastAck = parseLsn(maxLsn(status.confirmedFlushLsn ?? '0/0', this.options.startLsn));
