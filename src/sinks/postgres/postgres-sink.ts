@@ -267,14 +267,9 @@ class PostgresSink implements Sink {
    * as do the statements between two COPYs; COMMIT is sent once the checkpoint's answer says this
    * worker may commit. A batch of one statement costs two round trips, not four.
    */
-  private async writeBatch(
-    batch: ChangeBatch,
-    statements: Statement[],
-    running: (index: number) => void,
-  ): Promise<void> {
-    const client = await this.pool.connect();
-    let broken = false;
-    try {
+  private writeBatch(batch: ChangeBatch, statements: Statement[], running: (index: number) => void) {
+    // BEGIN goes in the first pipelined run, not a round trip of its own.
+    return inTransaction({ ...this.driver, begin: async () => undefined }, async (client) => {
       let stored = false;
       let next = 0;
       while (!stored || next < statements.length) {
@@ -303,15 +298,7 @@ class PostgresSink implements Sink {
         next++;
       }
       running(-1);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {
-        broken = true;
-      });
-      throw failureOn(client, error);
-    } finally {
-      client.release(broken);
-    }
+    });
   }
 
   /**

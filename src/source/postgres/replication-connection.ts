@@ -110,8 +110,8 @@ export class ReplicationConnection {
     } as pg.ClientConfig);
     this.client = client;
     client.on('error', (error) => void this.lost(error));
-    // The replication session is set up while the slot's state is read on a session of its own:
-    // a start waits for one connection's set-up, not two in a row.
+    // The replication session is set up while the slot's state is read: a start does not wait
+    // for the one before beginning the other.
     const connected = client.connect().then(
       () => undefined,
       (error: unknown) => ({ error }),
