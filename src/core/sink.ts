@@ -184,7 +184,8 @@ export interface Sink {
    * is, any other reads typed rows from it with `copyTextRows` (`core/copy-text.ts`) and loads
    * them its own fastest way. Returns the number of rows written. The caller owns the stream: it
    * listens for its errors until the call settles and destroys it when the call fails. The stream
-   * is in binary COPY format instead when `snapshotCopyFormat` asked for it (`format` says so).
+   * is binary COPY in the protocol's CopyData messages instead (`core/copy-binary.ts`), each chunk
+   * whole messages, when `snapshotCopyFormat` asked for it (`format` says so).
    */
   writeSnapshotPartition(
     table: TableSchema,

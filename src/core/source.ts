@@ -266,7 +266,8 @@ export interface SnapshotReader {
   /** Which transactions the snapshot sees, to split the change stream around it. */
   visibility(): Promise<TransactionVisibility>;
   /**
-   * The rows of one partition in COPY text format (or binary, for a sink that asks for it), the
+   * The rows of one partition in COPY text format (or binary in CopyData messages, see
+   * `core/copy-binary.ts`, for a sink that asks for it), the
    * columns in `table.columns` order: what a sink's `writeSnapshotPartition` takes. One copy at a
    * time per reader.
    */

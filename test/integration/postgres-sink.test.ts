@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import fc from 'fast-check';
 import pg from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { pgClientConfigOfDsn } from '../../src/connections/pg-client-config.js';
 import type { ChangeEvent, ColumnSchema, Row, TableRef, TableSchema } from '../../src/core/change.js';
 import type { ChangeBatch, Sink } from '../../src/core/sink.js';
 import { MIN_ROWS_FOR_COPY } from '../../src/sinks/postgres/apply-plan.js';
 import { createPostgresSink } from '../../src/sinks/postgres/postgres-sink.js';
+import { CopyOutStream } from '../../src/source/postgres/copy-out-stream.js';
 import { memorySinkState } from '../support/memory-sink-state.js';
 import { createDatabase } from '../support/pg-cluster.js';
 
@@ -467,8 +467,9 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
         source.on('error', () => {});
         await source.connect();
         const copy = source.query(
-          copyTo(
+          new CopyOutStream(
             `COPY (SELECT id, note, at, amount, span FROM bin_src.rows WHERE ${where}) TO STDOUT (FORMAT binary)`,
+            'binary',
           ),
         );
         copy.on('error', () => {});

@@ -1,9 +1,15 @@
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { describe, expect, it } from 'vitest';
-import { CopyBinaryScanner } from '../../src/core/copy-binary.js';
 import { RowCounter } from '../../src/runtime/snapshot/row-counter.js';
-import { binaryCopy, chunksOf, int32, int64 } from '../support/copy-binary.js';
+import {
+  binaryCopyMessages,
+  chunksOf,
+  int32,
+  int64,
+  message,
+  messageChunks,
+} from '../support/copy-binary.js';
 
 const tuple = (i: number): (Buffer | null)[] => [
   int64(BigInt(i)),
@@ -33,59 +39,55 @@ async function counted(chunks: Buffer[]): Promise<{ rows: number; reported: numb
   return { rows: counter.rows, reported, out: Buffer.concat(out) };
 }
 
-describe('a binary COPY stream', () => {
-  it('has its tuples counted whatever its chunks, and passes through unchanged', async () => {
-    const data = binaryCopy(tuples(500));
-    for (const size of [1, 2, 3, 7, 19, 20, 64, 4096, data.length]) {
-      const { rows, reported, out } = await counted(chunksOf(data, size));
-      expect({ size, rows, reported }).toEqual({ size, rows: 500, reported: 500 });
+describe('a binary COPY stream in CopyData messages', () => {
+  it('has its tuples counted however many messages a chunk holds, and passes through unchanged', async () => {
+    const messages = binaryCopyMessages(tuples(500));
+    const data = Buffer.concat(messages);
+    for (const perChunk of [1, 2, 3, 7, 64, messages.length]) {
+      const { rows, reported, out } = await counted(messageChunks(messages, perChunk));
+      expect({ perChunk, rows, reported }).toEqual({ perChunk, rows: 500, reported: 500 });
       expect(out.equals(data)).toBe(true);
     }
   });
 
   it('is complete only with its trailer: one cut short fails the counter', async () => {
-    const data = binaryCopy(tuples(10), { trailer: false });
-    await expect(counted(chunksOf(data, 5))).rejects.toThrow(/ended after 10 tuples, without its trailer/);
-    // Cut inside a tuple: the tuples read whole are counted, the stream still fails.
-    const whole = binaryCopy(tuples(10));
-    await expect(counted([whole.subarray(0, whole.length - 9)])).rejects.toThrow(/without its trailer/);
+    const messages = binaryCopyMessages(tuples(10), { trailer: false });
+    await expect(counted(messageChunks(messages, 3))).rejects.toThrow(
+      /ended after 10 tuples, without its trailer/,
+    );
+  });
+
+  it('is refused when a chunk is not whole messages', async () => {
+    const data = Buffer.concat(binaryCopyMessages(tuples(10)));
+    await expect(counted([data.subarray(0, 40), data.subarray(40)])).rejects.toThrow(
+      /not whole CopyData messages|cut short/,
+    );
+    const open = Buffer.concat(binaryCopyMessages(tuples(10), { trailer: false }));
+    await expect(counted([Buffer.concat([open, Buffer.from([0x64, 0, 0])])])).rejects.toThrow(
+      /not whole CopyData messages/,
+    );
   });
 
   it('is refused when it is not binary COPY, or goes on after its trailer', async () => {
-    await expect(counted([Buffer.from('1\tabc\n2\tdef\n3\tghi\n4\tjkl\n')])).rejects.toThrow(/signature/);
-    const data = Buffer.concat([binaryCopy(tuples(2)), int32(0)]);
-    await expect(counted(chunksOf(data, 3))).rejects.toThrow(/after the trailer/);
+    await expect(counted([message('d', '1\tabc\n'), message('d', '2\tdef\n')])).rejects.toThrow(/signature/);
+    const after = [...binaryCopyMessages(tuples(2)), message('d', int32(0))];
+    await expect(counted(messageChunks(after, 2))).rejects.toThrow(/after the trailer/);
   });
 
-  it('skips a header extension, and tells where the first tuple begun in each chunk starts', () => {
-    const plain = binaryCopy([[int32(7)], [null]]);
+  it('skips a header extension, and counts tuples of no fields and an empty copy', async () => {
     const extension = Buffer.from('ext!');
-    const withExtension = Buffer.concat([
-      plain.subarray(0, 15),
+    const header = Buffer.concat([
+      Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'),
+      int32(0),
       int32(extension.length),
       extension,
-      plain.subarray(19),
     ]);
-    const starts: [number, number][] = [];
-    const scanner = new CopyBinaryScanner();
-    let total = 0;
-    for (const chunk of chunksOf(withExtension, 3)) {
-      total += scanner.feed(chunk);
-      if (scanner.firstStart) starts.push([scanner.firstStart.index, scanner.firstStart.position]);
-    }
-    expect(total).toBe(2);
-    expect(scanner.ended).toBe(true);
-    // Header 19 bytes and the extension 4; the first tuple is 2 + 4 + 4 bytes long; the trailer is a third start.
-    expect(starts).toEqual([
-      [0, 23],
-      [1, 33],
-      [2, 39],
-    ]);
-  });
-
-  it('counts a tuple of no fields', async () => {
-    const { rows } = await counted([binaryCopy([[], [], []])]);
-    expect(rows).toBe(3);
+    expect((await counted(binaryCopyMessages([[int32(7)], [null]], { header }))).rows).toBe(2);
+    expect((await counted(binaryCopyMessages([[], [], []]))).rows).toBe(3);
+    // No tuple: the server sends the header and the trailer in one message.
+    const empty = binaryCopyMessages([]);
+    expect(empty).toHaveLength(1);
+    expect((await counted(empty)).rows).toBe(0);
   });
 });
 

@@ -1,14 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { messageAt } from '../../src/core/copy-binary.js';
+import { CopyDataMessages } from '../../src/source/postgres/copy-data-messages.js';
 import { CopyDataReader } from '../../src/source/postgres/copy-data-reader.js';
-import { chunksOf } from '../support/copy-binary.js';
-
-const message = (code: string, payload: Buffer | string) => {
-  const body = Buffer.from(payload);
-  const header = Buffer.alloc(5);
-  header.write(code, 0, 'latin1');
-  header.writeUInt32BE(body.length + 4, 1);
-  return Buffer.concat([header, body]);
-};
+import { chunksOf, message } from '../support/copy-binary.js';
 
 const rows = Array.from({ length: 200 }, (_, i) => `${i}\t${'x'.repeat(i % 13)}\n`);
 // What a server sends for a COPY TO STDOUT: the announcement, a row per CopyData (a notice in
@@ -22,20 +16,23 @@ const copy = Buffer.concat([
 ]);
 const after = Buffer.concat([message('C', 'COPY 200\0'), message('Z', 'I')]);
 
-function readAll(chunks: Buffer[]): { data: Buffer; rest: Buffer; overAt: number } {
-  const reader = new CopyDataReader();
+function readAll(
+  chunks: Buffer[],
+  reader: CopyDataReader | CopyDataMessages = new CopyDataReader(),
+): { data: Buffer; rest: Buffer; overAt: number; pieces: Buffer[] } {
   const data: Buffer[] = [];
   for (const [i, chunk] of chunks.entries()) {
     const read = reader.read(chunk);
-    if (read.data) data.push(read.data);
+    data.push(...read.data);
     if (read.over)
       return {
         data: Buffer.concat(data),
         rest: Buffer.concat([read.rest, ...chunks.slice(i + 1)]),
         overAt: i,
+        pieces: data,
       };
   }
-  return { data: Buffer.concat(data), rest: Buffer.alloc(0), overAt: -1 };
+  return { data: Buffer.concat(data), rest: Buffer.alloc(0), overAt: -1, pieces: data };
 }
 
 describe("the rows of a COPY TO STDOUT in the server's messages", () => {
@@ -57,5 +54,46 @@ describe("the rows of a COPY TO STDOUT in the server's messages", () => {
       expect(data.toString()).toBe(rows[0]);
       expect(rest.subarray(0, error.length).equals(error)).toBe(true);
     }
+  });
+});
+
+/** How many CopyData messages `piece` holds; throws unless it is whole messages. */
+function wholeMessages(piece: Buffer): number {
+  let count = 0;
+  for (let at = 0; at < piece.length; at = messageAt(piece, at).end) count++;
+  return count;
+}
+
+describe('the CopyData messages of a COPY TO STDOUT, passed on as they are', () => {
+  const dataMessages = rows.map((r) => message('d', r));
+
+  it('come in pieces of whole messages from chunks cut anywhere, others dropped, what follows handed back', () => {
+    const stream = Buffer.concat([copy, after]);
+    for (const size of [1, 2, 4, 5, 6, 7, 64, 1000, stream.length]) {
+      const { data, rest, overAt, pieces } = readAll(chunksOf(stream, size), new CopyDataMessages());
+      expect({ size, over: overAt >= 0 }).toEqual({ size, over: true });
+      expect(data.equals(Buffer.concat(dataMessages))).toBe(true);
+      expect(pieces.reduce((n, piece) => n + wholeMessages(piece), 0)).toBe(rows.length);
+      expect(rest.equals(after)).toBe(true);
+    }
+  });
+
+  it('keep a message longer than many chunks whole, and stop at an error left for the connection', () => {
+    const big = message('d', 'x'.repeat(100_000));
+    const error = message('E', 'SERROR\0Mboom\0\0');
+    const stream = Buffer.concat([dataMessages[0] as Buffer, big, error, message('Z', 'I')]);
+    for (const size of [3, 4096, stream.length]) {
+      const { data, rest, pieces } = readAll(chunksOf(stream, size), new CopyDataMessages());
+      expect(data.equals(Buffer.concat([dataMessages[0] as Buffer, big]))).toBe(true);
+      expect(pieces.reduce((n, piece) => n + wholeMessages(piece), 0)).toBe(2);
+      expect(rest.subarray(0, error.length).equals(error)).toBe(true);
+    }
+  });
+
+  it('are views of the chunk read, not copies, when no message is cut', () => {
+    const chunk = Buffer.concat(dataMessages.slice(0, 10));
+    const { data } = new CopyDataMessages().read(chunk);
+    expect(data).toHaveLength(1);
+    expect((data[0] as Buffer).buffer).toBe(chunk.buffer);
   });
 });

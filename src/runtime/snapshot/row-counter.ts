@@ -1,22 +1,23 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { CopyBinaryError, CopyBinaryScanner, type CopyFormat } from '../../core/copy-binary.js';
+import { CopyBinaryError, CopyBinaryMessages, type CopyFormat } from '../../core/copy-binary.js';
 
 /**
  * Passes a partition's COPY data through and counts its rows. In text format every row ends with
  * a newline byte, and newlines inside values are escaped as `\n`, so counting 0x0A bytes counts
- * rows; in binary format the tuples are followed field by field (CopyBinaryScanner), and a stream
- * that ends before the trailer fails: it was cut short.
+ * rows; in binary format each CopyData message but the trailer is a tuple (CopyBinaryMessages), a
+ * chunk that is not whole messages fails, and so does a stream that ends before the trailer: it was
+ * cut short.
  */
 export class RowCounter extends Transform {
   rows = 0;
-  private readonly binary: CopyBinaryScanner | undefined;
+  private readonly binary: CopyBinaryMessages | undefined;
 
   constructor(
     format: CopyFormat,
     private readonly onRows: (added: number) => void,
   ) {
     super();
-    this.binary = format === 'binary' ? new CopyBinaryScanner() : undefined;
+    this.binary = format === 'binary' ? new CopyBinaryMessages() : undefined;
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {

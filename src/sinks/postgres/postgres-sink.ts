@@ -27,6 +27,7 @@ import { arrayParameters } from './array-literal.js';
 import { binaryCopyFits } from './binary-copy-types.js';
 import { postgresComparison } from './comparison.js';
 import { type PostgresSinkConfig, parsePostgresSinkProperties, tableKey, targetTableOf } from './config.js';
+import { copyMessagesFrom } from './copy-messages-in.js';
 import { copyRowsUnlessPresent } from './copy-rows.js';
 import {
   addPrimaryKeySql,
@@ -217,7 +218,8 @@ class PostgresSink implements Sink {
   ): Promise<number> {
     const target = targetTableOf(this.config, table);
     return await this.transaction(async (client) => {
-      const copy = client.query(copyFrom(copyFromSql(target, table.columns, format)));
+      const sql = copyFromSql(target, table.columns, format);
+      const copy = client.query(format === 'binary' ? copyMessagesFrom(sql) : copyFrom(sql));
       const recent = (format === 'binary' ? new RecentCopyBinary() : new RecentCopyText()).watch(copyText);
       try {
         await pipeline(copyText, copy);

@@ -1,27 +1,26 @@
 import type { Readable } from 'node:stream';
 import type { TableSchema } from '../../core/change.js';
-import { CopyBinaryScanner } from '../../core/copy-binary.js';
+import { CopyBinaryMessages, headerBytes, messageAt, tupleFields } from '../../core/copy-binary.js';
 import { binaryKeyText } from './binary-copy-types.js';
 import { RECENT_BYTES, type RecentCopyRows } from './refused-copy-line.js';
 
 interface KeptChunk {
   chunk: Buffer;
-  /** Its first byte's position in the stream. */
-  position: number;
+  /** The index (from 0) of its first CopyData message in the stream. */
+  firstMessage: number;
 }
 
 /**
- * Keeps the last RECENT_BYTES (and some) of a binary COPY, to find a tuple by number: the server
- * numbers binary tuples as it numbers text lines. A binary stream cannot be read from the middle,
- * so the first tuple starting in each kept chunk is noted, and a tuple is found by walking from
- * the nearest one before it.
+ * Keeps the last RECENT_BYTES (and some) of a binary COPY in CopyData messages, to find a tuple by
+ * number: the server numbers binary tuples as it numbers text lines, and tuple n is message n - 1
+ * (the first message also holds the header). Each chunk is whole messages, so a kept chunk is read
+ * from its start.
  */
 export class RecentCopyBinary implements RecentCopyRows {
-  private readonly scanner = new CopyBinaryScanner();
+  private readonly messages = new CopyBinaryMessages();
   private chunks: KeptChunk[] = [];
   private bytes = 0;
-  private starts: { index: number; position: number }[] = [];
-  // A stream the scanner cannot follow is not kept: the counter before the sink fails it anyway.
+  // A stream that is not whole messages is not kept: the counter before the sink fails it anyway.
   private unreadable = false;
 
   watch(copy: Readable): this {
@@ -31,16 +30,15 @@ export class RecentCopyBinary implements RecentCopyRows {
 
   add(chunk: Buffer): void {
     if (this.unreadable) return;
-    const position = this.scanner.position;
+    const firstMessage = this.messages.messages;
     try {
-      this.scanner.feed(chunk);
-      if (this.scanner.firstStart) this.starts.push(this.scanner.firstStart);
+      this.messages.feed(chunk);
     } catch {
       this.unreadable = true;
       this.chunks = [];
       return;
     }
-    this.chunks.push({ chunk, position });
+    this.chunks.push({ chunk, firstMessage });
     this.bytes += chunk.length;
     while (
       this.chunks.length > 1 &&
@@ -48,43 +46,22 @@ export class RecentCopyBinary implements RecentCopyRows {
     ) {
       this.bytes -= (this.chunks.shift() as KeptChunk).chunk.length;
     }
-    const from = (this.chunks[0] as KeptChunk).position;
-    while (this.starts.length > 0 && (this.starts[0] as { position: number }).position < from)
-      this.starts.shift();
   }
 
-  /** The fields of tuple `n` (from 1), or undefined when it is not kept whole. */
+  /** The fields of tuple `n` (from 1), or undefined when it is not kept. */
   tuple(n: number): (Buffer | null)[] | undefined {
     const index = n - 1;
-    let start: { index: number; position: number } | undefined;
-    for (const s of this.starts) {
-      if (s.index > index) break;
-      start = s;
+    const kept = this.chunks.findLast((c) => c.firstMessage <= index);
+    if (!kept || index >= this.messages.messages) return undefined;
+    let message = messageAt(kept.chunk, 0);
+    for (let i = kept.firstMessage; i < index; i++) {
+      if (message.end >= kept.chunk.length) return undefined;
+      message = messageAt(kept.chunk, message.end);
     }
-    const first = this.chunks[0];
-    if (!start || !first) return undefined;
-    const kept = Buffer.concat(this.chunks.map((c) => c.chunk));
-    let at = start.position - first.position;
-    for (let i = start.index; ; i++) {
-      if (at + 2 > kept.length) return undefined;
-      const count = kept.readInt16BE(at);
-      at += 2;
-      if (count < 0) return undefined; // the trailer: no such tuple
-      const fields: (Buffer | null)[] = [];
-      for (let f = 0; f < count; f++) {
-        if (at + 4 > kept.length) return undefined;
-        const length = kept.readInt32BE(at);
-        at += 4;
-        if (length < 0) {
-          fields.push(null);
-          continue;
-        }
-        if (at + length > kept.length) return undefined;
-        if (i === index) fields.push(kept.subarray(at, at + length));
-        at += length;
-      }
-      if (i === index) return fields;
-    }
+    const { chunk } = kept;
+    const from =
+      index === 0 ? message.payload + headerBytes(chunk, message.payload, message.end) : message.payload;
+    return tupleFields(chunk, from, message.end);
   }
 
   keyOf(table: TableSchema, n: number): Record<string, string | null> | undefined {

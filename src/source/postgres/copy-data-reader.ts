@@ -1,7 +1,9 @@
+import { COPY_DATA, MESSAGE_HEADER_BYTES as HEADER } from '../../core/copy-binary.js';
+
 /** What one chunk of the server's messages held while a COPY TO STDOUT runs. */
 export interface CopyDataRead {
-  /** The payload of its CopyData messages, joined; undefined when there was none. */
-  data: Buffer | undefined;
+  /** What it held of the copy's data, in order (nothing, when it held none). */
+  data: Buffer[];
   /**
    * The copy's data is over (CopyDone read), or the server sent an ErrorResponse or a message no
    * copy sends: `rest` is then what the connection's own parser reads from here on.
@@ -10,16 +12,14 @@ export interface CopyDataRead {
   rest: Buffer;
 }
 
-const COPY_DATA = 0x64; // 'd'
-const COPY_DONE = 0x63; // 'c'
+export const COPY_DONE = 0x63; // 'c'
 // Messages the protocol lets the server send in the middle of a copy, and the copy's announcement.
-const INTERSPERSED = new Set([
+export const INTERSPERSED = new Set([
   0x48, // CopyOutResponse 'H'
   0x4e, // NoticeResponse 'N'
   0x53, // ParameterStatus 'S'
   0x41, // NotificationResponse 'A'
 ]);
-const HEADER = 5;
 
 /**
  * Takes the rows out of the server's messages during a COPY TO STDOUT, chunk by chunk as the
@@ -71,6 +71,6 @@ export class CopyDataReader {
         break;
       }
     }
-    return { data: written > 0 ? out.subarray(0, written) : undefined, over, rest: chunk.subarray(at) };
+    return { data: written > 0 ? [out.subarray(0, written)] : [], over, rest: chunk.subarray(at) };
   }
 }

@@ -1,5 +1,7 @@
 import { Readable } from 'node:stream';
 import type pg from 'pg';
+import type { CopyFormat } from '../../core/copy-binary.js';
+import { CopyDataMessages } from './copy-data-messages.js';
 import { CopyDataReader } from './copy-data-reader.js';
 
 /** The parts of pg's connection a copy takes over while it runs (not in pg's types). */
@@ -13,21 +15,26 @@ interface PgConnection {
  * pg-copy-streams' `to` does (it takes the connection's socket over until CopyDone, then hands
  * what follows back to pg's parser), but reads each socket chunk whole with CopyDataReader:
  * pg-copy-streams handles every row, one message each, through a buffer list, which cost this
- * process a sizable share of a snapshot's CPU.
+ * process a sizable share of a snapshot's CPU. In binary format it gives the CopyData messages
+ * themselves (CopyDataMessages), which a PostgreSQL sink sends on as they are.
  */
 export class CopyOutStream extends Readable implements pg.Submittable {
   /** Rows the server reports copied, once done. */
   rowCount = 0;
   private connection: PgConnection | undefined;
   private pgDataHandler: ((chunk: Buffer) => void) | undefined;
-  private readonly reader = new CopyDataReader();
+  private readonly reader: CopyDataReader | CopyDataMessages;
   private wanted = false;
   private forwarding = false;
   private over = false;
   private readonly onReadable = () => this.forward();
 
-  constructor(private readonly text: string) {
+  constructor(
+    private readonly text: string,
+    format: CopyFormat = 'text',
+  ) {
     super();
+    this.reader = format === 'binary' ? new CopyDataMessages() : new CopyDataReader();
   }
 
   submit(connection: unknown): void {
@@ -53,7 +60,7 @@ export class CopyOutStream extends Readable implements pg.Submittable {
     const socket = this.connection.stream;
     for (let chunk = socket.read(); chunk !== null; chunk = this.wanted ? socket.read() : null) {
       const { data, over, rest } = this.reader.read(chunk);
-      if (data) this.wanted = this.push(data);
+      for (const piece of data) this.wanted = this.push(piece) && this.wanted;
       if (over) {
         this.handBack(rest);
         break;

@@ -104,7 +104,7 @@ class PostgresSnapshotReader implements SnapshotReader {
   }
 
   copyPartition(table: TableSchema, partition: PlannedPartition, format: CopyFormat = 'text'): Readable {
-    return this.client.query(new CopyOutStream(partitionCopySql(table, partition, format)));
+    return this.client.query(new CopyOutStream(partitionCopySql(table, partition, format), format));
   }
 
   async readRows(table: TableSchema, keys: readonly string[][]): Promise<Row[]> {
