@@ -9,6 +9,7 @@ import type { ChangeBatch, Sink } from '../../src/core/sink.js';
 import { MIN_ROWS_FOR_COPY } from '../../src/sinks/postgres/apply-plan.js';
 import { createPostgresSink } from '../../src/sinks/postgres/postgres-sink.js';
 import { CopyOutStream } from '../../src/source/postgres/copy-out-stream.js';
+import { binaryCopyMessages, int64, messageChunks } from '../support/copy-binary.js';
 import { memorySinkState } from '../support/memory-sink-state.js';
 import { createDatabase } from '../support/pg-cluster.js';
 
@@ -440,6 +441,35 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
         { table: { schema: 'src', table: 'items' }, partitionId: '4' },
       ]);
     });
+    it('leaves neither rows nor marker when a binary stream fails mid-copy, and writes the next', async () => {
+      const pairs = tableSchema('src', 'pairs', [
+        ['id*', 'bigint'],
+        ['note', 'text'],
+      ]);
+      pairs.columns.forEach((c, i) => {
+        c.typeOid = [20, 25][i] as number;
+      });
+      const sink = newSink({ target_schema: 'binfail' });
+      await sink.open([pairs]);
+      expect(sink.snapshotCopyFormat?.(pairs)).toBe('binary');
+      const tuples = (from: number, n: number) =>
+        Array.from({ length: n }, (_, i) => [int64(BigInt(from + i)), Buffer.from(`note ${from + i}`)]);
+      async function* failing() {
+        yield* messageChunks(binaryCopyMessages(tuples(0, 5000), { trailer: false }), 100);
+        throw new Error('source connection lost');
+      }
+      const p = (id: string) => ({ table: pairs, partitionId: id });
+      await expect(
+        sink.writeSnapshotPartition(pairs, p('1'), Readable.from(failing()), 'binary'),
+      ).rejects.toThrow('source connection lost');
+      expect(await count({ schema: 'binfail', table: 'pairs' })).toBe(0);
+      expect(await sink.snapshotPartitionsDone()).toEqual([]);
+      // Every piece sent was whole messages, so the copy ended cleanly and the session is reused.
+      const whole = Readable.from(messageChunks(binaryCopyMessages(tuples(10, 300)), 7));
+      expect(await sink.writeSnapshotPartition(pairs, p('2'), whole, 'binary')).toBe(300);
+      expect(await count({ schema: 'binfail', table: 'pairs' })).toBe(300);
+    });
+
     it('copies in binary into columns of the source types, and names the key of a row it refuses', async () => {
       const columns: [string, string, number][] = [
         ['id*', 'bigint', 20],
