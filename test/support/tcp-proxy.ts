@@ -8,6 +8,9 @@ export class TcpProxy {
   private readonly sockets = new Set<Socket>();
   /** Each client with its upstream, for holding what clients send. */
   private readonly pairs = new Map<Socket, Socket>();
+  /** What each client sent first: a PostgreSQL client's startup message. */
+  private readonly firstSent = new Map<Socket, Buffer>();
+  private readonly held = new Set<Socket>();
   private holding = false;
   private server = createServer((client) => this.forward(client));
   private port = 0;
@@ -44,19 +47,27 @@ export class TcpProxy {
   /**
    * Stops passing on what clients send, on open and new connections alike, while the server's
    * answers still flow: a one-way stall (the server never hears a client's acknowledgements).
+   * `replicationOnly`: only open PostgreSQL replication connections (their startup message asks
+   * for replication) are held; the client's other sessions go on.
    */
-  holdRequests(): void {
-    this.holding = true;
+  holdRequests(options: { replicationOnly?: boolean } = {}): void {
+    this.holding = !options.replicationOnly;
     for (const client of this.pairs.keys()) {
+      if (options.replicationOnly && !this.firstSent.get(client)?.includes('replication\0')) continue;
       client.unpipe();
       client.pause();
+      this.held.add(client);
     }
   }
 
   /** Passes on what clients send again, what was held first. */
   releaseRequests(): void {
     this.holding = false;
-    for (const [client, upstream] of this.pairs) client.pipe(upstream);
+    for (const client of this.held) {
+      const upstream = this.pairs.get(client);
+      if (upstream) client.pipe(upstream);
+    }
+    this.held.clear();
   }
 
   stop(): Promise<void> {
@@ -79,13 +90,18 @@ export class TcpProxy {
       socket.on('close', () => {
         this.sockets.delete(socket);
         this.pairs.delete(client);
+        this.firstSent.delete(client);
+        this.held.delete(client);
         client.destroy();
         upstream.destroy();
       });
     }
     this.pairs.set(client, upstream);
-    if (this.holding) client.pause();
-    else client.pipe(upstream);
+    client.once('data', (chunk: Buffer) => this.firstSent.set(client, chunk));
+    if (this.holding) {
+      client.pause();
+      this.held.add(client);
+    } else client.pipe(upstream);
     upstream.pipe(client);
   }
 }
