@@ -75,6 +75,10 @@ export function snapshotSystems(): SnapshotSystem[] {
   ];
 }
 
+/** What tells one of our systems from the others, in its pipeline's and its sink database's names. */
+const oursVariant = (system: SnapshotSystem) =>
+  `${system.parallelism ?? 'default'}${system.createsTarget ? '_creates' : ''}`;
+
 /** One timed copy of the source table by `system` into the empty table of `sinkUrl`. */
 async function timeCopy(
   system: SnapshotSystem,
@@ -83,7 +87,7 @@ async function timeCopy(
   sinkUrl: string,
 ): Promise<{ seconds: number; ours?: OursSnapshot }> {
   if (system.kind === 'ours') {
-    const name = `snapshot-${system.parallelism ?? 'default'}${system.createsTarget ? '-creates' : ''}`;
+    const name = `snapshot-${oursVariant(system)}`;
     const snapshot = system.parallelism === undefined ? undefined : { parallelism: system.parallelism };
     const ours = await oursSnapshot(service, name, source.url, sinkUrl, snapshot, TIMEOUT_MS);
     return { seconds: ours.seconds, ours };
@@ -132,11 +136,7 @@ export async function runSnapshotBenchmark(options: {
   const results: SnapshotRun[] = [];
   for (let run = 1; run <= runs; run++) {
     for (const system of run % 2 === 1 ? systems : [...systems].reverse()) {
-      const variant =
-        system.kind === 'ours'
-          ? `${system.parallelism ?? 'default'}${system.createsTarget ? '_creates' : ''}`
-          : '';
-      const db = `sink_snapshot_${system.kind}${variant}`;
+      const db = `sink_snapshot_${system.kind}${system.kind === 'ours' ? oursVariant(system) : ''}`;
       const sinkUrl = await createDatabase(sinkAdminUrl, db);
       if (!system.createsTarget) await sqlOn(sinkUrl, SNAPSHOT_TABLE_DDL);
       // Whatever the previous copy left dirty is written out now, not during this one.

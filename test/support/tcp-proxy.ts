@@ -48,9 +48,9 @@ export class TcpProxy {
    * Stops passing on what clients send, on open and new connections alike, while the server's
    * answers still flow: a one-way stall (the server never hears a client's acknowledgements).
    * `replicationOnly`: only open PostgreSQL replication connections (their startup message asks
-   * for replication) are held; the client's other sessions go on.
+   * for replication) are held; the client's other sessions go on. Returns how many are held.
    */
-  holdRequests(options: { replicationOnly?: boolean } = {}): void {
+  holdRequests(options: { replicationOnly?: boolean } = {}): number {
     this.holding = !options.replicationOnly;
     for (const client of this.pairs.keys()) {
       if (options.replicationOnly && !this.firstSent.get(client)?.includes('replication\0')) continue;
@@ -58,6 +58,7 @@ export class TcpProxy {
       client.pause();
       this.held.add(client);
     }
+    return this.held.size;
   }
 
   /** Passes on what clients send again, what was held first. */
