@@ -763,6 +763,50 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
       ).rejects.toThrow(/src.unknown was not opened/);
     });
 
+    it('fails a batch whose COMMIT the target refuses (a deferred constraint), storing nothing, and writes the next', async () => {
+      const pipelineId = randomUUID();
+      const sink = newSink({ target_schema: 'deferred' }, pipelineId);
+      await sink.open([items]);
+      await db.query('CREATE TABLE deferred.parents (id numeric(12,2) PRIMARY KEY)');
+      await db.query(
+        'ALTER TABLE deferred.items ADD CONSTRAINT items_parent FOREIGN KEY (n) REFERENCES deferred.parents (id) DEFERRABLE INITIALLY DEFERRED',
+      );
+      const orphan = batch([ins(items, { id: '1', name: 'a', body: null, n: '7' })], 1, 0x100n);
+      await expect(sink.applyBatch(orphan)).rejects.toMatchObject({ code: '23503' });
+      expect(await count({ schema: 'deferred', table: 'items' })).toBe(0);
+      expect(await sink.readCheckpoint()).toBeNull();
+      await sink.applyBatch(batch([ins(items, { id: '2', name: 'b', body: null, n: null })], 1, 0x200n));
+      expect(await count({ schema: 'deferred', table: 'items' })).toBe(1);
+      expect(await sink.readCheckpoint()).toEqual({ lsn: 0x200n, epoch: 1 });
+    });
+
+    it('commits a held transaction with its checkpoint, and fences one whose pipeline a newer worker took meanwhile', async () => {
+      const pipelineId = randomUUID();
+      const older = newSink({ target_schema: 'held_fence' }, pipelineId);
+      const newer = newSink({ target_schema: 'held_fence' }, pipelineId);
+      await older.open([items]);
+      await newer.open([items]);
+      // A batch builds the key the pipeline's snapshot would have: a held transaction needs it.
+      await older.applyBatch(batch([ins(items, { id: '0', name: 'first', body: null, n: null })], 1, 0x80n));
+      const kept = await (older.openHeldTransaction as NonNullable<Sink['openHeldTransaction']>)();
+      await kept.apply([ins(items, { id: '1', name: 'kept', body: null, n: null })]);
+      await kept.commit(batch([], 1, 0x100n));
+      expect(await older.readCheckpoint()).toEqual({ lsn: 0x100n, epoch: 1 });
+      const fenced = await (older.openHeldTransaction as NonNullable<Sink['openHeldTransaction']>)();
+      await fenced.apply([ins(items, { id: '2', name: 'lost', body: null, n: null })]);
+      await newer.applyBatch(batch([], 2, 0x200n));
+      await expect(fenced.commit(batch([], 1, 0x300n))).rejects.toMatchObject({
+        name: 'FencedError',
+        storedEpoch: 2,
+        writerEpoch: 1,
+      });
+      expect((await readRows({ schema: 'held_fence', table: 'items' }, items)).map((r) => r.name)).toEqual([
+        'first',
+        'kept',
+      ]);
+      expect(await newer.readCheckpoint()).toEqual({ lsn: 0x200n, epoch: 2 });
+    });
+
     it('stores the checkpoint of an empty batch, and a position in its canonical form, readable before open', async () => {
       const pipelineId = randomUUID();
       const sink = newSink({ target_schema: 'ckpt' }, pipelineId);

@@ -532,6 +532,32 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
     expect((await resumed.txn()).changes[0]?.after).toEqual({ id: '3' });
   });
 
+  it('reports the last of acknowledgements that come faster than it reports them, and one still waiting at close', async () => {
+    await sql('CREATE TABLE quick_acks (id int PRIMARY KEY)');
+    const p = await newPipeline([{ schema: 'public', table: 'quick_acks' }]);
+    // No periodic status update in the test's time: only acknowledgements report.
+    const reader = openStream(p, { statusIntervalMs: 3_600_000 });
+    const committed = async (id: number) => {
+      await sql(`INSERT INTO quick_acks VALUES (${id})`);
+      return (await reader.txn()).commit.endLsn;
+    };
+    const confirmed = async () => (await slotStatus(admin, p.slot))?.confirmedFlushLsn;
+    const [first, second] = [await committed(1), await committed(2)];
+    reader.stream.ack(first);
+    reader.stream.ack(second);
+    await waitFor(async () => (await confirmed()) === formatLsn(second), `confirmed_flush_lsn ${formatLsn(second)}`);
+
+    const [third, fourth] = [await committed(3), await committed(4)];
+    reader.stream.ack(third);
+    reader.stream.ack(fourth);
+    await reader.stream.close();
+    await waitFor(
+      async () => (await slotStatus(admin, p.slot))?.active === false,
+      'the slot to be released',
+    );
+    expect(await confirmed()).toBe(formatLsn(fourth));
+  });
+
   it('hands a non-streamed transaction over as it arrives: committed already, it is never spooled', async () => {
     await sql('CREATE TABLE medium (id int PRIMARY KEY, v text)');
     const p = await newPipeline([{ schema: 'public', table: 'medium' }]);

@@ -12,8 +12,11 @@ export interface HeldTransactionDeps {
   connection: pg.ClientConfig;
   /** The sink's table of a source table; throws for one it cannot write on this path. */
   lookup(ref: TableRef): TargetTable;
-  /** Locks, checks (fencing) and stores the checkpoint in the transaction of `client`, as a batch does. */
-  storeCheckpoint(client: pg.ClientBase, batch: ChangeBatch): Promise<void>;
+  /**
+   * Locks, checks (fencing) and stores the checkpoint in the transaction of `client`, as a batch
+   * does, and commits it, in one round trip.
+   */
+  commitWithCheckpoint(client: pg.ClientBase, batch: ChangeBatch): Promise<void>;
   /** Session options of the sink's connections. */
   options?: string;
 }
@@ -72,8 +75,7 @@ class PostgresHeldTransaction implements HeldTransaction {
 
   async commit(batch: ChangeBatch): Promise<void> {
     try {
-      await this.deps.storeCheckpoint(this.client, batch);
-      await this.client.query('COMMIT');
+      await this.deps.commitWithCheckpoint(this.client, batch);
       this.ended = true;
     } catch (error) {
       throw failureOn(this.client, error);

@@ -47,22 +47,28 @@ import { deferredKeys, ensureBookkeeping, inspectTarget, prepareTarget } from '.
 
 const BOOK = quoteIdent(BOOKKEEPING_SCHEMA);
 const UNDEFINED_TABLE = '42P01';
+/** What the checkpoint statement's refusal says, before where the row stood (see checkpointRefusal). */
+const REFUSED = 'refused: checkpoint';
+const REFUSAL = new RegExp(`${REFUSED} (\\S+) of epoch (\\d+)`);
 
 const SQL = {
-  readEpoch: `SELECT epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1`,
-  // Run first in the batch's transaction, one round trip: takes the checkpoint row's lock (an older
-  // worker waits for a newer one's batch, and the reverse), stores the batch's checkpoint unless a
-  // newer epoch is stored (no row returned: the caller's FencedError), and returns where the row
-  // stood after the batch waited for (null when there was none). `held` is read whole (count)
-  // before the insert runs: read after it, the row this statement updated would be skipped. The
-  // rows written after it commit with it or not at all.
+  // Run first in the batch's transaction: takes the checkpoint row's lock (an older worker waits
+  // for a newer one's batch, and the reverse) and stores the batch's checkpoint, unless a newer
+  // epoch is stored. It fails the transaction in the server, with an error naming where the row
+  // stood (see checkpointRefusal), when it was not stored or when a newer worker's first batch
+  // starts ($4) before it: COMMIT can then follow in the same round trip, as a refused batch's
+  // COMMIT only rolls back. `held` is read whole (count) before the insert runs: read after it,
+  // the row this statement updated would be skipped. A CASE arm that fails is evaluated only when
+  // chosen because it reads `held`, a value the planner cannot fold.
   storeCheckpoint:
-    `WITH held AS (SELECT lsn, epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1 FOR UPDATE) ` +
-    `INSERT INTO ${BOOK}.checkpoints AS c (pipeline_id, lsn, epoch, updated_at) ` +
+    `WITH held AS (SELECT lsn, epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1 FOR UPDATE), ` +
+    `stored AS (INSERT INTO ${BOOK}.checkpoints AS c (pipeline_id, lsn, epoch, updated_at) ` +
     'SELECT $1::text, $2::pg_lsn, $3::bigint, now() FROM (SELECT count(*) FROM held) AS locked ' +
     'ON CONFLICT (pipeline_id) DO UPDATE SET lsn = EXCLUDED.lsn, epoch = EXCLUDED.epoch, updated_at = now() ' +
-    'WHERE c.epoch <= EXCLUDED.epoch ' +
-    'RETURNING (SELECT lsn::text FROM held) AS held_lsn, (SELECT epoch::text FROM held) AS held_epoch',
+    'WHERE c.epoch <= EXCLUDED.epoch RETURNING 1) ' +
+    'SELECT CASE WHEN NOT EXISTS (SELECT FROM stored) OR (held.epoch < $3 AND held.lsn > least($2::pg_lsn, $4::pg_lsn)) ' +
+    `THEN ('${REFUSED} ' || held.lsn::text || ' of epoch ' || held.epoch::text)::int END AS refused ` +
+    'FROM (SELECT) AS one LEFT JOIN held ON true',
   readCheckpoint: `SELECT lsn::text AS lsn, epoch::text AS epoch FROM ${BOOK}.checkpoints WHERE pipeline_id = $1`,
   markPartition:
     `INSERT INTO ${BOOK}.snapshot_partitions (pipeline_id, table_name, partition_id, rows, done_at) ` +
@@ -266,31 +272,45 @@ class PostgresSink implements Sink {
   /**
    * Applies the checkpoint and the statements in one transaction, telling which statement runs.
    * BEGIN, the checkpoint and the statements up to the first COPY go in one round trip (pipelined),
-   * as do the statements between two COPYs; COMMIT is sent once the checkpoint's answer says this
-   * worker may commit. A batch of one statement costs two round trips, not four.
+   * as do the statements between two COPYs, and COMMIT goes with the last of them: the checkpoint
+   * refuses a batch in the server (see SQL.storeCheckpoint), and a refused batch's COMMIT only
+   * rolls back. A batch without a COPY costs one round trip.
    */
   private writeBatch(batch: ChangeBatch, statements: Statement[], running: (index: number) => void) {
-    // BEGIN goes in the first pipelined run, not a round trip of its own.
-    return inTransaction({ ...this.driver, begin: async () => undefined }, async (client) => {
-      let stored = false;
+    let committed = false;
+    const driver: TransactionDriver<pg.PoolClient> = {
+      ...this.driver,
+      // BEGIN goes in the first pipelined run, COMMIT in the last unless a COPY ends the batch.
+      begin: async () => undefined,
+      commit: async (client) => (committed ? undefined : client.query('COMMIT')),
+    };
+    return inTransaction(driver, async (client) => {
+      let first = true;
       let next = 0;
-      while (!stored || next < statements.length) {
+      while (first || next < statements.length) {
         let end = next;
         while (end < statements.length && !(statements[end] as Statement).copy) end++;
-        const lead: PipelinedQuery[] = stored ? [] : [{ text: 'BEGIN' }, this.checkpointQuery(batch)];
+        const lead: PipelinedQuery[] = first ? [{ text: 'BEGIN' }, this.checkpointQuery(batch)] : [];
         const run = statements
           .slice(next, end)
           .map((s) => ({ text: s.text, values: arrayParameters(s.values) }));
+        const last = end === statements.length;
         let results: pg.QueryResult[];
         try {
-          results = await pipelinedQueries(client, [...lead, ...run]);
+          results = await pipelinedQueries(client, [...lead, ...run, ...(last ? [{ text: 'COMMIT' }] : [])]);
         } catch (error) {
           if (!(error instanceof PipelinedQueryError)) throw error;
-          if (error.index >= lead.length) running(next + error.index - lead.length);
+          if (first && error.index === 1) throw checkpointRefusal(error.error, batch);
+          const at = error.index - lead.length;
+          // Past the statements: COMMIT failed (a deferred constraint), which no statement names.
+          running(at < run.length ? next + at : -1);
           throw error.error;
         }
-        if (!stored) await this.checkStored(client, results[1] as pg.QueryResult, batch);
-        stored = true;
+        if (last) {
+          expectCommitted(results);
+          committed = true;
+        }
+        first = false;
         next = end;
         const copied = statements[next];
         if (!copied?.copy) continue;
@@ -304,34 +324,27 @@ class PostgresSink implements Sink {
   }
 
   /**
-   * Locks the checkpoint row and stores the batch's checkpoint (one statement), unless a newer
-   * worker owns the pipeline, and checks the batch is not behind where the row stood.
+   * Stores the batch's checkpoint in the transaction open on `client` (see SQL.storeCheckpoint) and
+   * commits it, in one round trip.
    */
-  private async storeCheckpoint(client: pg.ClientBase, batch: ChangeBatch): Promise<void> {
-    const { text, values } = this.checkpointQuery(batch);
-    await this.checkStored(client, await client.query(text, values), batch);
+  private async commitWithCheckpoint(client: pg.ClientBase, batch: ChangeBatch): Promise<void> {
+    let results: pg.QueryResult[];
+    try {
+      results = await pipelinedQueries(client, [this.checkpointQuery(batch), { text: 'COMMIT' }]);
+    } catch (error) {
+      if (!(error instanceof PipelinedQueryError)) throw error;
+      throw error.index === 0 ? checkpointRefusal(error.error, batch) : error.error;
+    }
+    expectCommitted(results);
   }
 
   private checkpointQuery(batch: ChangeBatch): PipelinedQuery {
+    // A change carries its commit record's start, which a checkpoint (a commit's end) lies after.
+    const from = batch.changes[0]?.commitLsn ?? batch.commitLsn;
     return {
       text: SQL.storeCheckpoint,
-      values: [this.ctx.pipelineId, formatLsn(batch.commitLsn), batch.epoch],
+      values: [this.ctx.pipelineId, formatLsn(batch.commitLsn), batch.epoch, formatLsn(from)],
     };
-  }
-
-  /** Fails the batch when the checkpoint was not stored (a newer worker) or stood past it. */
-  private async checkStored(client: pg.ClientBase, saved: pg.QueryResult, batch: ChangeBatch): Promise<void> {
-    const held = saved.rows[0] as { held_lsn: string | null; held_epoch: string | null } | undefined;
-    if (!held) {
-      const stored = await client.query<{ epoch: string }>(SQL.readEpoch, [this.ctx.pipelineId]);
-      throw new FencedError(Number(stored.rows[0]?.epoch), batch.epoch);
-    }
-    refuseBatchBehind(
-      held.held_epoch === null
-        ? undefined
-        : { lsn: held.held_lsn === null ? null : parseLsn(held.held_lsn), epoch: Number(held.held_epoch) },
-      batch,
-    );
   }
 
   openHeldTransaction(): Promise<HeldTransaction> {
@@ -351,7 +364,7 @@ class PostgresSink implements Sink {
         found.set(ref, table);
         return table;
       },
-      storeCheckpoint: (client, batch) => this.storeCheckpoint(client, batch),
+      commitWithCheckpoint: (client, batch) => this.commitWithCheckpoint(client, batch),
     });
   }
 
@@ -407,6 +420,31 @@ class PostgresSink implements Sink {
     release: (client, broken) => client.release(broken),
     failure: failureOn,
   };
+}
+
+/**
+ * The error for a batch whose checkpoint statement failed: FencedError when a newer worker owns
+ * the pipeline, CheckpointAheadError when the batch is behind the row, read from the statement's
+ * refusal (where the row stood, whatever language the server words its errors in); any other
+ * failure as it is.
+ */
+function checkpointRefusal(error: unknown, batch: ChangeBatch): unknown {
+  const said = error instanceof Error ? REFUSAL.exec(error.message) : null;
+  if (!said) return error;
+  const stored = { lsn: parseLsn(said[1] as string), epoch: Number(said[2]) };
+  if (stored.epoch > batch.epoch) return new FencedError(stored.epoch, batch.epoch);
+  try {
+    refuseBatchBehind(stored, batch);
+  } catch (behind) {
+    return behind;
+  }
+  return error;
+}
+
+/** Throws unless the last of a pipelined run's results is its COMMIT's. */
+function expectCommitted(results: readonly pg.QueryResult[]): void {
+  // COMMIT of a transaction that failed answers ROLLBACK; the failure is reported before it.
+  if (results.at(-1)?.command !== 'COMMIT') throw new Error('the sink did not commit the batch');
 }
 
 /** How long a table whose COPY of inserts failed is written by upserts only. */

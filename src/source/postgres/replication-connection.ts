@@ -57,6 +57,14 @@ const XLOG_DATA = 0x77; // w: walStart, walEnd, sendTime (8 bytes each), then th
 const XLOG_DATA_HEADER = 25;
 const KEEPALIVE = 0x6b; // k: walEnd, sendTime (8 bytes each), reply requested (1 byte)
 
+/**
+ * Acknowledgements are reported at most this often: under a steady stream the sink commits a
+ * batch every millisecond or so, and a status update each time cost the walsender and this
+ * process a wake-up and a write apiece, for a slot position that need not be that fresh. The
+ * last one is reported when the interval ends, and a server's request for one is answered at once.
+ */
+const ACK_REPORT_INTERVAL_MS = 10;
+
 /** A failed standby status update is logged at most this often; every one is counted. */
 const STATUS_WARN_INTERVAL_MS = 60_000;
 
@@ -78,7 +86,11 @@ export class ReplicationConnection {
   private failed = false;
   private lossSeen = false;
   private lastAck = 0n;
+  /** The position the last status update reported. */
+  private reported = 0n;
   private timer: NodeJS.Timeout | undefined;
+  /** Set while acknowledgements wait for the end of ACK_REPORT_INTERVAL_MS. */
+  private ackTimer: NodeJS.Timeout | undefined;
   private statusFailures = 0;
   private statusFailuresUnlogged = 0;
   private statusWarnedAt = Number.NEGATIVE_INFINITY;
@@ -184,7 +196,13 @@ export class ReplicationConnection {
   /** Records `lsn` as durably applied and reports it to the server as the flush position. */
   ack(lsn: bigint): void {
     if (lsn > this.lastAck) this.lastAck = lsn;
+    if (this.ackTimer) return;
     this.sendStatus();
+    this.ackTimer = setTimeout(() => {
+      this.ackTimer = undefined;
+      if (this.lastAck > this.reported) this.sendStatus();
+    }, ACK_REPORT_INTERVAL_MS);
+    this.ackTimer.unref();
   }
 
   private sendStatus(): void {
@@ -195,6 +213,7 @@ export class ReplicationConnection {
       return;
     }
     try {
+      this.reported = this.lastAck;
       stream.write(standbyStatusUpdate(this.lastAck, Date.now()), (error) => {
         if (error) this.statusFailed(error);
       });
@@ -229,6 +248,9 @@ export class ReplicationConnection {
 
   /** Ends the connection. Safe to call twice. */
   async close(): Promise<void> {
+    // What was acknowledged is reported before the end, not left to a timer that will not fire.
+    clearTimeout(this.ackTimer);
+    if (this.lastAck > this.reported) this.sendStatus();
     this.closed = true;
     clearInterval(this.timer);
     const client = this.client;
