@@ -545,16 +545,16 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
     const [first, second] = [await committed(1), await committed(2)];
     reader.stream.ack(first);
     reader.stream.ack(second);
-    await waitFor(async () => (await confirmed()) === formatLsn(second), `confirmed_flush_lsn ${formatLsn(second)}`);
+    await waitFor(
+      async () => (await confirmed()) === formatLsn(second),
+      `confirmed_flush_lsn ${formatLsn(second)}`,
+    );
 
     const [third, fourth] = [await committed(3), await committed(4)];
     reader.stream.ack(third);
     reader.stream.ack(fourth);
     await reader.stream.close();
-    await waitFor(
-      async () => (await slotStatus(admin, p.slot))?.active === false,
-      'the slot to be released',
-    );
+    await waitFor(async () => (await slotStatus(admin, p.slot))?.active === false, 'the slot to be released');
     expect(await confirmed()).toBe(formatLsn(fourth));
   });
 
