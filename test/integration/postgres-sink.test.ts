@@ -586,6 +586,47 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
       expect(await sink.readCheckpoint()).toMatchObject({ epoch: 1 });
     });
 
+    it('writes the rows a batch inserts beside the rows it updates by COPY, and the same batch again (a replay) by upsert', async () => {
+      const pipelineId = randomUUID();
+      const sink = newSink({ target_schema: 'mixed_copy' }, pipelineId);
+      await sink.open([items]);
+      const target = { schema: 'mixed_copy', table: 'items' };
+      const existing = Array.from({ length: 10 }, (_, i) => ({
+        id: String(i + 1),
+        name: 'v0',
+        body: null,
+        n: null,
+      }));
+      await sink.applyBatch(
+        batch(
+          existing.map((r) => ins(items, r)),
+          1,
+          0x100n,
+        ),
+      );
+      // Each transaction updates one of ten shared rows and inserts a new one.
+      const changes = Array.from({ length: MIN_ROWS_FOR_COPY + 100 }, (_, i) => [
+        upd(items, { id: String((i % 10) + 1), name: `v${i + 1}`, body: null, n: null }),
+        ins(items, { id: String(1000 + i), name: 'new', body: `b${i}`, n: null }),
+      ]).flat();
+      const last = MIN_ROWS_FOR_COPY + 100;
+      const expected = [
+        ...existing.map((r, k) => ({ ...r, name: `v${last - ((last - 1 - k) % 10)}` })),
+        ...Array.from({ length: last }, (_, i) => ({
+          id: String(1000 + i),
+          name: 'new',
+          body: `b${i}`,
+          n: null,
+        })),
+      ];
+      await sink.applyBatch(batch(changes, 1, 0x200n));
+      expect(await readRows(target, items)).toEqual(expected);
+      // Applied again after a crash: every new key is there, the COPY is refused whole and upserted.
+      await sink.applyBatch(batch(changes, 2, 0x200n));
+      expect(await readRows(target, items)).toEqual(expected);
+      expect(await sink.readCheckpoint()).toEqual({ lsn: 0x200n, epoch: 2 });
+    });
+
     it('fails a batch whose COPY the target refuses for another cause than a key, and goes on writing the next by COPY', async () => {
       const sink = newSink({ target_schema: 'copy_refused' });
       await sink.open([items]);

@@ -65,6 +65,31 @@ describe('planning a batch', () => {
     expect(split.map((s) => s.copy?.rows[0]?.[0])).toEqual(['1', String(MIN_ROWS_FOR_COPY + 1)]);
   });
 
+  it('offers a COPY for the rows a batch inserts beside the rows it updates, from MIN_ROWS_FOR_COPY of them on', () => {
+    // pgbench-like: each transaction updates a row that is there and inserts a new one.
+    const changes = (count: number) =>
+      Array.from({ length: count }, (_, i) => [
+        upd({ id: String(i + 1), name: `total ${i}`, body: 'x' }),
+        ins({ id: String(100_000 + i), name: 'new', body: 'y' }),
+      ]).flat();
+    const steps = planBatch(changes(MIN_ROWS_FOR_COPY), lookup);
+    expect(steps.map((s) => [s.text.split(' ')[0], s.copy ? 'copy' : 'statement'])).toEqual([
+      ['INSERT', 'statement'],
+      ['INSERT', 'copy'],
+    ]);
+    expect((steps[0]?.values as string[][] | undefined)?.[0]).toEqual(
+      Array.from({ length: MIN_ROWS_FOR_COPY }, (_, i) => String(i + 1)),
+    );
+    expect(steps[1]?.copy?.rows.map((r) => r[0])).toEqual(
+      Array.from({ length: MIN_ROWS_FOR_COPY }, (_, i) => String(100_000 + i)),
+    );
+    // Fewer inserts ride with the upsert: one statement, no COPY.
+    const fewer = planBatch(changes(MIN_ROWS_FOR_COPY - 1), lookup);
+    expect(fewer).toHaveLength(1);
+    expect(fewer[0]?.copy).toBeUndefined();
+    expect((fewer[0]?.values as string[][] | undefined)?.[0]).toHaveLength(2 * (MIN_ROWS_FOR_COPY - 1));
+  });
+
   it('groups consecutive changes of one table and kind into one statement', () => {
     const steps = plan([
       ins({ id: '1', name: 'a', body: 'x' }),

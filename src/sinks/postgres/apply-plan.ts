@@ -315,6 +315,12 @@ function groupsOf(table: TargetTable, rows: Map<string, FinalState>): Group[] {
   const deletes: Group = { kind: 'delete', table, columns: table.keys, rows: [], inserts: false };
   const upserts: RowGroup[] = [];
   const updates: RowGroup[] = [];
+  // Rows first seen in the batch by their insert go apart when there are enough of them for a
+  // COPY, whatever else the batch upserts (a backlog of transactions that each update a row and
+  // insert one); fewer go with the other upserts, one statement rather than two.
+  let insertedRows = 0;
+  for (const state of rows.values()) if (state.kind === 'upsert' && state.insert) insertedRows++;
+  const inserted: RowGroup[] = insertedRows >= MIN_ROWS_FOR_COPY ? [] : upserts;
   const groupFor = (list: RowGroup[], columns: ColumnSchema[], make: () => RowGroup) => {
     const found = list.find((g) => sameColumns(g.columns, columns));
     if (found) return found;
@@ -329,7 +335,8 @@ function groupsOf(table: TargetTable, rows: Map<string, FinalState>): Group[] {
     }
     const { columns, row } = state;
     if (state.kind === 'upsert') {
-      const group = groupFor(upserts, columns, () => ({ table, columns, rows: [], inserts: true }));
+      const list = state.insert ? inserted : upserts;
+      const group = groupFor(list, columns, () => ({ table, columns, rows: [], inserts: true }));
       if (!state.insert) group.inserts = false;
       group.rows.push(row);
     } else {
@@ -340,6 +347,7 @@ function groupsOf(table: TargetTable, rows: Map<string, FinalState>): Group[] {
   return [
     ...(deletes.rows.length > 0 ? [deletes] : []),
     ...upserts.map((g): Group => ({ kind: 'upsert', ...g })),
+    ...(inserted === upserts ? [] : inserted.map((g): Group => ({ kind: 'upsert', ...g }))),
     ...updates.map((g): Group => ({ kind: 'update', ...g })),
   ];
 }
