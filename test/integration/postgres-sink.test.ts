@@ -180,6 +180,17 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
     return sink;
   }
 
+  /** Two workers' sinks of one pipeline into `targetSchema`, both opened on `items`. */
+  async function twoWorkers(targetSchema: string): Promise<[Sink, Sink]> {
+    const pipelineId = randomUUID();
+    const workers: [Sink, Sink] = [
+      newSink({ target_schema: targetSchema }, pipelineId),
+      newSink({ target_schema: targetSchema }, pipelineId),
+    ];
+    for (const sink of workers) await sink.open([items]);
+    return workers;
+  }
+
   /** Every row of a target in PostgreSQL's text output form (no parsing), ordered by the key. */
   async function readRows(target: TableRef, table: TableSchema): Promise<Row[]> {
     const cols = table.columns.map((c) => q(c.name)).join(', ');
@@ -587,8 +598,7 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
     });
 
     it('writes the rows a batch inserts beside the rows it updates by COPY, and the same batch again (a replay) by upsert', async () => {
-      const pipelineId = randomUUID();
-      const sink = newSink({ target_schema: 'mixed_copy' }, pipelineId);
+      const sink = newSink({ target_schema: 'mixed_copy' });
       await sink.open([items]);
       const target = { schema: 'mixed_copy', table: 'items' };
       const existing = Array.from({ length: 10 }, (_, i) => ({
@@ -805,8 +815,7 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
     });
 
     it('fails a batch whose COMMIT the target refuses (a deferred constraint), storing nothing, and writes the next', async () => {
-      const pipelineId = randomUUID();
-      const sink = newSink({ target_schema: 'deferred' }, pipelineId);
+      const sink = newSink({ target_schema: 'deferred' });
       await sink.open([items]);
       await db.query('CREATE TABLE deferred.parents (id numeric(12,2) PRIMARY KEY)');
       await db.query(
@@ -822,11 +831,7 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
     });
 
     it('commits a held transaction with its checkpoint, and fences one whose pipeline a newer worker took meanwhile', async () => {
-      const pipelineId = randomUUID();
-      const older = newSink({ target_schema: 'held_fence' }, pipelineId);
-      const newer = newSink({ target_schema: 'held_fence' }, pipelineId);
-      await older.open([items]);
-      await newer.open([items]);
+      const [older, newer] = await twoWorkers('held_fence');
       // A batch builds the key the pipeline's snapshot would have: a held transaction needs it.
       await older.applyBatch(batch([ins(items, { id: '0', name: 'first', body: null, n: null })], 1, 0x80n));
       const kept = await (older.openHeldTransaction as NonNullable<Sink['openHeldTransaction']>)();
@@ -897,11 +902,7 @@ describe.each(inject('pgClusters'))('postgres sink on $label', (cluster) => {
     });
 
     it('refuses a batch its checkpoint already holds: the last batch of a worker that lost the pipeline committed after the new owner read the checkpoint', async () => {
-      const pipelineId = randomUUID();
-      const stale = newSink({ target_schema: 'ahead' }, pipelineId);
-      const owner = newSink({ target_schema: 'ahead' }, pipelineId);
-      await stale.open([items]);
-      await owner.open([items]);
+      const [stale, owner] = await twoWorkers('ahead');
       await stale.applyBatch(batch([ins(items, { id: '1', name: 'v0', body: null, n: null })], 1, 0x100n));
       // The new owner read 0/100 and streams from there; the old one's batch up to 0/300 commits first.
       const from200 = { commitLsn: 0x200n, xid: 2, commitTime: '' };

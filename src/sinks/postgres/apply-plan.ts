@@ -320,7 +320,8 @@ function groupsOf(table: TargetTable, rows: Map<string, FinalState>): Group[] {
   // insert one); fewer go with the other upserts, one statement rather than two.
   let insertedRows = 0;
   for (const state of rows.values()) if (state.kind === 'upsert' && state.insert) insertedRows++;
-  const inserted: RowGroup[] = insertedRows >= MIN_ROWS_FOR_COPY ? [] : upserts;
+  const insertsApart = insertedRows >= MIN_ROWS_FOR_COPY;
+  const inserted: RowGroup[] = [];
   const groupFor = (list: RowGroup[], columns: ColumnSchema[], make: () => RowGroup) => {
     const found = list.find((g) => sameColumns(g.columns, columns));
     if (found) return found;
@@ -335,7 +336,7 @@ function groupsOf(table: TargetTable, rows: Map<string, FinalState>): Group[] {
     }
     const { columns, row } = state;
     if (state.kind === 'upsert') {
-      const list = state.insert ? inserted : upserts;
+      const list = state.insert && insertsApart ? inserted : upserts;
       const group = groupFor(list, columns, () => ({ table, columns, rows: [], inserts: true }));
       if (!state.insert) group.inserts = false;
       group.rows.push(row);
@@ -347,7 +348,7 @@ function groupsOf(table: TargetTable, rows: Map<string, FinalState>): Group[] {
   return [
     ...(deletes.rows.length > 0 ? [deletes] : []),
     ...upserts.map((g): Group => ({ kind: 'upsert', ...g })),
-    ...(inserted === upserts ? [] : inserted.map((g): Group => ({ kind: 'upsert', ...g }))),
+    ...inserted.map((g): Group => ({ kind: 'upsert', ...g })),
     ...updates.map((g): Group => ({ kind: 'update', ...g })),
   ];
 }
