@@ -106,6 +106,8 @@ export async function drainBacklog(
   r: Replication,
   workload: Workload,
   timeoutMs: number,
+  /** Called as the drain starts and as the sink holds every row (e.g. to sample CPU). */
+  probe?: { resumed(): void; drained(): void },
 ): Promise<DrainResult> {
   const sourceVersion = await serverVersion(r.sourceUrl);
   await r.prepare?.();
@@ -126,6 +128,7 @@ export async function drainBacklog(
   try {
     if ((await count(sink, countedRows(workload))) !== 0)
       throw new Error(`${r.name}: the sink holds backlog rows before the drain`);
+    probe?.resumed();
     const started = performance.now();
     await r.resume();
     for (;;) {
@@ -133,6 +136,7 @@ export async function drainBacklog(
       const elapsed = (performance.now() - started) / 1000;
       if (n > 0) firstRowSeconds ??= elapsed;
       if (n === target) {
+        probe?.drained();
         seconds = elapsed;
         break;
       }

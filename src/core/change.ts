@@ -76,6 +76,12 @@ export interface ChangeEvent {
   after?: Row;
   /** Columns of `after` whose value did not change and was not sent (TOAST): the sink must keep its value. */
   unchangedToast?: string[];
+  /**
+   * An insert's new row still in its source's encoding, when the source kept it so: a sink that can
+   * write it as it came (a COPY of the same text) does so without making a string of each value;
+   * `after` still reads the row whole, decoded on first reading.
+   */
+  encoded?: EncodedRow;
   /** For truncate: every table truncated together, `table` being the first. */
   tables?: TableRef[];
   /** LSN of its transaction's commit record: the same for every change of a transaction. */
@@ -83,6 +89,25 @@ export interface ChangeEvent {
   xid: number;
   /** ISO 8601 commit time of the transaction at the source. */
   commitTime: string;
+}
+
+/** A row in its source's text encoding (UTF-8 text per value, or NULL), columns in source order. */
+export interface EncodedRow {
+  /** The column names, in the order of the values: the same array for every row of one shape. */
+  readonly columns: readonly string[];
+  /** The bytes of the values. */
+  readonly byteLength: number;
+  /** The value of column `i`, null for SQL NULL. */
+  text(i: number): ColumnValue;
+  /** Every value, in column order. */
+  values(): ColumnValue[];
+  /** The most bytes `writeCopyText` can write. */
+  readonly copyTextBound: number;
+  /**
+   * Writes the row as one line of COPY text (escaped, TAB-separated, `\N` for NULL, ending in a
+   * newline) into `out` from `at`, which has `copyTextBound` bytes of room; returns where it ended.
+   */
+  writeCopyText(out: Buffer, at: number): number;
 }
 
 /** Where a sink has durably got to. */
@@ -110,4 +135,8 @@ const rowBytes = (row: ChangeEvent['after']) => {
  * ahead): its values' lengths and a little for the event itself.
  */
 export const valueBytes = (change: ChangeEvent): number =>
-  64 + rowBytes(change.after) + rowBytes(change.key) + rowBytes(change.before);
+  64 +
+  // An encoded row is counted as it is, not decoded for it.
+  (change.encoded ? change.encoded.byteLength : rowBytes(change.after)) +
+  rowBytes(change.key) +
+  rowBytes(change.before);

@@ -8,7 +8,7 @@
  * Lines and fields are sliced out of the decoded text; only a field holding a backslash is rebuilt.
  * The writer escapes only what must be: backslash, newline, carriage return and TAB.
  */
-import type { ColumnSchema, ColumnValue, Row } from './change.js';
+import type { ColumnSchema, ColumnValue, EncodedRow, Row } from './change.js';
 
 const TAB = 9;
 const BACKSLASH = 92;
@@ -291,14 +291,28 @@ const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': 
 const escapeField = (value: string): string =>
   COPY_SPECIAL.test(value) ? value.replace(/[\\\n\r\t]/g, (c) => COPY_ESCAPES[c] as string) : value;
 
-/** Rows in COPY text format, UTF-8: the bytes a `COPY ... FROM STDIN` of their columns reads. */
-export function copyTextOf(rows: readonly (readonly ColumnValue[])[]): Buffer {
+/**
+ * Rows in COPY text format, UTF-8: the bytes a `COPY ... FROM STDIN` of their columns reads. An
+ * encoded row is written from its bytes.
+ */
+export function copyTextOf(rows: readonly (readonly ColumnValue[] | EncodedRow)[]): Buffer {
   // Written straight into buffers: joining strings would make a string per separator and value.
   const full: Buffer[] = [];
   let out = Buffer.allocUnsafe(COPY_CHUNK_BYTES);
   let at = 0;
   for (let r = 0; r < rows.length; r++) {
-    const row = rows[r] as readonly ColumnValue[];
+    const row = rows[r] as readonly ColumnValue[] | EncodedRow;
+    if (!Array.isArray(row)) {
+      const encoded = row as EncodedRow;
+      const room = encoded.copyTextBound;
+      if (out.length - at < room) {
+        full.push(out.subarray(0, at));
+        out = Buffer.allocUnsafe(Math.max(COPY_CHUNK_BYTES, room));
+        at = 0;
+      }
+      at = encoded.writeCopyText(out, at);
+      continue;
+    }
     for (let i = 0; i < row.length; i++) {
       const value = row[i];
       // Room for the value (a UTF-16 unit is at most 3 bytes, an escaped one 2), a separator and the newline.

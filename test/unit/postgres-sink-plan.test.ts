@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import type { ChangeEvent, ColumnSchema, Row, TableSchema } from '../../src/core/change.js';
-import { MIN_ROWS_FOR_COPY, planBatch, type TargetTable } from '../../src/sinks/postgres/apply-plan.js';
+import type { ChangeEvent, ColumnSchema, EncodedRow, Row, TableSchema } from '../../src/core/change.js';
+import { copyTextOf } from '../../src/core/copy-text.js';
+import {
+  type InsertRow,
+  insertValues,
+  MIN_ROWS_FOR_COPY,
+  planBatch,
+  type TargetTable,
+} from '../../src/sinks/postgres/apply-plan.js';
 
 const col = (name: string, isKey = false): ColumnSchema => ({
   name,
@@ -62,7 +69,61 @@ describe('planning a batch', () => {
     expect(planBatch(mixed, lookup)[0]?.copy).toBeUndefined();
     // Every statement of a group split by size carries its own rows.
     const split = planBatch(rows(MIN_ROWS_FOR_COPY * 2), lookup, MIN_ROWS_FOR_COPY);
-    expect(split.map((s) => s.copy?.rows[0]?.[0])).toEqual(['1', String(MIN_ROWS_FOR_COPY + 1)]);
+    expect(split.map((s) => s.copy && insertValues(s.copy.rows[0] as InsertRow)[0])).toEqual([
+      '1',
+      String(MIN_ROWS_FOR_COPY + 1),
+    ]);
+  });
+
+  it('takes inserted rows still encoded into the COPY as they are, decoding none of them', () => {
+    const names = ['id', 'name', 'body'];
+    let decoded = 0;
+    /** An insert whose row is encoded; reading `after` is counted. */
+    const encodedInsert = (values: string[], columns = names): ChangeEvent => {
+      const row: EncodedRow = {
+        columns,
+        byteLength: values.join('').length,
+        text: (i) => values[i] ?? null,
+        values: () => [...values],
+        copyTextBound: 2 * values.join('\t').length + 1,
+        writeCopyText: (out, at) => at + out.write(`${values.join('\t')}\n`, at),
+      };
+      return {
+        ...base,
+        op: 'insert',
+        table: items,
+        encoded: row,
+        get after(): Row {
+          decoded++;
+          return Object.fromEntries(columns.map((c, i) => [c, values[i] ?? null]));
+        },
+      };
+    };
+    const changes = Array.from({ length: MIN_ROWS_FOR_COPY }, (_, i) =>
+      encodedInsert([String(i + 1), 'n', 'b']),
+    );
+    const [copied] = planBatch(changes, lookup);
+    expect(copied?.copy?.rows[0]).toBe(changes[0]?.encoded);
+    expect(decoded).toBe(0);
+    expect(
+      copyTextOf(copied?.copy?.rows ?? [])
+        .toString()
+        .split('\n')[1],
+    ).toBe('2\tn\tb');
+    // The upsert's parameters, when the COPY meets a key already there, come from the same rows.
+    expect(copied?.values[0]?.slice(0, 2)).toEqual(['1', '2']);
+    // Keys seen twice are folded, as decoded rows are: the later row wins.
+    const twice = planBatch([...changes, encodedInsert(['1', 'again', 'b'])], lookup);
+    expect(twice.some((s) => s.copy)).toBe(false);
+    // Rows of another shape than the table's (a column the sink does not have) are read whole.
+    const otherShape = ['id', 'body', 'name'];
+    const [reordered] = planBatch(
+      Array.from({ length: MIN_ROWS_FOR_COPY }, (_, i) =>
+        encodedInsert([String(i + 1), 'b', 'n'], otherShape),
+      ),
+      lookup,
+    );
+    expect(reordered?.copy?.rows[0]).toEqual(['1', 'n', 'b']);
   });
 
   it('offers a COPY for the rows a batch inserts beside the rows it updates, from MIN_ROWS_FOR_COPY of them on', () => {
@@ -80,7 +141,7 @@ describe('planning a batch', () => {
     expect((steps[0]?.values as string[][] | undefined)?.[0]).toEqual(
       Array.from({ length: MIN_ROWS_FOR_COPY }, (_, i) => String(i + 1)),
     );
-    expect(steps[1]?.copy?.rows.map((r) => r[0])).toEqual(
+    expect(steps[1]?.copy?.rows.map((r) => insertValues(r)[0])).toEqual(
       Array.from({ length: MIN_ROWS_FOR_COPY }, (_, i) => String(100_000 + i)),
     );
     // Fewer inserts ride with the upsert: one statement, no COPY.

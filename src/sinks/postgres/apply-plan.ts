@@ -2,6 +2,7 @@ import type {
   ChangeEvent,
   ColumnSchema,
   ColumnValue,
+  EncodedRow,
   Row,
   TableRef,
   TableSchema,
@@ -30,8 +31,11 @@ export interface Statement {
    * about twice as fast as the upsert when none of their keys is there yet; the upsert is the
    * fallback when one is.
    */
-  copy?: { text: string; target: TableRef; rows: ColumnValue[][] };
+  copy?: { text: string; target: TableRef; rows: InsertRow[] };
 }
+
+/** An inserted row: its values in table order, or the row as the source encoded it, in that order. */
+export type InsertRow = ColumnValue[] | EncodedRow;
 
 /** Rows of one set-based statement, one per key they address (the final states are, per key). */
 type RowGroup = {
@@ -223,17 +227,21 @@ export function planBatch(
 function insertsOnly(
   changes: readonly ChangeEvent[],
   lookup: (ref: TableRef) => TargetTable,
-): Map<TargetTable, ColumnValue[][]> | undefined {
+): Map<TargetTable, InsertRow[]> | undefined {
   // Ops first: a mixed batch (an update after thousands of inserts) is not turned into rows twice.
   for (let i = 0; i < changes.length; i++) {
     const event = changes[i] as ChangeEvent;
-    if (event.op !== 'insert' || !event.after || event.unchangedToast?.length) return undefined;
+    if (event.op !== 'insert' || event.unchangedToast?.length) return undefined;
+    // An encoded row is not read (decoded) to tell it is there.
+    if (!event.encoded && !event.after) return undefined;
   }
   const byTable = new Map<TargetTable, InsertedRows>();
   for (let i = 0; i < changes.length; i++) {
     const event = changes[i] as ChangeEvent;
     const table = lookup(event.table);
-    const row = wholeRow(table.source.columns, event.after as Row);
+    const encoded = event.encoded;
+    const row =
+      encoded && encodedFits(table, encoded) ? encoded : wholeRow(table.source.columns, event.after as Row);
     if (!row) return undefined;
     const key = rowKey(table, row);
     if (key === undefined) return undefined;
@@ -258,14 +266,14 @@ function insertsOnly(
     entry.keys.add(key);
     entry.rows.push(row);
   }
-  const rows = new Map<TargetTable, ColumnValue[][]>();
+  const rows = new Map<TargetTable, InsertRow[]>();
   for (const [table, entry] of byTable) rows.set(table, entry.rows);
   return rows;
 }
 
 /** One table's rows of an insert-only batch, and what tells their keys apart. */
 interface InsertedRows {
-  rows: ColumnValue[][];
+  rows: InsertRow[];
   /** The numeric value of the last key, while every key so far came in ascending numeric order. */
   last: number;
   /** Every key so far, once they did not. */
@@ -283,6 +291,22 @@ function wholeRow(columns: readonly ColumnSchema[], after: Row): ColumnValue[] |
   return columnCount(after) === columns.length ? row : undefined;
 }
 
+// The last shape of encoded rows seen per table, and whether it is the table's columns in order.
+const encodedShapes = new WeakMap<TargetTable, { columns: readonly string[]; fits: boolean }>();
+
+/** Whether an encoded row has exactly the table's columns, in its order (rows of a shape share `columns`). */
+function encodedFits(table: TargetTable, row: EncodedRow): boolean {
+  const seen = encodedShapes.get(table);
+  if (seen?.columns === row.columns) return seen.fits;
+  const columns = table.source.columns;
+  const fits = row.columns.length === columns.length && columns.every((c, i) => c.name === row.columns[i]);
+  encodedShapes.set(table, { columns: row.columns, fits });
+  return fits;
+}
+
+/** An inserted row's values in table order. */
+export const insertValues = (row: InsertRow): ColumnValue[] => (Array.isArray(row) ? row : row.values());
+
 /** The columns a row image holds, counted without Object.keys, which would make an array per row. */
 function columnCount(row: Row): number {
   let count = 0;
@@ -294,16 +318,17 @@ function columnCount(row: Row): number {
 const keyPositions = new WeakMap<TargetTable, number[]>();
 
 /** The key of a whole row, as the folding path keys it; undefined when a key column is null. */
-function rowKey(table: TargetTable, row: ColumnValue[]): string | undefined {
+function rowKey(table: TargetTable, row: InsertRow): string | undefined {
   let at = keyPositions.get(table);
   if (!at) {
     at = table.keys.map((k) => table.source.columns.indexOf(k));
     keyPositions.set(table, at);
   }
-  if (at.length === 1) return row[at[0] as number] ?? undefined;
+  const valueAt = Array.isArray(row) ? (i: number) => row[i] : (i: number) => row.text(i);
+  if (at.length === 1) return valueAt(at[0] as number) ?? undefined;
   const key: ColumnValue[] = [];
   for (const i of at) {
-    const value = row[i];
+    const value = valueAt(i);
     if (value === null || value === undefined) return undefined;
     key.push(value);
   }
@@ -354,9 +379,10 @@ function groupsOf(table: TargetTable, rows: Map<string, FinalState>): Group[] {
 }
 
 /** Column-major parameters: one array per column over the given rows. */
-function transpose(rows: ColumnValue[][], width: number): ColumnValue[][] {
+function transpose(rows: readonly InsertRow[], width: number): ColumnValue[][] {
   const values: ColumnValue[][] = Array.from({ length: width }, () => new Array<ColumnValue>(rows.length));
-  rows.forEach((row, r) => {
+  rows.forEach((inserted, r) => {
+    const row = insertValues(inserted);
     for (let c = 0; c < width; c++) (values[c] as ColumnValue[])[r] = row[c] ?? null;
   });
   return values;
@@ -396,7 +422,7 @@ function rowsOf(group: {
 /** The statements of one group's rows: at most `maxRows` each, offered as a COPY where all are inserts. */
 function rowStatements(
   group: { kind: 'upsert' | 'update' | 'delete' } & Omit<RowGroup, 'rows'>,
-  rows: ColumnValue[][],
+  rows: InsertRow[],
   maxRows: number,
 ): Statement[] {
   const { table, columns } = group;

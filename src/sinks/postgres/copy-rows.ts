@@ -8,6 +8,11 @@ import type { Statement } from './apply-plan.js';
 
 const UNIQUE_VIOLATION = '23505';
 
+/** Writes inserted rows with a plain COPY in the transaction of `client`; a key already there fails it. */
+export async function copyRows(client: pg.ClientBase, copy: NonNullable<Statement['copy']>): Promise<void> {
+  await pipeline(Readable.from([copyTextOf(copy.rows)]), client.query(copyFrom(copy.text)));
+}
+
 /**
  * Writes inserted rows with a plain COPY under a savepoint, in the transaction of `client`: true
  * when written; false, nothing written, when a key is there already (a replay), for the upsert to
@@ -19,7 +24,7 @@ export async function copyRowsUnlessPresent(
 ): Promise<boolean> {
   await client.query('SAVEPOINT copy_rows');
   try {
-    await pipeline(Readable.from([copyTextOf(copy.rows)]), client.query(copyFrom(copy.text)));
+    await copyRows(client, copy);
     await client.query('RELEASE SAVEPOINT copy_rows');
     return true;
   } catch (error) {

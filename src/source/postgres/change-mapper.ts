@@ -45,7 +45,11 @@ const OLD = 0x4f; // O
  * runs for every change). Unchanged TOAST values are left out and listed apart; `keysOnly` keeps
  * the replica identity columns only.
  */
-function readRow(r: Reader, relation: RelationInfo, keysOnly: boolean): { row: Row; unchanged?: string[] } {
+export function readRow(
+  r: Reader,
+  relation: RelationInfo,
+  keysOnly: boolean,
+): { row: Row; unchanged?: string[] } {
   const count = r.int16();
   const columns = relation.columns;
   if (count !== columns.length) {

@@ -109,6 +109,11 @@ export class Reader {
     return this;
   }
 
+  /** The message being read, and where it ends: for a part kept as it came. */
+  get message(): { buffer: Buffer; end: number } {
+    return { buffer: this.buf, end: this.end };
+  }
+
   /** Whether every byte was read. */
   get atEnd(): boolean {
     return this.offset >= this.end;

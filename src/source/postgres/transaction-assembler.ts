@@ -2,6 +2,7 @@ import type { SourceLogger } from '../../core/source.js';
 import { StreamVerdict } from '../../core/stream-verdict.js';
 import { decodeChange, RelationCache, type TransactionInfo } from './change-mapper.js';
 import type { PostgresStreamItem, PostgresStreamStats } from './change-stream.js';
+import { encodedInsert } from './encoded-insert.js';
 import { PgoutputProtocolError } from './errors.js';
 import { Reader, readRelation } from './pgoutput-decoder.js';
 import { SpoolDirectory, StreamSpool } from './stream-spool.js';
@@ -302,11 +303,11 @@ export class TransactionAssembler {
     const xid = message.readUInt32BE(start + 1);
     if (live.txn?.xid !== xid) live.txn = { xid, commitLsn: UNKNOWN_COMMIT_LSN, commitTime: '' };
     const txn = live.txn;
-    return {
-      kind: 'stream-change',
-      xid: live.xid,
-      change: decodeChange(r, dataTag(tag), live.relations, txn),
-    };
+    // An insert's row stays encoded: a sink that holds the transaction may COPY it as it came.
+    const change =
+      (tag === TAG.insert ? encodedInsert(r, live.relations, txn) : undefined) ??
+      decodeChange(r, dataTag(tag), live.relations, txn);
+    return { kind: 'stream-change', xid: live.xid, change };
   }
 
   private newSpool(xid: number): StreamSpool {
