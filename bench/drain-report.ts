@@ -106,6 +106,7 @@ export function drainDetailTable(results: RunRecord[]): string {
       'total s',
       'events/s',
       'WAL to decode MiB (before backlog)',
+      'CPU s: this process / source PG / sink PG',
       'peak RSS MiB so far',
     ],
     results.map((r) => [
@@ -119,6 +120,7 @@ export function drainDetailTable(results: RunRecord[]): string {
       secs(r.seconds),
       rate(r.eventsPerSecond),
       `${r.walMiB.toFixed(1)} (${r.walBeforeMiB.toFixed(1)})`,
+      [r.cpu.self, r.cpu.source, r.cpu.sink].map((c) => c.toFixed(2)).join(' / '),
       r.peakRssMiB.toFixed(0),
     ]),
   );
@@ -219,7 +221,9 @@ every run shows it); replication is paused (ours: \`PUT /v1/pipelines/{name}/sta
 native: \`ALTER SUBSCRIPTION ... DISABLE\`) until its walsender is gone; the backlog is written on
 the source, followed by one synchronous commit so that all of it is flushed WAL; then replication
 is resumed (\`resume\` / \`ENABLE\`) and the sink is polled every 50 ms with \`count(*)\` of the
-backlog's rows. **Start-up** is the time from the resume until the first row of the backlog is
+backlog's rows. The CPU of each side over the drain (this process, where our service runs, and
+every process of each cluster: the walsender, the apply workers, our sink's backends) is read from
+\`/proc\` at the resume and when the sink holds every row. **Start-up** is the time from the resume until the first row of the backlog is
 visible, **first to last row** the time from there until the sink holds every row of it, and
 **total** the sum: the drain time. A digest of every row
 (\`md5(string_agg(t::text, '|' ORDER BY id))\`) then checks the sink equals the source, and the

@@ -1,6 +1,7 @@
 import { createDatabase, type PgCluster } from '../test/support/pg-cluster.js';
 import { sqlOn } from '../test/support/replication-fixture.js';
 import { type DrainResult, drainBacklog } from './backlog.js';
+import { type CpuSample, cpuSample, cpuUsed } from './cpu-usage.js';
 import {
   createNativeSubscription,
   dropNativeSubscription,
@@ -12,7 +13,8 @@ import type { ServiceClient } from './service-api.js';
 import { BENCH_TABLE_DDL, drainWorkloads } from './workloads.js';
 
 /** One drain with the repetition it belongs to (1-based). */
-export type RunRecord = DrainResult & { run: number };
+/** A drain, and the CPU each side used from the resume until the sink held every row. */
+export type RunRecord = DrainResult & { run: number; cpu: CpuSample };
 
 const TIMEOUT_MS = 600_000;
 
@@ -36,6 +38,9 @@ export async function drainFromSource(o: {
   service: ServiceClient;
   source: DrainSource;
   sinkAdminUrl: string;
+  /** Postmasters of the source and sink clusters, whose processes' CPU is measured. */
+  sourcePid: number;
+  sinkPid: number;
   sinkMajor: number;
   scale: number;
   runs: number;
@@ -81,12 +86,21 @@ export async function drainFromSource(o: {
         const shift = (run + i) % systems.length;
         for (const system of [...systems.slice(shift), ...systems.slice(0, shift)]) {
           log(`PG ${major} run ${run}/${runs}, ${system.name}: ${workload.label}`);
-          const result = await drainBacklog(system, workload, TIMEOUT_MS);
+          let cpuBefore = cpuSample(o.sourcePid, o.sinkPid);
+          let cpu = cpuUsed(cpuBefore, cpuBefore);
+          const result = await drainBacklog(system, workload, TIMEOUT_MS, {
+            resumed: () => {
+              cpuBefore = cpuSample(o.sourcePid, o.sinkPid);
+            },
+            drained: () => {
+              cpu = cpuUsed(cpuBefore, cpuSample(o.sourcePid, o.sinkPid));
+            },
+          });
           log(
             `  start-up ${result.firstRowSeconds.toFixed(2)} s, then ${result.drainSeconds.toFixed(2)} s: ` +
               `${result.seconds.toFixed(2)} s, ${Math.round(result.eventsPerSecond)} events/s`,
           );
-          results.push({ run, ...result });
+          results.push({ run, ...result, cpu });
         }
       }
     }

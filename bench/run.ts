@@ -10,6 +10,7 @@ import {
 import { sqlOn } from '../test/support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../test/support/service.js';
 import { cleanUp, cleanups } from './cleanups.js';
+import { postmasterPid } from './cpu-usage.js';
 import { dropDecodeSlots, runDecodeBenchmark } from './decode.js';
 import { decodeDetailTable, decodeRatios, decodeSummaryTable } from './decode-report.js';
 import { type DrainSource, drainFromSource, type RunRecord } from './drain.js';
@@ -212,6 +213,8 @@ async function drainAll(
         source: drainSource,
         sinkAdminUrl: sink.adminUrl,
         sinkMajor: sink.majorVersion,
+        sourcePid: await postmasterPid(cluster.adminUrl),
+        sinkPid: await postmasterPid(sink.adminUrl),
         scale,
         runs,
         log,

@@ -93,7 +93,11 @@ describe('transaction assembler', () => {
       ]);
       feed(pgoutput.insert(7, ['1', 'a']));
       const tx = { xid: 4000000000, commitLsn: 0x16b374d848n, commitTime: TS_ISO };
-      expect(taken()).toEqual([
+      // An insert's row stays encoded until read: the copy reads it.
+      const inserted = taken().map((item) =>
+        item.kind === 'change' ? { ...item, change: { ...item.change, after: item.change.after } } : item,
+      );
+      expect(inserted).toEqual([
         { kind: 'change', change: { op: 'insert', table: ITEMS_TABLE, ...tx, after: { id: '1', v: 'a' } } },
       ]);
       feed(

@@ -117,7 +117,7 @@ export class TransactionAssembler {
 
   /**
    * Takes one message (the payload of an XLogData message, in `payload` from `start` to `end`;
-   * only read during the call). Returns
+   * the buffer must never be reused: an insert may keep a view of it). Returns
    * the replay of a streamed transaction at its Stream Commit, undefined otherwise. The replay
    * must be run to its end before the next accept() or keepalive(): its relations update the
    * cache as they are reached.
@@ -164,7 +164,10 @@ export class TransactionAssembler {
         } else if (tag === TAG.relation) {
           this.emit(this.relation(r));
         } else if (this.txn) {
-          this.emit({ kind: 'change', change: decodeChange(r, dataTag(tag), this.relations, this.txn) });
+          const change =
+            (tag === TAG.insert ? encodedInsert(r, this.relations, this.txn) : undefined) ??
+            decodeChange(r, dataTag(tag), this.relations, this.txn);
+          this.emit({ kind: 'change', change });
         } else {
           throw new PgoutputProtocolError(`${String.fromCharCode(tag)} message outside a transaction`);
         }
