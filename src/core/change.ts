@@ -101,6 +101,11 @@ export interface EncodedRow {
   text(i: number): ColumnValue;
   /** Every value, in column order. */
   values(): ColumnValue[];
+  /**
+   * Column `i` as a number when its text is a plain integer of up to 15 digits (exactly what
+   * `Number()` of its text gives), NaN for anything else.
+   */
+  integer(i: number): number;
   /** The most bytes `writeCopyText` can write. */
   readonly copyTextBound: number;
   /**

@@ -70,6 +70,19 @@ describe('an insert of a streamed transaction kept encoded', () => {
     }
   });
 
+  it('reads a plain integer of up to 15 digits as its number, anything else as NaN', () => {
+    const rows = arrived([
+      ['123', '-45', null],
+      ['007', '', '1234567890123456'],
+      ['+1', '1e3', '9 '],
+    ]).map((c) => c.encoded as NonNullable<ChangeEvent['encoded']>);
+    expect(rows.map((row) => [0, 1, 2].map((i) => row.integer(i)))).toEqual([
+      [123, -45, Number.NaN],
+      [7, Number.NaN, Number.NaN],
+      [Number.NaN, Number.NaN, Number.NaN],
+    ]);
+  });
+
   it('reads as the decoded insert: after, a spread copy that sets its own, and JSON', () => {
     const [change] = arrived([AWKWARD[1] as ColumnValue[]]);
     const after = { id: '2', v: 'new\nline and \r return', w: 'back\\slash \\N' };

@@ -85,6 +85,7 @@ describe('planning a batch', () => {
         byteLength: values.join('').length,
         text: (i) => values[i] ?? null,
         values: () => [...values],
+        integer: (i) => (/^-?\d{1,15}$/.test(values[i] ?? '') ? Number(values[i]) : Number.NaN),
         copyTextBound: 2 * values.join('\t').length + 1,
         writeCopyText: (out, at) => at + out.write(`${values.join('\t')}\n`, at),
       };

@@ -243,8 +243,6 @@ function insertsOnly(
     const row =
       encoded && encodedFits(table, encoded) ? encoded : wholeRow(table.source.columns, event.after as Row);
     if (!row) return undefined;
-    const key = rowKey(table, row);
-    if (key === undefined) return undefined;
     let entry = byTable.get(table);
     if (!entry) {
       entry = { rows: [], last: Number.NEGATIVE_INFINITY, keys: undefined };
@@ -252,9 +250,9 @@ function insertsOnly(
     }
     if (!entry.keys) {
       // Keys in ascending numeric order (a serial or identity key: new rows) are distinct by that
-      // order alone. Number() of two equal keys is equal, and NaN (text, composite keys) is never
-      // greater: either ends the order, and a set of the keys so far takes over.
-      const n = Number(key);
+      // order alone. Number() of two equal keys is equal, and NaN (text, composite or null keys) is
+      // never greater: either ends the order, and a set of the keys so far takes over.
+      const n = keyNumber(table, row);
       if (n > entry.last) {
         entry.last = n;
         entry.rows.push(row);
@@ -262,6 +260,8 @@ function insertsOnly(
       }
       entry.keys = new Set(entry.rows.map((earlier) => rowKey(table, earlier) as string));
     }
+    const key = rowKey(table, row);
+    if (key === undefined) return undefined;
     if (entry.keys.has(key)) return undefined;
     entry.keys.add(key);
     entry.rows.push(row);
@@ -317,13 +317,29 @@ function columnCount(row: Row): number {
 // Where each key column sits in a whole row, per table.
 const keyPositions = new WeakMap<TargetTable, number[]>();
 
-/** The key of a whole row, as the folding path keys it; undefined when a key column is null. */
-function rowKey(table: TargetTable, row: InsertRow): string | undefined {
+function keyPositionsOf(table: TargetTable): number[] {
   let at = keyPositions.get(table);
   if (!at) {
     at = table.keys.map((k) => table.source.columns.indexOf(k));
     keyPositions.set(table, at);
   }
+  return at;
+}
+
+/** A whole row's single key as a number (NaN for a composite, null or not numeric key). */
+function keyNumber(table: TargetTable, row: InsertRow): number {
+  if (Array.isArray(row)) {
+    const key = rowKey(table, row);
+    return key === undefined ? Number.NaN : Number(key);
+  }
+  // An encoded key is read as a number from its bytes, without a string of it.
+  const at = keyPositionsOf(table);
+  return at.length === 1 ? row.integer(at[0] as number) : Number.NaN;
+}
+
+/** The key of a whole row, as the folding path keys it; undefined when a key column is null. */
+function rowKey(table: TargetTable, row: InsertRow): string | undefined {
+  const at = keyPositionsOf(table);
   const valueAt = Array.isArray(row) ? (i: number) => row[i] : (i: number) => row.text(i);
   if (at.length === 1) return valueAt(at[0] as number) ?? undefined;
   const key: ColumnValue[] = [];

@@ -222,7 +222,7 @@ class ChangeStreamRunner {
   /** A message as it arrives: decoded in place, unless a replay holds the stream. */
   private onMessage(buffer: Buffer, start: number, end: number): void {
     if (this.closed || this.failure) return;
-    // A held message is copied out of its read, which need not be kept whole for it.
+    // A message is only valid during the call: a held one is copied.
     if (this.holding()) this.hold({ kind: 'message', payload: Buffer.from(buffer.subarray(start, end)) });
     else this.accept(buffer, start, end);
   }

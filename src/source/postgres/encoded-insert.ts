@@ -16,31 +16,37 @@ const LETTER_N = 0x4e;
 const namesOf = new WeakMap<RelationInfo, readonly string[]>();
 
 /**
- * The new tuple of a pgoutput Insert as it came (a view of the message, which is never reused):
- * its values are turned into strings only when read, and into COPY text straight from the bytes.
+ * The new tuple of a pgoutput Insert as it came (its bytes, never changed after): its values are
+ * turned into strings only when read, and into COPY text straight from the bytes.
  */
 export class PgoutputRow implements EncodedRow {
   readonly columns: readonly string[];
 
   /**
-   * `start` is where the tuple's column count lies, `end` the end of the message. Undefined when the
-   * tuple holds anything but text and NULL values, which only a whole decode deals with.
+   * Whether the tuple from `start` (its column count) to `end` (the end of the message) is whole and
+   * holds only text and NULL values, the relation's columns of them; anything else (an unchanged
+   * TOAST value, a malformed tuple) is left to the whole decode, which deals with it or names it.
    */
-  static of(buffer: Buffer, start: number, end: number, relation: RelationInfo): PgoutputRow | undefined {
-    if (start + 2 > end) return undefined;
+  static holdsTextOnly(buffer: Buffer, start: number, end: number, relation: RelationInfo): boolean {
+    if (start + 2 > end) return false;
     const count = buffer.readInt16BE(start);
-    if (count !== relation.columns.length) return undefined;
+    if (count !== relation.columns.length) return false;
     let at = start + 2;
     for (let i = 0; i < count; i++) {
-      if (at >= end) return undefined;
+      if (at >= end) return false;
       const kind = buffer[at++];
       if (kind === NULL) continue;
-      if (kind !== TEXT || at + 4 > end) return undefined;
+      if (kind !== TEXT || at + 4 > end) return false;
       const length = buffer.readInt32BE(at);
       at += 4 + length;
-      if (length < 0 || at > end) return undefined;
+      if (length < 0 || at > end) return false;
     }
-    return at === end ? new PgoutputRow(buffer, start, end, relation) : undefined;
+    return at === end;
+  }
+
+  /** The tuple from `start` to `end`, which `holdsTextOnly` accepted; its bytes never change after. */
+  static of(buffer: Buffer, start: number, end: number, relation: RelationInfo): PgoutputRow {
+    return new PgoutputRow(buffer, start, end, relation);
   }
 
   private constructor(
@@ -73,6 +79,26 @@ export class PgoutputRow implements EncodedRow {
     if (buffer[at] === NULL) return null;
     const length = buffer.readInt32BE(at + 1);
     return buffer.toString('utf8', at + 5, at + 5 + length);
+  }
+
+  integer(i: number): number {
+    const buffer = this.buffer;
+    let at = this.start + 2;
+    for (let c = 0; c < i; c++) at += buffer[at] === NULL ? 1 : 5 + buffer.readInt32BE(at + 1);
+    if (buffer[at] === NULL) return Number.NaN;
+    const stop = at + 5 + buffer.readInt32BE(at + 1);
+    let from = at + 5;
+    const negative = buffer[from] === 0x2d; // -
+    if (negative) from++;
+    // Beyond 15 digits a number may not be exact: NaN, as for anything but digits.
+    if (from === stop || stop - from > 15) return Number.NaN;
+    let n = 0;
+    for (let b = from; b < stop; b++) {
+      const digit = (buffer[b] as number) - 0x30;
+      if (digit < 0 || digit > 9) return Number.NaN;
+      n = n * 10 + digit;
+    }
+    return negative ? -n : n;
   }
 
   values(): ColumnValue[] {
@@ -169,14 +195,45 @@ export class EncodedInsert implements ChangeEvent {
   }
 }
 
+const SLAB_BYTES = 256 * 1024;
+
 /**
- * An Insert message (`r` after its tag and xid) as an EncodedInsert; undefined when its tuple is
- * not one (`r` is then where it was).
+ * Where kept tuples are copied to, one after the other in slabs: a kept tuple holds only its own
+ * bytes, not the whole read it came in (with the other messages of its transaction, their headers,
+ * and changes of other tables), and the reads die young.
+ */
+export class TupleSlabs {
+  private slab = Buffer.allocUnsafeSlow(0);
+  private used = 0;
+
+  /** The slab the last copy went into. */
+  get current(): Buffer {
+    return this.slab;
+  }
+
+  /** Copies `source[start, end)` into the current slab (a new one when it lacks room); returns where. */
+  copy(source: Buffer, start: number, end: number): number {
+    const length = end - start;
+    if (this.slab.length - this.used < length) {
+      this.slab = Buffer.allocUnsafeSlow(Math.max(SLAB_BYTES, length));
+      this.used = 0;
+    }
+    const at = this.used;
+    source.copy(this.slab, at, start, end);
+    this.used += length;
+    return at;
+  }
+}
+
+/**
+ * An Insert message (`r` after its tag and xid) as an EncodedInsert, its tuple copied into
+ * `slabs`; undefined when its tuple is not one (`r` is then where it was).
  */
 export function encodedInsert(
   r: Reader,
   relations: RelationCache,
   tx: TransactionInfo,
+  slabs: TupleSlabs,
 ): ChangeEvent | undefined {
   const at = r.offset;
   const { info, table } = relations.get(r.uint32());
@@ -184,10 +241,11 @@ export function encodedInsert(
   if (marker !== NEW)
     throw new PgoutputProtocolError(`insert: expected 'N', got '${String.fromCharCode(marker)}'`);
   const { buffer, end } = r.message;
-  const row = PgoutputRow.of(buffer, r.offset, end, info);
-  if (!row) {
+  if (!PgoutputRow.holdsTextOnly(buffer, r.offset, end, info)) {
     r.offset = at;
     return undefined;
   }
+  const kept = slabs.copy(buffer, r.offset, end);
+  const row = PgoutputRow.of(slabs.current, kept, kept + (end - r.offset), info);
   return new EncodedInsert(table, tx.xid, tx.commitLsn, tx.commitTime, row);
 }

@@ -17,7 +17,7 @@ export const SOURCE_SESSION_OPTIONS = PG_TEXT_SESSION_OPTIONS;
 
 /**
  * What the connection delivers, in the order the server sent it; an error is always last. A
- * message's payload is a view of a buffer that is never reused: a part of it may be kept.
+ * message's payload is a view into the connection's read buffer: valid only during the call.
  */
 export type ReplicationInput =
   | { kind: 'message'; payload: Buffer }
@@ -26,7 +26,7 @@ export type ReplicationInput =
 
 /** Where the connection delivers, in the order the server sent it. */
 export interface ReplicationReceiver {
-  /** A message of the plugin, in `buffer` from `start` to `end`; the buffer is never reused. */
+  /** A message of the plugin, in `buffer` from `start` to `end`: only valid during the call. */
   message(buffer: Buffer, start: number, end: number): void;
   /** A keepalive, or the error that ends the stream. */
   input(input: Exclude<ReplicationInput, { kind: 'message' }>): void;
@@ -150,10 +150,7 @@ export class ReplicationConnection {
       const broken = (error: Error) =>
         void this.lost(new SourceConnectionError(error.message, { cause: error }));
       if (!takeOverCopyData(wire, read, broken)) {
-        // pg's parser reuses its buffer: the chunk is copied, as a change may keep a view of it.
-        wire.on('copyData', (message: { chunk: Buffer }) =>
-          read(Buffer.from(message.chunk), 0, message.chunk.length),
-        );
+        wire.on('copyData', (message: { chunk: Buffer }) => read(message.chunk, 0, message.chunk.length));
       }
       // Settles when the server ends the stream (or rejects with its error).
       await this.plugin.start(client, slot, normalizeLsn(this.options.startLsn));

@@ -2,7 +2,7 @@ import type { SourceLogger } from '../../core/source.js';
 import { StreamVerdict } from '../../core/stream-verdict.js';
 import { decodeChange, RelationCache, type TransactionInfo } from './change-mapper.js';
 import type { PostgresStreamItem, PostgresStreamStats } from './change-stream.js';
-import { encodedInsert } from './encoded-insert.js';
+import { encodedInsert, TupleSlabs } from './encoded-insert.js';
 import { PgoutputProtocolError } from './errors.js';
 import { Reader, readRelation } from './pgoutput-decoder.js';
 import { SpoolDirectory, StreamSpool } from './stream-spool.js';
@@ -76,6 +76,8 @@ export class TransactionAssembler {
   private readonly relations = new RelationCache();
   // One reader for every message: each is read whole before the next comes.
   private readonly reader = new Reader(Buffer.alloc(0));
+  /** Where kept inserts' tuples are copied to, so that they hold no read of the socket. */
+  private readonly slabs = new TupleSlabs();
   private readonly directory: SpoolDirectory;
   private readonly memoryLimitBytes: number;
   private readonly logger: SourceLogger | undefined;
@@ -117,7 +119,7 @@ export class TransactionAssembler {
 
   /**
    * Takes one message (the payload of an XLogData message, in `payload` from `start` to `end`;
-   * the buffer must never be reused: an insert may keep a view of it). Returns
+   * only read during the call). Returns
    * the replay of a streamed transaction at its Stream Commit, undefined otherwise. The replay
    * must be run to its end before the next accept() or keepalive(): its relations update the
    * cache as they are reached.
@@ -165,7 +167,7 @@ export class TransactionAssembler {
           this.emit(this.relation(r));
         } else if (this.txn) {
           const change =
-            (tag === TAG.insert ? encodedInsert(r, this.relations, this.txn) : undefined) ??
+            (tag === TAG.insert ? encodedInsert(r, this.relations, this.txn, this.slabs) : undefined) ??
             decodeChange(r, dataTag(tag), this.relations, this.txn);
           this.emit({ kind: 'change', change });
         } else {
@@ -308,7 +310,7 @@ export class TransactionAssembler {
     const txn = live.txn;
     // An insert's row stays encoded: a sink that holds the transaction may COPY it as it came.
     const change =
-      (tag === TAG.insert ? encodedInsert(r, live.relations, txn) : undefined) ??
+      (tag === TAG.insert ? encodedInsert(r, live.relations, txn, this.slabs) : undefined) ??
       decodeChange(r, dataTag(tag), live.relations, txn);
     return { kind: 'stream-change', xid: live.xid, change };
   }
