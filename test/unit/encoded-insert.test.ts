@@ -1,11 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ChangeEvent, ColumnValue } from '../../src/core/change.js';
 import { copyTextOf } from '../../src/core/copy-text.js';
-import type { PostgresStreamItem } from '../../src/source/postgres/change-stream.js';
-import { TransactionAssembler } from '../../src/source/postgres/transaction-assembler.js';
+import { liveAssemblerEachTest } from '../support/live-assembler.js';
 import { pgoutput, type RelationInput, type TupleInput } from '../support/pgoutput-messages.js';
 
 const ROWS: RelationInput = {
@@ -23,23 +19,7 @@ const AWKWARD: ColumnValue[][] = [
 ];
 
 describe('an insert of a streamed transaction kept encoded', () => {
-  let parent: string;
-  let emitted: PostgresStreamItem[];
-  let assembler: TransactionAssembler;
-
-  beforeEach(() => {
-    parent = mkdtempSync(join(tmpdir(), 'encoded-insert-'));
-    emitted = [];
-    assembler = new TransactionAssembler({
-      emit: (item) => emitted.push(item),
-      spoolDir: parent,
-      live: true,
-    });
-  });
-  afterEach(() => {
-    assembler.dispose();
-    rmSync(parent, { recursive: true, force: true });
-  });
+  const live = liveAssemblerEachTest('encoded-insert');
 
   /** The changes of the streamed inserts of `rows`, as they arrive. */
   const arrived = (rows: TupleInput[][]): ChangeEvent[] => {
@@ -49,8 +29,8 @@ describe('an insert of a streamed transaction kept encoded', () => {
       ...rows.map((values) => pgoutput.insert(9, values, 700)),
       pgoutput.streamStop(),
     ])
-      assembler.accept(message);
-    return emitted.flatMap((item) => (item.kind === 'stream-change' ? [item.change] : []));
+      live.assembler().accept(message);
+    return live.emitted.flatMap((item) => (item.kind === 'stream-change' ? [item.change] : []));
   };
 
   it('writes the COPY text the decoded values make, from the bytes as they came', () => {

@@ -1,9 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PostgresStreamItem as StreamItem } from '../../src/source/postgres/change-stream.js';
-import { TransactionAssembler } from '../../src/source/postgres/transaction-assembler.js';
+import { liveAssemblerEachTest } from '../support/live-assembler.js';
 import { pgMicros, pgoutput, type RelationInput } from '../support/pgoutput-messages.js';
 
 const TS = pgMicros(new Date('2024-05-06T07:08:09Z'));
@@ -32,27 +29,12 @@ const shown = (item: StreamItem): string => {
 };
 
 describe('transaction assembler handing over a streamed transaction as it arrives', () => {
-  let parent: string;
-  let emitted: StreamItem[];
-  let assembler: TransactionAssembler;
-
-  beforeEach(() => {
-    parent = mkdtempSync(join(tmpdir(), 'assembler-live-'));
-    emitted = [];
-    assembler = new TransactionAssembler({
-      emit: (item) => emitted.push(item),
-      spoolDir: parent,
-      live: true,
-    });
-  });
-  afterEach(() => {
-    assembler.dispose();
-    rmSync(parent, { recursive: true, force: true });
-  });
+  const live = liveAssemblerEachTest('assembler-live');
+  const emitted = live.emitted;
 
   const feed = (...messages: Buffer[]) => {
     for (const message of messages) {
-      const replay = assembler.accept(message);
+      const replay = live.assembler().accept(message);
       if (replay) throw new Error('an unexpected replay');
     }
   };
@@ -101,23 +83,23 @@ describe('transaction assembler handing over a streamed transaction as it arrive
       pgoutput.streamStop(),
     );
     taken();
-    const delivered = assembler.accept(pgoutput.streamCommit(700, 0x200n, 0x230n, TS));
+    const delivered = live.assembler().accept(pgoutput.streamCommit(700, 0x200n, 0x230n, TS));
     const first = delivered?.next();
     const marker = first?.value as StreamItem;
     expect(shown(marker)).toBe('stream-commit 700 560');
     if (marker.kind !== 'stream-commit') throw new Error('not a marker');
     marker.verdict.settle(true);
     expect(delivered?.next().done).toBe(true);
-    expect(assembler.stats().transactions).toBe(1);
+    expect(live.assembler().stats().transactions).toBe(1);
 
     // The next streamed transaction is handed over as it arrives once the first is done; one that
     // began before (800) keeps waiting for its commit.
     feed(pgoutput.streamStart(900, true), pgoutput.insert(7, ['4', 'x'], 900), pgoutput.streamStop());
     expect(taken()).toEqual(['stream-change 900/900 4']);
-    const replayed = assembler.accept(pgoutput.streamCommit(800, 0x300n, 0x330n, TS));
+    const replayed = live.assembler().accept(pgoutput.streamCommit(800, 0x300n, 0x330n, TS));
     expect([...(replayed ?? [])].map(shown)).toEqual(['begin', 'change 9', 'commit']);
 
-    const refused = assembler.accept(pgoutput.streamCommit(900, 0x400n, 0x430n, TS));
+    const refused = live.assembler().accept(pgoutput.streamCommit(900, 0x400n, 0x430n, TS));
     const items: string[] = [];
     for (const item of refused ?? []) {
       items.push(shown(item));
