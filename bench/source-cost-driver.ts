@@ -1,0 +1,52 @@
+import pg from 'pg';
+
+/**
+ * The write load of the source-cost benchmark, in a process of its own: single-row inserts at a
+ * fixed rate, table after table (`t1` … `t<tables>`), spread over the clients, each its own
+ * transaction at the session's `synchronous_commit`. Usage: source-cost-driver.ts <url> <tables>
+ * <rate> <seconds> <clients>; prints the offered rate and the mean and 99th percentile of an
+ * insert's latency, in milliseconds.
+ */
+async function drive(url: string, tables: number, rate: number, total: number, clientCount: number) {
+  const clients = await Promise.all(
+    Array.from({ length: clientCount }, async () => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      return c;
+    }),
+  );
+  const latencies: number[] = [];
+  const started = performance.now();
+  let next = 0;
+  await Promise.all(
+    clients.map(async (client) => {
+      for (;;) {
+        const i = next++;
+        if (i >= total) return;
+        const wait = started + (i * 1000) / rate - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        const sent = performance.now();
+        await client.query(`INSERT INTO t${1 + (i % tables)} (id, v) VALUES ($1, 'x')`, [i]);
+        latencies.push(performance.now() - sent);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  await Promise.all(clients.map((c) => c.end()));
+  latencies.sort((a, b) => a - b);
+  const mean = latencies.reduce((sum, l) => sum + l, 0) / Math.max(1, latencies.length);
+  const p99 = latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? 0;
+  console.log(JSON.stringify({ offered: total / elapsed, meanMs: mean, p99Ms: p99 }));
+}
+
+const [url, tables, rate, seconds, clients] = process.argv.slice(2).map((a, i) => (i === 0 ? a : Number(a)));
+drive(
+  url as string,
+  tables as number,
+  rate as number,
+  Math.round((rate as number) * (seconds as number)),
+  clients as number,
+).catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
