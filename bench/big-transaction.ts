@@ -11,7 +11,7 @@ import { availableBinDirs, createDatabase, startPgCluster } from '../test/suppor
 import { sqlOn } from '../test/support/replication-fixture.js';
 import { startTestService, testConfig } from '../test/support/service.js';
 import { drainBacklog } from './backlog.js';
-import { cleanUp, cleanups } from './cleanups.js';
+import { cleanups, runBenchmark } from './cleanups.js';
 import { copyPipe } from './copy-pipe.js';
 import { cpuSample, cpuUsed, postmasterPid } from './cpu-usage.js';
 import {
@@ -104,11 +104,4 @@ async function main(): Promise<void> {
   );
 }
 
-try {
-  await main();
-} catch (error) {
-  console.error('benchmark failed:', error);
-  process.exitCode = 1;
-} finally {
-  await cleanUp();
-}
+await runBenchmark(main);

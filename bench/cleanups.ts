@@ -19,6 +19,21 @@ export function cleanUp(): Promise<void> {
   return cleaning;
 }
 
+/**
+ * Runs a benchmark's `main`, reports its failure (`what` names the benchmark) with a failing exit
+ * code, and undoes what it started either way.
+ */
+export async function runBenchmark(main: () => Promise<void>, what = 'benchmark'): Promise<void> {
+  try {
+    await main();
+  } catch (error) {
+    console.error(`${what} failed:`, error);
+    process.exitCode = 1;
+  } finally {
+    await cleanUp();
+  }
+}
+
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     console.error(`${signal}: stopping what the benchmark started`);

@@ -9,7 +9,7 @@ import {
 } from '../test/support/pg-cluster.js';
 import { sqlOn } from '../test/support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../test/support/service.js';
-import { cleanUp, cleanups } from './cleanups.js';
+import { cleanups, runBenchmark } from './cleanups.js';
 import { postmasterPid } from './cpu-usage.js';
 import { dropDecodeSlots, runDecodeBenchmark } from './decode.js';
 import { decodeDetailTable, decodeRatios, decodeSummaryTable } from './decode-report.js';
@@ -227,11 +227,4 @@ async function drainAll(
   return { sources: drainSources, results };
 }
 
-try {
-  await main();
-} catch (error) {
-  console.error('benchmark failed:', error);
-  process.exitCode = 1;
-} finally {
-  await cleanUp();
-}
+await runBenchmark(main);

@@ -11,7 +11,7 @@ import {
 import { sqlOn } from '../test/support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../test/support/service.js';
 import { writeSection } from './benchmarks-section.js';
-import { cleanUp, cleanups } from './cleanups.js';
+import { cleanups, runBenchmark } from './cleanups.js';
 import { postmasterPid } from './cpu-usage.js';
 import { secondsUntil } from './poll.js';
 import { codeVersion, machineInfo } from './report.js';
@@ -388,11 +388,4 @@ async function main(): Promise<void> {
   console.log(`report written to ${path}`);
 }
 
-try {
-  await main();
-} catch (error) {
-  console.error('sink benchmark failed:', error);
-  process.exitCode = 1;
-} finally {
-  await cleanUp();
-}
+await runBenchmark(main, 'sink benchmark');

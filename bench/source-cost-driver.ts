@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { paceOverClients } from './paced-load.js';
 
 /**
  * The write load of the source-cost benchmark, in a process of its own: single-row inserts at a
@@ -8,31 +8,12 @@ import pg from 'pg';
  * insert's latency, in milliseconds.
  */
 async function drive(url: string, tables: number, rate: number, total: number, clientCount: number) {
-  const clients = await Promise.all(
-    Array.from({ length: clientCount }, async () => {
-      const c = new pg.Client({ connectionString: url });
-      await c.connect();
-      return c;
-    }),
-  );
   const latencies: number[] = [];
-  const started = performance.now();
-  let next = 0;
-  await Promise.all(
-    clients.map(async (client) => {
-      for (;;) {
-        const i = next++;
-        if (i >= total) return;
-        const wait = started + (i * 1000) / rate - performance.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        const sent = performance.now();
-        await client.query(`INSERT INTO t${1 + (i % tables)} (id, v) VALUES ($1, 'x')`, [i]);
-        latencies.push(performance.now() - sent);
-      }
-    }),
-  );
-  const elapsed = (performance.now() - started) / 1000;
-  await Promise.all(clients.map((c) => c.end()));
+  const elapsed = await paceOverClients(url, rate, total, clientCount, async (client, i) => {
+    const sent = performance.now();
+    await client.query(`INSERT INTO t${1 + (i % tables)} (id, v) VALUES ($1, 'x')`, [i]);
+    latencies.push(performance.now() - sent);
+  });
   latencies.sort((a, b) => a - b);
   const mean = latencies.reduce((sum, l) => sum + l, 0) / Math.max(1, latencies.length);
   const p99 = latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? 0;

@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { availableBinDirs, createDatabase, startPgCluster } from '../test/support/pg-cluster.js';
 import { sqlOn, waitFor } from '../test/support/replication-fixture.js';
 import { startTestService, testConfig } from '../test/support/service.js';
-import { cleanUp, cleanups } from './cleanups.js';
+import { cleanups, runBenchmark } from './cleanups.js';
 import { clockTicks, procStat } from './cpu-usage.js';
 import { table as markdownTable } from './report-format.js';
 import { call, type ServiceClient } from './service-api.js';
@@ -190,11 +190,4 @@ async function main(): Promise<void> {
   );
 }
 
-try {
-  await main();
-} catch (error) {
-  console.error('benchmark failed:', error);
-  process.exitCode = 1;
-} finally {
-  await cleanUp();
-}
+await runBenchmark(main);

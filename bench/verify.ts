@@ -12,7 +12,7 @@ import pg from 'pg';
 import { availableBinDirs, createDatabase, startPgCluster } from '../test/support/pg-cluster.js';
 import { sqlOn, tableDigest } from '../test/support/replication-fixture.js';
 import { writeSection } from './benchmarks-section.js';
-import { cleanUp, cleanups } from './cleanups.js';
+import { cleanups, runBenchmark } from './cleanups.js';
 import { secondsUntil } from './poll.js';
 import { call, type ServiceClient } from './service-api.js';
 import {
@@ -543,11 +543,4 @@ async function main(): Promise<void> {
   console.log(`verification section written to ${path}`);
 }
 
-try {
-  await main();
-} catch (error) {
-  console.error('verification benchmark failed:', error);
-  process.exitCode = 1;
-} finally {
-  await cleanUp();
-}
+await runBenchmark(main, 'verification benchmark');
