@@ -45,11 +45,7 @@ export class PgoutputRow implements EncodedRow {
   }
 
   /** The tuple from `start` to `end`, which `holdsTextOnly` accepted; its bytes never change after. */
-  static of(buffer: Buffer, start: number, end: number, relation: RelationInfo): PgoutputRow {
-    return new PgoutputRow(buffer, start, end, relation);
-  }
-
-  private constructor(
+  constructor(
     private readonly buffer: Buffer,
     private readonly start: number,
     private readonly end: number,
@@ -72,10 +68,17 @@ export class PgoutputRow implements EncodedRow {
     return 2 * (this.end - this.start) + 3 * this.columns.length + 1;
   }
 
-  text(i: number): ColumnValue {
+  /** Where column `i` starts: its kind byte. */
+  private columnAt(i: number): number {
     const buffer = this.buffer;
     let at = this.start + 2;
     for (let c = 0; c < i; c++) at += buffer[at] === NULL ? 1 : 5 + buffer.readInt32BE(at + 1);
+    return at;
+  }
+
+  text(i: number): ColumnValue {
+    const buffer = this.buffer;
+    const at = this.columnAt(i);
     if (buffer[at] === NULL) return null;
     const length = buffer.readInt32BE(at + 1);
     return buffer.toString('utf8', at + 5, at + 5 + length);
@@ -83,8 +86,7 @@ export class PgoutputRow implements EncodedRow {
 
   integer(i: number): number {
     const buffer = this.buffer;
-    let at = this.start + 2;
-    for (let c = 0; c < i; c++) at += buffer[at] === NULL ? 1 : 5 + buffer.readInt32BE(at + 1);
+    const at = this.columnAt(i);
     if (buffer[at] === NULL) return Number.NaN;
     const stop = at + 5 + buffer.readInt32BE(at + 1);
     let from = at + 5;
@@ -240,12 +242,13 @@ export function encodedInsert(
   const marker = r.uint8();
   if (marker !== NEW)
     throw new PgoutputProtocolError(`insert: expected 'N', got '${String.fromCharCode(marker)}'`);
-  const { buffer, end } = r.message;
+  const buffer = r.buffer;
+  const end = r.end;
   if (!PgoutputRow.holdsTextOnly(buffer, r.offset, end, info)) {
     r.offset = at;
     return undefined;
   }
   const kept = slabs.copy(buffer, r.offset, end);
-  const row = PgoutputRow.of(slabs.current, kept, kept + (end - r.offset), info);
+  const row = new PgoutputRow(slabs.current, kept, kept + (end - r.offset), info);
   return new EncodedInsert(table, tx.xid, tx.commitLsn, tx.commitTime, row);
 }

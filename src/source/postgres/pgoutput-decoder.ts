@@ -86,7 +86,7 @@ export function pgTimestampToIso(micros: bigint): string {
 /** Sequential big-endian reader over one message. */
 export class Reader {
   private start: number;
-  private end: number;
+  private limit: number;
 
   /** Reads `buf`, a message from its first byte to its end, from `offset` on. */
   constructor(
@@ -94,7 +94,7 @@ export class Reader {
     public offset = 0,
   ) {
     this.start = 0;
-    this.end = buf.length;
+    this.limit = buf.length;
   }
 
   /**
@@ -104,25 +104,32 @@ export class Reader {
   reset(buf: Buffer, offset: number, end = buf.length, start = 0): this {
     this.buf = buf;
     this.offset = offset;
-    this.end = end;
+    this.limit = end;
     this.start = start;
     return this;
   }
 
-  /** The message being read, and where it ends: for a part kept as it came. */
-  get message(): { buffer: Buffer; end: number } {
-    return { buffer: this.buf, end: this.end };
+  /** The message being read: for a part kept as it came. */
+  get buffer(): Buffer {
+    return this.buf;
+  }
+
+  /** Where the message ends in `buffer`. */
+  get end(): number {
+    return this.limit;
   }
 
   /** Whether every byte was read. */
   get atEnd(): boolean {
-    return this.offset >= this.end;
+    return this.offset >= this.limit;
   }
 
   private need(n: number): void {
-    if (this.offset + n > this.end) {
+    if (this.offset + n > this.limit) {
       const tag = String.fromCharCode(this.buf[this.start] ?? 0);
-      throw new PgoutputProtocolError(`truncated pgoutput message '${tag}' (${this.end - this.start} bytes)`);
+      throw new PgoutputProtocolError(
+        `truncated pgoutput message '${tag}' (${this.limit - this.start} bytes)`,
+      );
     }
   }
 
@@ -184,7 +191,7 @@ export class Reader {
 
   string(): string {
     const end = this.buf.indexOf(0, this.offset);
-    if (end < 0 || end >= this.end)
+    if (end < 0 || end >= this.limit)
       throw new PgoutputProtocolError('unterminated string in pgoutput message');
     const s = this.buf.toString('utf8', this.offset, end);
     this.offset = end + 1;
