@@ -110,6 +110,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       pool,
       spoolDir: spool.path,
       warnRetainedWalBytes: config.slotWalWarningBytes,
+      sharedStreamHoldWalBytes: config.sharedStreamHoldWalBytes,
       statusIntervalMs: config.sourceStatusIntervalMs,
       logger: logger.child({ component: 'replication' }),
       resolveConnection,

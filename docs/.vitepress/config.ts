@@ -47,6 +47,7 @@ export default defineConfig({
         text: 'Operations',
         items: [
           { text: 'Health, fleet and slot safety', link: '/operations/health' },
+          { text: 'Shared source streams', link: '/operations/shared-streams' },
           { text: 'Resync and table changes', link: '/operations/resync' },
           { text: 'Verify and repair', link: '/operations/verify-and-repair' },
           { text: 'Schema review', link: '/operations/schema-review' },

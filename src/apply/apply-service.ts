@@ -209,7 +209,7 @@ export class ApplyService {
     const valid: number[] = [];
     for (const [i, p] of doc.pipelines.entries()) {
       try {
-        await this.pipelines.checkAgainst(p, (name) => types.get(name));
+        await this.pipelines.checkAgainst(ctx, p.name, p, (name) => types.get(name));
         valid.push(i);
       } catch (error) {
         problems.push(problemAt(`pipelines[${i}]`, error));

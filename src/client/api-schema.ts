@@ -1167,6 +1167,8 @@ export interface components {
                 connection: string;
                 /** @description The publication the user made, when named */
                 publication?: string;
+                /** @description shared: reads its source connection's shared stream (one slot and walsender for all its pipelines); own: a replication slot of its own. Chosen at creation, never changed */
+                slot: "shared" | "own";
                 tables: string[];
             };
             /** @description stopped, starting, running, stopping, paused, pending_schema_approval */
@@ -3100,6 +3102,8 @@ export interface operations {
                         connection: string;
                         /** @description A publication made at the source by its tables' owner, publishing every table of the pipeline (insert, update, delete, truncate, no row filter or column list): the service streams through it and never alters or drops it, so the source role needs no CREATE on the database nor ownership of the tables. Left out: the pipeline creates, alters and at deletion drops its own publication, replicator_<pipeline id> */
                         publication?: string;
+                        /** @description How the pipeline reads its source's changes. shared: from the stream its source connection's pipelines share, one replication slot and one walsender on the source for all of them. own: from a replication slot of its own, for isolation: its own walsender, whose pace never touches the others' nor theirs its own; each such pipeline costs the source one more slot and walsender. Default: own (left out at creation). 422 VALIDATION_FAILED on source.slot for shared with a publication (a shared stream publishes the union of its pipelines' tables through a publication it owns; a pipeline reading a publication the user made needs a slot of its own), and for a replacement or apply giving another mode than the stored one (the mode is chosen when a pipeline is created, as the pipeline's position lives in its slot: create a new pipeline to change it). Left out of a replacement, the stored mode is kept (a publication named then on a shared pipeline is a 422 on source.publication) */
+                        slot?: "shared" | "own";
                         /** @description Tables to replicate, each "<schema>.<table>" */
                         tables: string[];
                     };
@@ -3235,6 +3239,8 @@ export interface operations {
                         connection: string;
                         /** @description A publication made at the source by its tables' owner, publishing every table of the pipeline (insert, update, delete, truncate, no row filter or column list): the service streams through it and never alters or drops it, so the source role needs no CREATE on the database nor ownership of the tables. Left out: the pipeline creates, alters and at deletion drops its own publication, replicator_<pipeline id> */
                         publication?: string;
+                        /** @description How the pipeline reads its source's changes. shared: from the stream its source connection's pipelines share, one replication slot and one walsender on the source for all of them. own: from a replication slot of its own, for isolation: its own walsender, whose pace never touches the others' nor theirs its own; each such pipeline costs the source one more slot and walsender. Default: own (left out at creation). 422 VALIDATION_FAILED on source.slot for shared with a publication (a shared stream publishes the union of its pipelines' tables through a publication it owns; a pipeline reading a publication the user made needs a slot of its own), and for a replacement or apply giving another mode than the stored one (the mode is chosen when a pipeline is created, as the pipeline's position lives in its slot: create a new pipeline to change it). Left out of a replacement, the stored mode is kept (a publication named then on a shared pipeline is a 422 on source.publication) */
+                        slot?: "shared" | "own";
                         /** @description Tables to replicate, each "<schema>.<table>" */
                         tables: string[];
                     };

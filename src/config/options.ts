@@ -44,6 +44,8 @@ export interface Config {
   log: { level: LogLevel; format: LogFormat };
   /** Retained WAL of a pipeline's slot above which the pipeline shows a warning. */
   slotWalWarningBytes: number;
+  /** WAL a pipeline of a shared stream that does not read it may hold (shared_stream_hold_wal). */
+  sharedStreamHoldWalBytes: number;
   /** How long a worker's leases last without a heartbeat: the bound on a dead worker's pipelines waiting. */
   leaseTtlMs: number;
   /** How often a replication connection reports its position when nothing else does. */
@@ -231,6 +233,13 @@ export const OPTIONS: readonly OptionSpec[] = [
     description: "retained WAL of a pipeline's slot that raises a warning",
   },
   {
+    key: 'shared_stream_hold_wal',
+    flag: 'shared-stream-hold-wal',
+    default: '1GiB',
+    description:
+      'WAL a paused, stopped or failed pipeline of a shared source stream may hold at the source; past it the stream lets the pipeline go, and its next start copies its tables again',
+  },
+  {
     key: 'connections.allow_unix_sockets',
     flag: 'connections-allow-unix-sockets',
     default: 'false',
@@ -381,6 +390,14 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
   if (slotWalWarningBytes === undefined) {
     throw new ConfigError('slot_wal_warning', `must be a size such as 10GiB or 500MB (got "${walWarning}")`);
   }
+  const holdWal = value('shared_stream_hold_wal') as string;
+  const sharedStreamHoldWalBytes = parseBytes(holdWal);
+  if (sharedStreamHoldWalBytes === undefined) {
+    throw new ConfigError(
+      'shared_stream_hold_wal',
+      `must be a size such as 1GiB or 500MB (got "${holdWal}")`,
+    );
+  }
   const sourceStatusIntervalMs = durationOf(
     'source_status_interval',
     value('source_status_interval') as string,
@@ -421,6 +438,7 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
       webhookAllowPrivate: webhookAllowPrivate === 'true',
     },
     slotWalWarningBytes,
+    sharedStreamHoldWalBytes,
     sourceStatusIntervalMs,
     leaseTtlMs,
     databaseUrl,

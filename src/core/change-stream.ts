@@ -28,7 +28,12 @@ export interface SourceRelationColumn {
  * another's. Positions are bigint (see `core/lsn.ts` for their text form).
  */
 export type StreamItem =
-  | { kind: 'begin'; xid: number; commitTimeMs: number }
+  /**
+   * `commitLsn`: where the transaction's commit record starts, when the source knows it at the
+   * transaction's start (a stream from position P carries the transactions whose commit is at or
+   * after P).
+   */
+  | { kind: 'begin'; xid: number; commitTimeMs: number; commitLsn?: bigint }
   | { kind: 'relation'; relation: SourceRelation }
   | { kind: 'change'; change: ChangeEvent }
   /** `endLsn`: the end of the commit record, the position to acknowledge once the transaction is durable. */

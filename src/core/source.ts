@@ -38,6 +38,13 @@ export interface SourceOptions {
    * Unset: the source creates and owns one named from the pipeline's id.
    */
   publication?: string;
+  /**
+   * The name of the shared stream the pipeline reads (lowercase letters, digits and underscores,
+   * at most 40 characters): the source's slot and changes feed are the stream's, shared by every
+   * pipeline of the stream, instead of ones named from the pipeline's id. `dropOwned` then drops
+   * the stream's, which only the last pipeline of the stream may ask for.
+   */
+  stream?: string;
 }
 
 /** What a pipeline leaves at its source until it is deleted, named for a person. */

@@ -65,6 +65,7 @@ export const toPipelineView = (row: PipelineRow, stats: PipelineLiveStats) => {
       connection: row.source_connection,
       tables: row.source_tables,
       ...(row.source_publication === null ? {} : { publication: row.source_publication }),
+      slot: row.source_slot,
     },
     sink: { connection: row.sink_connection, properties: row.sink_properties },
     snapshot: snapshotJson(resolveSnapshotOptions(row.snapshot_options)),

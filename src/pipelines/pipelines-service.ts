@@ -17,12 +17,13 @@ import { IDLE_STATS, type PipelineLiveStats, toPipelineSummary, toPipelineView }
 import { requirePipeline } from './require-pipeline.js';
 import { refuseSharedTarget, type TargetWriter } from './shared-targets.js';
 import { resolveSnapshotOptions, type SnapshotOptionsJson } from './snapshot-options.js';
+import { resolveSourceSlot, type SourceSlot } from './source-slot.js';
 import { parseTableName } from './table-name.js';
 
 /** A pipeline definition as the API receives it (shape already checked by the route schema). */
 export interface PipelineDefinitionInput {
   name?: string;
-  source: { connection: string; tables: string[]; publication?: string };
+  source: { connection: string; tables: string[]; publication?: string; slot?: SourceSlot };
   sink: { connection: string; properties?: Record<string, string> };
   snapshot?: SnapshotOptionsJson;
   verify?: { interval?: string; source_share?: number };
@@ -119,16 +120,17 @@ export class PipelinesService {
   ) {
     const existing = await pipelinesStore.find(this.pool, ctx.projectId, name);
     if (!existing) throw notFound('pipeline', name);
-    await this.checkSource(ctx, toWrite(input), existing.id);
+    await this.checkSource(ctx, toWrite(input, existing), existing.id);
     const row = await this.pool.transaction(async (tx) => {
-      if (!(await pipelinesStore.find(tx, ctx.projectId, name))) throw notFound('pipeline', name);
+      const current = await pipelinesStore.find(tx, ctx.projectId, name);
+      if (!current) throw notFound('pipeline', name);
       if (input.name !== undefined && input.name !== name) {
         throw validationFailed(
           'name',
           `must match the pipeline in the path ('${name}'); renaming is not supported`,
         );
       }
-      const definition = toWrite(input);
+      const definition = toWrite(input, current);
       await checkConnections(tx, ctx, definition);
       await checkSharedTargets(tx, ctx, name, definition);
       const updated = await pipelinesStore.updateDefinition(
@@ -162,11 +164,18 @@ export class PipelinesService {
   }
 
   /**
-   * Checks a definition as `create` would, writing nothing and without reaching the source: the
-   * tables listed once, the connections (looked up with `typeOf`) fit for their side.
+   * Checks a definition as `create` (or, for the project's pipeline `name`, `replace`) would,
+   * writing nothing and without reaching the source: the tables listed once, the slot mode, the
+   * connections (looked up with `typeOf`) fit for their side.
    */
-  async checkAgainst(input: PipelineDefinitionInput, typeOf: ConnectionTypeOf): Promise<void> {
-    await checkReferences(toWrite(input), typeOf);
+  async checkAgainst(
+    ctx: RequestContext,
+    name: string,
+    input: PipelineDefinitionInput,
+    typeOf: ConnectionTypeOf,
+  ): Promise<void> {
+    const existing = await pipelinesStore.find(this.pool, ctx.projectId, name);
+    await checkReferences(toWrite(input, existing), typeOf);
   }
 
   /**
@@ -181,7 +190,12 @@ export class PipelinesService {
     resolveConnection: ConnectionResolver,
   ): Promise<'checked' | 'unreachable'> {
     const existing = await pipelinesStore.find(this.pool, ctx.projectId, name);
-    return this.lifecycle.checkDefinition(ctx.projectId, toWrite(input), existing?.id, resolveConnection);
+    return this.lifecycle.checkDefinition(
+      ctx.projectId,
+      toWrite(input, existing),
+      existing?.id,
+      resolveConnection,
+    );
   }
 
   /** The project's pipelines as far as the tables they write go. */
@@ -192,7 +206,7 @@ export class PipelinesService {
   /** The fields `replace` would change ([] when none), or null when there is no such pipeline. */
   async changes(ctx: RequestContext, name: string, input: PipelineDefinitionInput): Promise<string[] | null> {
     const row = await pipelinesStore.find(this.pool, ctx.projectId, name);
-    return row ? changedFields(row, toWrite(input)) : null;
+    return row ? changedFields(row, toWrite(input, row)) : null;
   }
 
   /**
@@ -208,16 +222,22 @@ export class PipelinesService {
   }
 }
 
-function toWrite(input: PipelineDefinitionInput): PipelineDefinitionWrite {
+/**
+ * The definition to store; `existing`, the stored pipeline it replaces (whose slot mode a
+ * replacement keeps, and cannot change).
+ */
+function toWrite(input: PipelineDefinitionInput, existing?: PipelineRow | null): PipelineDefinitionWrite {
   const seen = new Set<string>();
   input.source.tables.forEach((table, i) => {
     if (seen.has(table)) throw validationFailed(`source.tables[${i}]`, `'${table}' is listed twice`);
     seen.add(table);
   });
+  const sourcePublication = input.source.publication ?? null;
   return {
     sourceConnection: input.source.connection,
     sourceTables: input.source.tables,
-    sourcePublication: input.source.publication ?? null,
+    sourcePublication,
+    sourceSlot: resolveSourceSlot(input.source.slot, sourcePublication, existing?.source_slot),
     sinkConnection: input.sink.connection,
     sinkProperties: input.sink.properties ?? {},
     snapshotOptions: input.snapshot ?? {},
@@ -320,6 +340,7 @@ function changedFields(row: PipelineRow, d: PipelineDefinitionWrite): string[] {
     ['source.connection', row.source_connection, d.sourceConnection],
     ['source.tables', row.source_tables, d.sourceTables],
     ['source.publication', row.source_publication, d.sourcePublication],
+    ['source.slot', row.source_slot, d.sourceSlot],
     ['sink.connection', row.sink_connection, d.sinkConnection],
     ['sink.properties', row.sink_properties, d.sinkProperties],
     // Compared as they take effect: an option left out is its default, as the API shows it.

@@ -4,6 +4,7 @@ import { AppError, notFound } from '../errors/app-error.js';
 import { orphanedSlotsStore } from '../store/orphaned-slots-store.js';
 import { messageOf } from './error-kinds.js';
 import type { ConnectionResolver, PipelineEndpoints } from './pipeline-endpoints.js';
+import { isSharedStreamName } from './shared-stream/shared-streams.js';
 
 /** How long dropping waits for the source before it answers 409. */
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -27,7 +28,8 @@ export class OrphanedSlots {
     const connection = await this.resolveConnection(ctx.projectId, name);
     const orphan = await orphanedSlotsStore.find(this.pool, ctx.projectId, name, slot);
     if (!orphan) throw notFound(`orphaned slot of connection '${name}'`, slot);
-    const source = this.endpoints.createSource(connection);
+    // A shared stream's slot is dropped with the stream's publication, not a pipeline's.
+    const source = this.endpoints.createSource(connection, isSharedStreamName(slot) ? { stream: slot } : {});
     try {
       await source.connect({ timeoutMs: CONNECT_TIMEOUT_MS });
       // Idempotent: a slot someone dropped by hand is simply gone.

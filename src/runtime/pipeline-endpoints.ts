@@ -8,8 +8,10 @@ import { AppError, validationFailed } from '../errors/app-error.js';
 import { parseTableName } from '../pipelines/table-name.js';
 import { findSinkKind } from '../sinks/registry.js';
 import { findSourceKind } from '../source/registry.js';
+import { connectionsStore } from '../store/connections-store.js';
 import { type PipelineRow, pipelinesStore } from '../store/pipelines-store.js';
 import { sinkStateStore } from '../store/sink-state-store.js';
+import { readsSharedStream, sharedStreamName } from './shared-stream/shared-streams.js';
 
 /** Resolves a connection name of a project to its type and the settings to connect with. */
 export type ConnectionResolver = (projectId: string, name: string) => Promise<ResolvedConnection>;
@@ -20,6 +22,8 @@ export interface Resolved {
   source: ResolvedConnection;
   sink: ResolvedConnection;
   tables: TableRef[];
+  /** The shared stream the pipeline reads (its slot's and publication's name); unset: its own. */
+  stream?: string;
 }
 
 /**
@@ -36,7 +40,17 @@ export class PipelineEndpoints {
     const source = await this.connection(row.project_id, row.source_connection, 'source.connection');
     const sink = await this.connection(row.project_id, row.sink_connection, 'sink.connection');
     const tables = row.source_tables.map((t) => parseTableName(t) as TableRef);
-    return { row, source, sink, tables };
+    const stream = await this.streamName(row);
+    return { row, source, sink, tables, ...(stream ? { stream } : {}) };
+  }
+
+  /** The name of the shared stream the pipeline reads; undefined for one with a slot of its own. */
+  async streamName(row: PipelineRow): Promise<string | undefined> {
+    if (!readsSharedStream(row) || row.source_publication !== null) return undefined;
+    const connection = await connectionsStore.find(this.deps.pool, row.project_id, row.source_connection);
+    if (!connection)
+      throw validationFailed('source.connection', `connection '${row.source_connection}' does not exist`);
+    return sharedStreamName(connection.id);
   }
 
   /** A connection the definition names; a missing one is a 422 on the field that names it. */
@@ -52,15 +66,22 @@ export class PipelineEndpoints {
   }
 
   /** The source options a stored definition gives. */
-  sourceOptions(row: PipelineRow): SourceOptions {
-    return row.source_publication === null ? {} : { publication: row.source_publication };
+  sourceOptions(row: PipelineRow, stream?: string): SourceOptions {
+    if (row.source_publication !== null) return { publication: row.source_publication };
+    return stream ? { stream } : {};
+  }
+
+  /** A session on the shared stream `stream` of a project's source connection, connected; a refusal names the connection. */
+  async openStreamSource(projectId: string, sourceConnection: string, stream: string): Promise<Source> {
+    const connection = await this.connection(projectId, sourceConnection, 'source.connection');
+    return connected(nameRefusals(this.createSource(connection, { stream }), 'source', sourceConnection));
   }
 
   /** The pipeline's source as its definition shapes it, connected; a refusal names its connection. */
   async openPipelineSource(resolved: Resolved): Promise<Source> {
     return connected(
       nameRefusals(
-        this.createSource(resolved.source, this.sourceOptions(resolved.row)),
+        this.createSource(resolved.source, this.sourceOptions(resolved.row, resolved.stream)),
         'source',
         resolved.row.source_connection,
       ),

@@ -1,6 +1,6 @@
 import type { DatabasePool } from 'slonik';
 import { PIPELINE_ACTIONS, type PipelineAction, type PipelineState } from '../../machines/pipeline.js';
-import { ACTION_EVENTS, isActionAllowed } from '../../machines/pipeline-transitions.js';
+import { ACTION_EVENTS, isActionAllowed, stateAfter } from '../../machines/pipeline-transitions.js';
 import type { RequestContext } from '../context.js';
 import type { OwnedObjects } from '../core/source.js';
 import { SourceCleanupError } from '../core/source-errors.js';
@@ -107,7 +107,8 @@ export class PipelineRequests {
     const epoch = await leasesStore.claim(this.pool, row.id, this.fleet.workerId, this.fleet.leaseTtlMs);
     if (epoch === null) {
       await this.relay.askOwner(row.id, action);
-      return state;
+      // Accepted above: the answer is the state it moved to, as where it runs.
+      return resync ? state : stateAfter(state, action);
     }
     const target = await this.actors.adopt(
       row,

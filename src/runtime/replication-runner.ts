@@ -37,6 +37,8 @@ import {
 } from './pipeline-endpoints.js';
 import type { PipelineStats } from './pipeline-stats.js';
 import { SchemaGuard } from './schema-guard.js';
+import { readsSharedStream, SharedStreams, withMemberPositions } from './shared-stream/shared-streams.js';
+import type { StreamGroup } from './shared-stream/stream-group.js';
 import { restoreColumnsForCopy } from './sink-column-restore.js';
 import { SinkTableChangedError } from './sink-table-changed.js';
 import { checkCopiedTables, copiedShapes } from './sink-table-check.js';
@@ -87,6 +89,8 @@ export interface RunnerDeps {
   spoolDir?: string;
   /** How often a replication connection reports its position when nothing else does (source_status_interval). */
   statusIntervalMs?: number;
+  /** WAL a pipeline of a shared stream that does not read it may hold (shared_stream_hold_wal); 1 GiB when unset. */
+  sharedStreamHoldWalBytes?: number;
 }
 
 /** 10 GiB: a day of a busy database's WAL, long before most disks fill. */
@@ -101,9 +105,26 @@ export type { ConnectionResolver, DefinitionCheckOutcome, DefinitionToCheck };
  */
 export class ReplicationRunner {
   private readonly endpoints: PipelineEndpoints;
+  /** The source streams this process's pipelines share. */
+  readonly streams: SharedStreams;
 
   constructor(private readonly deps: RunnerDeps) {
     this.endpoints = new PipelineEndpoints(deps);
+    this.streams = new SharedStreams({
+      pool: deps.pool,
+      logger: deps.logger,
+      holdWalBytes: deps.sharedStreamHoldWalBytes ?? 1024 ** 3,
+      ...(deps.spoolDir ? { spoolDir: deps.spoolDir } : {}),
+      ...(deps.statusIntervalMs ? { statusIntervalMs: deps.statusIntervalMs } : {}),
+    });
+  }
+
+  /** The shared stream `name` a pipeline reads, or undefined for one with a slot of its own. */
+  private streamOf(row: PipelineRow, name: string | undefined): StreamGroup | undefined {
+    if (!name) return undefined;
+    return this.streams.of(name, row, () =>
+      this.endpoints.openStreamSource(row.project_id, row.source_connection, name),
+    );
   }
 
   /** Checks the source and sink and creates what the pipeline owns; throws what a person must fix. */
@@ -126,7 +147,9 @@ export class ReplicationRunner {
     const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
     await source.checkAccess(schemas, pipelineId);
     await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
-    await source.publish(pipelineId, schemas);
+    const group = this.streamOf(resolved.row, resolved.stream);
+    if (group) await this.streams.publish(resolved.row, group, source, schemas);
+    else await source.publish(pipelineId, schemas);
     // A start of a pipeline whose slot is gone fails at once, saying so, whatever its sink's state.
     if (!(await resyncStore.requested(this.deps.pool, pipelineId))) {
       await this.requireKeptSlot(source, resolved.row, tableRows);
@@ -175,6 +198,9 @@ export class ReplicationRunner {
     let sink: Sink | undefined;
     // The snapshot of a slot just created, held until the tables are copied in it.
     let slotSnapshot: SourceSnapshot | undefined;
+    const group = this.streamOf(resolved.row, resolved.stream);
+    const publish = (tables: readonly TableRef[]) =>
+      group ? this.streams.publish(resolved.row, group, source, tables) : source.publish(pipelineId, tables);
     try {
       // What `prepare` checks and creates, again at every start of the data plane: a pipeline
       // restored as running (after a restart, or taken over from a worker that died) never went
@@ -187,19 +213,26 @@ export class ReplicationRunner {
       await source.checkReady();
       // A repair a crash cut short held changes it had acknowledged: those tables are copied again.
       await pipelineTablesStore.backfillRepairing(this.deps.pool, pipelineId);
-      const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
+      const kept = await this.keptTables(source, resolved);
+      const { schemas } = kept;
+      let tableRows = kept.rows;
       await source.checkAccess(schemas, pipelineId);
       // Before the publication: a deletion drops what the source holds only when this is set.
       await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
       // A resync starts from a new slot: the old one, if it still exists, goes first.
       const resync = await resyncStore.requested(this.deps.pool, pipelineId);
-      if (resync) {
+      if (resync && !group) {
         log.info('resync: dropping the old slot, if any, to create a new one');
+        await source.dropOwned(pipelineId);
+      } else if (resync && (await slotGone(source, pipelineId))) {
+        // A shared slot is only made again when it is gone: the others read it too, and lost what
+        // the old one held for them, so they copy their tables again.
+        log.info('resync: the shared stream’s slot is gone or invalidated: dropping it to create a new one');
         await source.dropOwned(pipelineId);
       }
       // The tables the changes feed carries in this run: a dropped one comes back with a backfill.
       let published: TableRef[] = schemas;
-      await source.publish(pipelineId, published);
+      await publish(published);
       // Before the sink is opened: a slot that is gone fails the pipeline even while the sink is down.
       if (!resync) await this.requireKeptSlot(source, resolved.row, tableRows);
       const shapes = await this.knownShapes(pipelineId, schemas, tableRows);
@@ -215,14 +248,36 @@ export class ReplicationRunner {
       // only for a pipeline that never streamed: recreating one later would skip changes.
       // A resync may create one too: every table is copied again, from the new slot's snapshot.
       control.step = 'claiming the slot';
-      const claim = await source.claimSlot(pipelineId, {
+      const claimOptions = {
         mayCreate: resync || (checkpoint === null && !tableRows.some((t) => t.status === 'streaming')),
         logger: log,
-      });
+      };
+      const claim = group
+        ? await group.claim(pipelineId, source, claimOptions)
+        : await source.claimSlot(pipelineId, claimOptions);
       slotSnapshot = claim.snapshot;
+      // A shared stream's slot made anew: its other pipelines lost what the old one held for them.
+      if (group && slotSnapshot) await this.streams.releaseOthers(resolved.row);
       if (resync) await resyncStore.done(this.deps.pool, pipelineId);
       // A new slot's snapshot holds everything before its position, whatever the sink had before.
-      const startPosition = slotSnapshot ? claim.position : (checkpoint?.lsn ?? claim.position);
+      let startPosition = slotSnapshot ? claim.position : (checkpoint?.lsn ?? claim.position);
+      if (group && (await pipelinesStore.isStreamReleased(this.deps.pool, pipelineId))) {
+        // The shared stream let this pipeline go (it held more WAL than allowed while away, or the
+        // slot was made again): what it missed is gone from the source, so its tables are copied again.
+        log.warn(
+          { checkpoint: String(startPosition), stream: String(claim.position) },
+          'the shared stream went on without this pipeline: copying its tables again',
+        );
+        const copied = tableRows.filter((t) => t.status === 'streaming' || t.status === 'backfill');
+        await pipelineTablesStore.markBackfill(
+          this.deps.pool,
+          pipelineId,
+          copied.map((t) => t.table_name),
+        );
+        await pipelinesStore.clearStreamRelease(this.deps.pool, pipelineId);
+        tableRows = await pipelineTablesStore.list(this.deps.pool, pipelineId);
+        if (claim.position > startPosition) startPosition = claim.position;
+      }
 
       const pending = schemas.filter(
         (s) => tableRows.find((t) => t.table_name === tableKey(s))?.status !== 'streaming',
@@ -236,6 +291,8 @@ export class ReplicationRunner {
           projectId: resolved.row.project_id,
           source,
           slotSnapshot,
+          // A shared stream moved on while a copy of this pipeline was under way: it starts again.
+          copyAfresh: group !== undefined && checkpoint === null,
           tables: pending,
           sink,
           stats,
@@ -278,7 +335,7 @@ export class ReplicationRunner {
           // which must carry it before the copy's snapshot is taken, so that no change falls between.
           const created = await source.describeTables(back.map((t) => parseTableName(t) as TableRef));
           published = [...published.filter((p) => !back.includes(tableKey(p))), ...created];
-          await source.publish(pipelineId, published);
+          await publish(published);
           for (const schema of created) {
             shapes.known.set(tableKey(schema), schema);
             shapes.sourceOnly.delete(tableKey(schema));
@@ -322,14 +379,18 @@ export class ReplicationRunner {
       control.step = 'streaming';
       // Every change committed so far lies before this: a stream idle past it has caught up.
       const caughtUpAt = await source.walPosition();
-      const stream = source.startStream(pipelineId, {
-        from: startPosition,
-        logger: log,
-        ...(this.deps.spoolDir ? { spoolDir: this.deps.spoolDir } : {}),
-        ...(this.deps.statusIntervalMs ? { statusIntervalMs: this.deps.statusIntervalMs } : {}),
-        // A large transaction is written while it arrives into a sink that can hold it open.
-        live: sink.openHeldTransaction !== undefined,
-      });
+      const stream = group
+        ? group.subscribe(pipelineId, new Set(resolved.tables.map(tableKey)), startPosition, {
+            live: sink.openHeldTransaction !== undefined,
+          })
+        : source.startStream(pipelineId, {
+            from: startPosition,
+            logger: log,
+            ...(this.deps.spoolDir ? { spoolDir: this.deps.spoolDir } : {}),
+            ...(this.deps.statusIntervalMs ? { statusIntervalMs: this.deps.statusIntervalMs } : {}),
+            // A large transaction is written while it arrives into a sink that can hold it open.
+            live: sink.openHeldTransaction !== undefined,
+          });
       // A large transaction still arriving counts in the lag before the applier sees any of it,
       // and failed status updates (the source keeping its WAL) are exported.
       stats.streamOpened(() => stream.stats());
@@ -407,6 +468,7 @@ export class ReplicationRunner {
         if (endedCleanly) await this.noteSinkRows(resolved, sink, shapes.known, log);
       }
     } finally {
+      group?.release(pipelineId);
       stats.endRun();
       control.step = 'closing the sink and the source';
       await slotSnapshot?.release();
@@ -505,10 +567,25 @@ export class ReplicationRunner {
       row.source_connection,
       'source.connection',
     );
+    const group = this.streamOf(row, await this.endpoints.streamName(row));
+    if (!group) {
+      return {
+        key: JSON.stringify([connection.type, connection.settings]),
+        open: () =>
+          connected(this.endpoints.createSource(connection), { timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS }),
+      };
+    }
+    // A pipeline of a shared stream stands where it is in the stream, not where the slot is (the
+    // smallest position of all its pipelines).
     return {
-      key: JSON.stringify([connection.type, connection.settings]),
-      open: () =>
-        connected(this.endpoints.createSource(connection), { timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS }),
+      key: JSON.stringify([connection.type, connection.settings, group.name]),
+      open: async () =>
+        withMemberPositions(
+          await connected(this.endpoints.createSource(connection, { stream: group.name }), {
+            timeoutMs: PREFLIGHT_CONNECT_TIMEOUT_MS,
+          }),
+          group,
+        ),
     };
   }
 
@@ -580,8 +657,13 @@ export class ReplicationRunner {
     if (!(await pipelinesStore.isSourcePrepared(this.deps.pool, pipelineId))) return;
     const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
     if (!row) return;
+    // A shared stream's slot and publication go with its last pipeline.
+    if (readsSharedStream(row) && (await this.streams.othersExist(row))) return;
     const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
-    const source = this.endpoints.createSource(resolved, this.endpoints.sourceOptions(row));
+    const source = this.endpoints.createSource(
+      resolved,
+      this.endpoints.sourceOptions(row, await this.endpoints.streamName(row)),
+    );
     try {
       await source.connect();
       await source.dropOwned(pipelineId);
@@ -689,6 +771,16 @@ export class ReplicationRunner {
     return pipelineTablesStore.list(this.deps.pool, resolved.row.id);
   }
 }
+
+/** Whether the pipeline's slot is gone from the source, or invalidated. */
+const slotGone = (source: Source, pipelineId: string): Promise<boolean> =>
+  source.slotStatus(pipelineId).then(
+    () => false,
+    (error: unknown) => {
+      if (error instanceof SlotMissingError) return true;
+      throw error;
+    },
+  );
 
 /**
  * A lost slot's error names the pipeline in the command that resyncs it, a source not ready its

@@ -235,7 +235,10 @@ export class Supervisor implements PipelineLifecycle, PipelineControl {
     return this.actors.adopt(row, epoch, resumeAs);
   }
 
-  /** Claims and takes on a pipeline that should run and has no live owner; false when another worker holds it. */
+  /**
+   * Claims and takes on a pipeline that should run and has no live owner; false when another worker
+   * holds it, or a live lease on another pipeline of its source stream (leases-store.ts).
+   */
   takeOver(pipelineId: string): Promise<boolean> {
     return this.actors.takeOver(pipelineId);
   }

@@ -8,6 +8,7 @@ const PipelineRow = z.object({
   source_connection: z.string(),
   source_tables: z.array(z.string()),
   source_publication: z.string().nullable(),
+  source_slot: z.enum(['shared', 'own']),
   sink_connection: z.string(),
   sink_properties: z.record(z.string()),
   schema_policy: z.enum(['review', 'auto', 'ignore']),
@@ -28,7 +29,7 @@ const PipelineRow = z.object({
 });
 export type PipelineRow = z.infer<typeof PipelineRow>;
 
-const COLUMNS = sql.fragment`id, project_id, name, source_connection, source_tables, source_publication, sink_connection,
+const COLUMNS = sql.fragment`id, project_id, name, source_connection, source_tables, source_publication, source_slot, sink_connection,
   sink_properties, schema_policy, snapshot_options, verify_options, generation, owner_worker_id, desired_state, state, state_reason, error, last_checkpoint_at,
   last_checkpoint_lsn, events_total, sink_errors_total, created_at, updated_at`;
 
@@ -38,6 +39,8 @@ export interface PipelineDefinitionWrite {
   sourceTables: readonly string[];
   /** A publication the user made at the source; null: the pipeline's own. */
   sourcePublication: string | null;
+  /** Whether the pipeline reads its source connection's shared stream or a slot of its own. */
+  sourceSlot: 'shared' | 'own';
   sinkConnection: string;
   sinkProperties: Record<string, string>;
   snapshotOptions: { parallelism?: number; partition_rows?: number };
@@ -65,9 +68,10 @@ export const pipelinesStore = {
 
   insert: (db: CommonQueryMethods, projectId: string, name: string, d: PipelineDefinitionWrite) =>
     db.one(sql.type(PipelineRow)`INSERT INTO pipelines
-        (project_id, name, source_connection, source_tables, source_publication, sink_connection, sink_properties,
-         snapshot_options, verify_options, schema_policy)
+        (project_id, name, source_connection, source_tables, source_publication, source_slot, sink_connection,
+         sink_properties, snapshot_options, verify_options, schema_policy)
       VALUES (${projectId}, ${name}, ${d.sourceConnection}, ${sql.array(d.sourceTables, 'text')}, ${d.sourcePublication},
+        ${d.sourceSlot},
         ${d.sinkConnection}, ${sql.jsonb(d.sinkProperties)}, ${sql.jsonb(d.snapshotOptions)},
         ${sql.jsonb(d.verifyOptions)}, ${d.schemaPolicy})
       RETURNING ${COLUMNS}`),
@@ -85,7 +89,7 @@ export const pipelinesStore = {
   ) =>
     db.maybeOne(sql.type(PipelineRow)`UPDATE pipelines SET
         source_connection = ${d.sourceConnection}, source_tables = ${sql.array(d.sourceTables, 'text')},
-        source_publication = ${d.sourcePublication},
+        source_publication = ${d.sourcePublication}, source_slot = ${d.sourceSlot},
         sink_connection = ${d.sinkConnection}, sink_properties = ${sql.jsonb(d.sinkProperties)},
         snapshot_options = ${sql.jsonb(d.snapshotOptions)}, verify_options = ${sql.jsonb(d.verifyOptions)},
         schema_policy = ${d.schemaPolicy},
@@ -93,6 +97,46 @@ export const pipelinesStore = {
       WHERE project_id = ${projectId} AND name = ${name}
         AND (${generation}::bigint IS NULL OR generation = ${generation}::bigint)
       RETURNING ${COLUMNS}`),
+
+  /**
+   * The pipelines of a project's shared stream of a source connection: their tables, where each
+   * needs the stream from (null: never claimed), and whether the stream let it go.
+   */
+  streamMembers: (db: CommonQueryMethods, projectId: string, sourceConnection: string) =>
+    db.any(sql.type(
+      z.object({
+        id: z.string(),
+        source_tables: z.array(z.string()),
+        stream_position: z.string().nullable(),
+        released: z.boolean(),
+      }),
+    )`SELECT id, source_tables, stream_position, stream_released_at IS NOT NULL AS released FROM pipelines
+      WHERE project_id = ${projectId} AND source_connection = ${sourceConnection} AND source_slot = 'shared'`),
+
+  /** Notes where pipelines of a shared stream need it from (see streamMembers). */
+  saveStreamPositions: (db: CommonQueryMethods, positions: readonly { id: string; lsn: string }[]) =>
+    db.query(sql.unsafe`UPDATE pipelines p SET stream_position = v.lsn
+      FROM unnest(${sql.array(
+        positions.map((p) => p.id),
+        'uuid',
+      )}::uuid[], ${sql.array(
+        positions.map((p) => p.lsn),
+        'text',
+      )}::text[]) AS v(id, lsn)
+      WHERE p.id = v.id`),
+
+  /** The shared stream let these pipelines go: their next start copies their tables again. */
+  markStreamReleased: (db: CommonQueryMethods, ids: readonly string[]) =>
+    db.query(sql.unsafe`UPDATE pipelines SET stream_released_at = now()
+      WHERE id = ANY(${sql.array(ids, 'uuid')}) AND stream_released_at IS NULL`),
+
+  /** Whether the shared stream let the pipeline go since its tables were last copied. */
+  isStreamReleased: (db: CommonQueryMethods, id: string) =>
+    db.exists(sql.unsafe`SELECT 1 FROM pipelines WHERE id = ${id} AND stream_released_at IS NOT NULL`),
+
+  /** Its tables are marked to be copied again: the release is dealt with. */
+  clearStreamRelease: (db: CommonQueryMethods, id: string) =>
+    db.query(sql.unsafe`UPDATE pipelines SET stream_released_at = NULL WHERE id = ${id}`),
 
   findById: (db: CommonQueryMethods, id: string) =>
     db.maybeOne(sql.type(PipelineRow)`SELECT ${COLUMNS} FROM pipelines WHERE id = ${id}`),

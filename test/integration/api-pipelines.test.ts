@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { defaultSourceSlot } from '../../src/pipelines/source-slot.js';
 import { createDatabase } from '../support/pg-cluster.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
@@ -287,5 +288,178 @@ describe.each(inject('pgClusters'))('pipelines API on $label', (cluster) => {
       pipelines: [{ ...definition, name: 'values3', schema_policy: 'sometimes' }],
     });
     expect(applied).toMatchObject({ status: 422, body: { code: 'VALIDATION_FAILED' } });
+  });
+
+  describe('source.slot', () => {
+    const slotted = (name: string, source: Record<string, unknown>) => ({
+      name,
+      source: { connection: 'src', tables: [`public.${name.replaceAll('-', '_')}`], ...source },
+      sink: { connection: 'dst' },
+    });
+    const slotOf = async (name: string) =>
+      (await service.request('GET', `/v1/pipelines/${name}`)).body.source.slot;
+
+    it('shows the default when left out: own with a publication, the default rule without', async () => {
+      const bare = await service.request('POST', '/v1/pipelines', slotted('slot-default', {}));
+      expect(bare.status).toBe(201);
+      expect(bare.body.source.slot).toBe(defaultSourceSlot(undefined));
+      expect(await slotOf('slot-default')).toBe(defaultSourceSlot(undefined));
+      const named = await service.request(
+        'POST',
+        '/v1/pipelines',
+        slotted('slot-named-pub', { publication: 'shop_pub' }),
+      );
+      expect(named.status).toBe(201);
+      expect(named.body.source).toMatchObject({ publication: 'shop_pub', slot: 'own' });
+    });
+
+    it.each(['own', 'shared'])('stores and shows slot %s as given', async (slot) => {
+      const res = await service.request('POST', '/v1/pipelines', slotted(`slot-${slot}`, { slot }));
+      expect(res.status).toBe(201);
+      expect(res.body.source.slot).toBe(slot);
+      expect(await slotOf(`slot-${slot}`)).toBe(slot);
+      const listed = await service.request('GET', '/v1/pipelines');
+      expect(listed.body.map((p: { name: string }) => p.name)).toContain(`slot-${slot}`);
+    });
+
+    it('refuses shared with a publication the user made, saying why', async () => {
+      const res = await service.request(
+        'POST',
+        '/v1/pipelines',
+        slotted('slot-shared-pub', { publication: 'shop_pub', slot: 'shared' }),
+      );
+      expect(res.status).toBe(422);
+      expect(res.body.code).toBe('VALIDATION_FAILED');
+      expect(res.body.error).toMatch(/^source\.slot: /);
+      expect(res.body.error).toContain('a publication it owns');
+      expect(res.body.error).toContain('needs a slot of its own');
+      expect((await service.request('GET', '/v1/pipelines/slot-shared-pub')).status).toBe(404);
+      // With a publication, own is the only mode.
+      const own = await service.request(
+        'POST',
+        '/v1/pipelines',
+        slotted('slot-own-pub', { publication: 'shop_pub', slot: 'own' }),
+      );
+      expect(own.status).toBe(201);
+      expect(own.body.source.slot).toBe('own');
+    });
+
+    it('refuses a value outside its set', async () => {
+      const res = await service.request('POST', '/v1/pipelines', slotted('slot-bad', { slot: 'both' }));
+      expect(res).toMatchObject({
+        status: 422,
+        body: { code: 'VALIDATION_FAILED', error: 'source.slot: must be one of shared, own' },
+      });
+    });
+
+    it('refuses a change of the slot mode, keeping the stored definition', async () => {
+      for (const [name, other] of [
+        ['slot-shared', 'own'],
+        ['slot-own', 'shared'],
+      ] as const) {
+        const before = (await service.request('GET', `/v1/pipelines/${name}`)).body;
+        const res = await service.request('PUT', `/v1/pipelines/${name}`, {
+          ...slotted(name, { slot: other }),
+          name: undefined,
+        });
+        expect(res).toEqual({
+          status: 422,
+          body: {
+            code: 'VALIDATION_FAILED',
+            error:
+              'source.slot: the slot mode is chosen when a pipeline is created; create a new pipeline to change it',
+          },
+        });
+        expect((await service.request('GET', `/v1/pipelines/${name}`)).body).toEqual(before);
+      }
+    });
+
+    it('keeps the stored mode when a replacement leaves it out, and refuses a publication on a shared one', async () => {
+      for (const [name, slot] of [
+        ['slot-shared', 'shared'],
+        ['slot-own', 'own'],
+      ] as const) {
+        const table = `public.${name.replace('-', '_')}`;
+        const res = await service.request('PUT', `/v1/pipelines/${name}`, {
+          source: { connection: 'src', tables: [table, `${table}_more`] },
+          sink: { connection: 'dst' },
+        });
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        expect(res.body.source).toEqual({ connection: 'src', tables: [table, `${table}_more`], slot });
+        expect(await slotOf(name)).toBe(slot);
+        // The same mode given again is no change.
+        const same = await service.request('PUT', `/v1/pipelines/${name}`, {
+          source: { connection: 'src', tables: [table], slot },
+          sink: { connection: 'dst' },
+        });
+        expect(same.status).toBe(200);
+        expect(same.body.source.slot).toBe(slot);
+      }
+      const before = (await service.request('GET', '/v1/pipelines/slot-shared')).body;
+      const published = await service.request('PUT', '/v1/pipelines/slot-shared', {
+        source: { connection: 'src', tables: ['public.slot_shared'], publication: 'shop_pub' },
+        sink: { connection: 'dst' },
+      });
+      expect(published.status).toBe(422);
+      expect(published.body.error).toMatch(/^source\.publication: .*shared stream/);
+      expect((await service.request('GET', '/v1/pipelines/slot-shared')).body).toEqual(before);
+    });
+
+    it('takes back its exported definitions unchanged, and refuses a slot changed in the document', async () => {
+      const names = ['slot-default', 'slot-named-pub', 'slot-own', 'slot-own-pub', 'slot-shared'];
+      // Each pipeline as `replicator export` writes it.
+      const exported = await Promise.all(
+        names.map(async (name) => {
+          const p = (await service.request('GET', `/v1/pipelines/${name}`)).body;
+          return {
+            name: p.name,
+            source: p.source,
+            sink: {
+              connection: p.sink.connection,
+              ...(Object.keys(p.sink.properties).length > 0 ? { properties: p.sink.properties } : {}),
+            },
+            snapshot: p.snapshot,
+            schema_policy: p.schema_policy,
+          };
+        }),
+      );
+      expect(exported.map((p) => p.source.slot)).toEqual([
+        defaultSourceSlot(undefined),
+        'own',
+        'own',
+        'own',
+        'shared',
+      ]);
+      const generations = await Promise.all(
+        names.map(async (name) => (await service.request('GET', `/v1/pipelines/${name}`)).body.generation),
+      );
+      for (const query of ['?dry_run=true', '']) {
+        const res = await service.request('POST', `/v1/apply${query}`, { pipelines: exported });
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        expect(res.body.pipelines).toEqual(names.map((name) => ({ name, result: 'unchanged' })));
+      }
+      // Left out of the document, the stored mode is kept: no change either.
+      const unslotted = exported.map((p) => ({ ...p, source: { ...p.source, slot: undefined } }));
+      const kept = await service.request('POST', '/v1/apply', { pipelines: unslotted });
+      expect(kept.body.pipelines).toEqual(names.map((name) => ({ name, result: 'unchanged' })));
+      expect(
+        await Promise.all(
+          names.map(async (name) => (await service.request('GET', `/v1/pipelines/${name}`)).body.generation),
+        ),
+      ).toEqual(generations);
+
+      const flipped = exported.map((p) =>
+        p.name === 'slot-shared' ? { ...p, source: { ...p.source, slot: 'own' } } : p,
+      );
+      const refused = await service.request('POST', '/v1/apply', { pipelines: flipped });
+      expect(refused.status).toBe(422);
+      expect(refused.body.details.problems).toEqual([
+        {
+          path: `pipelines[${names.indexOf('slot-shared')}].source.slot`,
+          message: 'the slot mode is chosen when a pipeline is created; create a new pipeline to change it',
+        },
+      ]);
+      expect(await slotOf('slot-shared')).toBe('shared');
+    });
   });
 });

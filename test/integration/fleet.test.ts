@@ -6,8 +6,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { compareLsn } from '../../src/core/lsn.js';
-import { startCliServer, stopChild } from '../support/cli-process.js';
-import { freePort } from '../support/pg-cluster.js';
+import { type startCliServer, startFleetInstance, stopChild } from '../support/cli-process.js';
 import { localTcpPorts } from '../support/process-sockets.js';
 import {
   createSourceAndSink,
@@ -47,10 +46,12 @@ describe('a fleet of three instances on one metadata database', () => {
     }
     await api(0, 'POST', '/v1/connections', { name: 'src', type: 'postgres', dsn: dbs.source });
     await api(1, 'POST', '/v1/connections', { name: 'dst', type: 'postgres', dsn: dbs.sink });
+    // Slots of their own: the pipelines of a shared stream run together on one instance
+    // (fleet-shared-stream.test.ts), and these are spread.
     for (const [i, t] of ['f1', 'f2', 'f3'].entries()) {
       await api(i, 'POST', '/v1/pipelines', {
         name: t,
-        source: { connection: 'src', tables: [`public.${t}`] },
+        source: { connection: 'src', tables: [`public.${t}`], slot: 'own' },
         sink: { connection: 'dst' },
       });
       // Each instance starts one: a pipeline runs where it was started.
@@ -191,7 +192,7 @@ describe('fencing: an owner frozen past its lease and woken with a batch in hand
     await createSourceAndSink((method, path, body) => api(0, method, path, body), dbs);
     const created = await api(0, 'POST', '/v1/pipelines', {
       name: 'fenced',
-      source: { connection: 'src', tables: ['public.fenced'] },
+      source: { connection: 'src', tables: ['public.fenced'], slot: 'own' },
       // Small batches: the woken owner makes one from the first transactions it reads.
       sink: { connection: 'dst', properties: { batch_max_events: '30', batch_max_wait_ms: '1000' } },
     });
@@ -552,29 +553,4 @@ function startWriter(source: string, first: number) {
       return issued;
     },
   };
-}
-
-/**
- * One service process of a fleet on the metadata database `store`, with a short lease: short for
- * a quick take-over, long enough that a busy 2-core machine does not starve a live worker's
- * heartbeat past it.
- */
-async function startFleetInstance(store: string, dataDir: string, keyFile: string) {
-  const port = await freePort();
-  const server = await startCliServer(
-    [
-      '--database-url',
-      store,
-      '--data-dir',
-      dataDir,
-      '--auth-master-key-file',
-      keyFile,
-      '--lease-ttl',
-      '5s',
-      '--log-level',
-      'warn',
-    ],
-    port,
-  );
-  return { port, server };
 }

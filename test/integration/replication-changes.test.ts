@@ -1,7 +1,13 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import WebSocket from 'ws';
 import { availableBinDirs, createDatabase, type PgCluster, startPgCluster } from '../support/pg-cluster.js';
-import { replicationDatabases, sqlOn, waitConverged, waitFor } from '../support/replication-fixture.js';
+import {
+  replicationDatabases,
+  slotNameOf,
+  sqlOn,
+  waitConverged,
+  waitFor,
+} from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
 
 // Behaviour that does not depend on the PostgreSQL version runs on the first cluster only.
@@ -177,8 +183,10 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
   });
 
   it('fails, never recreating it, when its slot disappears', async () => {
+    // It reads the shared stream of its connection: that stream's slot is the one that disappears.
     const before = await pipeline('reload');
-    const slot = `replicator_${before.id.replaceAll('-', '')}`;
+    expect(before.source.slot).toBe('shared');
+    const slot = await slotNameOf(dbs.store, before);
     await sqlOn(
       dbs.source,
       `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '${slot}' AND active_pid IS NOT NULL`,
@@ -210,7 +218,8 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
   it('keeps a pipeline whose slot cannot be dropped (409), unless forced; names and lists the slot left behind', async () => {
     const created = await service.request('POST', '/v1/pipelines', {
       name: 'orphan',
-      source: { connection: 'src', tables: ['public.b'] },
+      // A slot of its own: the one its deletion drops (a shared stream's goes with its last pipeline).
+      source: { connection: 'src', tables: ['public.b'], slot: 'own' },
       sink: { connection: 'dst', properties: { target_schema: 'orphan' } },
     });
     expect(created.status).toBe(201);
@@ -221,6 +230,11 @@ describe('pipelines facing changes: definitions, sources, slots', () => {
       'streaming',
     );
     await sqlOn(cluster?.adminUrl as string, 'ALTER DATABASE changes_src ALLOW_CONNECTIONS false');
+    // The source out of reach: the service's session left open on it goes too.
+    await sqlOn(
+      cluster?.adminUrl as string,
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = 'changes_src' AND application_name LIKE 'replicator%'",
+    );
     try {
       const refused = await service.request('DELETE', '/v1/pipelines/orphan');
       expect(refused).toMatchObject({ status: 409, body: { code: 'SLOT_NOT_DROPPED' } });

@@ -8,6 +8,7 @@ import { availableBinDirs, createDatabase, type PgCluster, startPgCluster } from
 import {
   createSourceAndSink,
   replicationDatabases,
+  slotNameOf,
   sqlOn,
   startConvergedPipeline,
   waitConverged,
@@ -104,7 +105,9 @@ describe('resync: the way back after a lost or dropped slot', () => {
     await changeWhileSlotless(dbs.source);
     await waitState('dropped', 'failed');
     const failed = await pipeline('dropped');
-    expect(failed.error).toMatch(/replication slot 'replicator_[0-9a-f]{32}' (does not exist|was dropped)/);
+    expect(failed.error).toMatch(
+      /replication slot 'replicator_(?:s_[0-9a-f]{24}|[0-9a-f]{32})' (does not exist|was dropped)/,
+    );
     expect(failed.error).toContain('run `replicator resync dropped` or POST /v1/pipelines/dropped/resync');
     // Never recreated silently: not by the failure, nor by a start, which fails the same way.
     expect(await slotsOf(dbs.source)).toEqual([]);
@@ -192,8 +195,7 @@ describe('resync: the way back after a lost or dropped slot', () => {
         'a failed sink write counted',
       );
       expect((await pipeline('sink-down')).state).toBe('running');
-      const pipelineId = (await pipeline('sink-down')).id as string;
-      const slotName = `replicator_${pipelineId.replaceAll('-', '')}`;
+      const slotName = await slotNameOf(dbs.store, await pipeline('sink-down'));
       await waitFor(async () => {
         await sqlOn(
           dbs.source,
@@ -327,7 +329,7 @@ describe('resync after the source invalidated the slot', () => {
       'failed',
     );
     const error = (await service.request('GET', '/v1/pipelines/lost')).body.error as string;
-    expect(error).toMatch(/replication slot 'replicator_[0-9a-f]{32}' was invalidated/);
+    expect(error).toMatch(/replication slot 'replicator_(?:s_[0-9a-f]{24}|[0-9a-f]{32})' was invalidated/);
     expect(error).toContain('run `replicator resync lost` or POST /v1/pipelines/lost/resync');
 
     const accepted = await service.request('POST', '/v1/pipelines/lost/resync');

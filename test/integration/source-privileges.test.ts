@@ -147,7 +147,7 @@ describe('the privileges of the source and sink roles', () => {
     await sqlOn(dbs.source, 'ALTER PUBLICATION shop_pub SET TABLE customers, orders, audit');
     const created = await create('least', { publication: 'shop_pub' });
     expect(created.status).toBe(201);
-    expect(created.body.source).toEqual({ connection: 'shop', tables, publication: 'shop_pub' });
+    expect(created.body.source).toEqual({ connection: 'shop', tables, publication: 'shop_pub', slot: 'own' });
 
     await sqlOn(dbs.source, 'ALTER PUBLICATION shop_pub DROP TABLE orders');
     const refused = await state('least');

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { freePort } from './pg-cluster.js';
 
 const CLI = join(process.cwd(), 'src/cli.ts');
 
@@ -73,4 +74,29 @@ export function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM
     child.once('exit', (code) => resolve(code));
     child.kill(signal);
   });
+}
+
+/**
+ * One service process of a fleet on the metadata database `store`, with a short lease: short for
+ * a quick take-over, long enough that a busy 2-core machine does not starve a live worker's
+ * heartbeat past it.
+ */
+export async function startFleetInstance(store: string, dataDir: string, keyFile: string) {
+  const port = await freePort();
+  const server = await startCliServer(
+    [
+      '--database-url',
+      store,
+      '--data-dir',
+      dataDir,
+      '--auth-master-key-file',
+      keyFile,
+      '--lease-ttl',
+      '5s',
+      '--log-level',
+      'warn',
+    ],
+    port,
+  );
+  return { port, server };
 }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { sharedStreamName } from '../../src/runtime/shared-stream/shared-streams.js';
 import { createDatabase } from './pg-cluster.js';
 import { startTestService, type TestService, testConfig } from './service.js';
 import { waitFor } from './wait-for.js';
@@ -127,4 +128,22 @@ export async function startConvergedPipeline(
   if (created.status !== 201) throw new Error(`creating pipeline ${name} answered ${created.status}`);
   await service.request('PUT', `/v1/pipelines/${name}/state`, { state: 'start' });
   for (const table of tables) await waitConverged(dbs.source, dbs.sink, table);
+}
+
+/**
+ * The replication slot a pipeline (as the API shows it) reads: its source connection's shared
+ * stream's, or its own.
+ */
+export async function slotNameOf(
+  store: string,
+  pipeline: { id: string; project_id: string; source: { connection: string; slot: string } },
+): Promise<string> {
+  if (pipeline.source.slot !== 'shared') return `replicator_${pipeline.id.replaceAll('-', '')}`;
+  const [connection] = await sqlOn<{ id: string }>(
+    store,
+    'SELECT id FROM connections WHERE project_id = $1 AND name = $2',
+    [pipeline.project_id, pipeline.source.connection],
+  );
+  if (!connection) throw new Error(`no connection ${pipeline.source.connection}`);
+  return sharedStreamName(connection.id);
 }

@@ -44,6 +44,7 @@ describe('configuration', () => {
       },
       log: { level: 'info', format: 'auto' },
       slotWalWarningBytes: 10 * 1024 ** 3,
+      sharedStreamHoldWalBytes: 1024 ** 3,
       sourceStatusIntervalMs: 10_000,
       leaseTtlMs: 15_000,
       connections: {

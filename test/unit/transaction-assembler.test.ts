@@ -74,7 +74,9 @@ describe('transaction assembler', () => {
   describe('transactions that were not streamed', () => {
     it('emits Begin, Relation, changes and Commit as they arrive', () => {
       feed(pgoutput.begin(0x16b374d848n, TS, 4000000000));
-      expect(taken()).toEqual([{ kind: 'begin', xid: 4000000000, commitTimeMs: T1.getTime() }]);
+      expect(taken()).toEqual([
+        { kind: 'begin', xid: 4000000000, commitTimeMs: T1.getTime(), commitLsn: 0x16b374d848n },
+      ]);
       feed(pgoutput.relation(ITEMS));
       expect(taken()).toEqual([
         {
@@ -134,7 +136,7 @@ describe('transaction assembler', () => {
         { xid: 10, commitLsn: 0x100n, commitTime: TS_ISO },
         { xid: 11, commitLsn: 0x200n, commitTime: '2024-05-06T07:08:10.000000Z' },
       ]);
-      expect(items[4]).toEqual({ kind: 'begin', xid: 11, commitTimeMs: T2.getTime() });
+      expect(items[4]).toEqual({ kind: 'begin', xid: 11, commitTimeMs: T2.getTime(), commitLsn: 0x200n });
       expect(items[6]).toEqual({ kind: 'commit', xid: 11, endLsn: 0x228n });
       expect(assembler.stats().transactions).toBe(2);
     });
@@ -250,7 +252,12 @@ describe('transaction assembler', () => {
       const replayed = feed(pgoutput.streamCommit(700, 0x5000n, 0x5030n, TS));
       expect(taken()).toEqual([]);
       const tx = { xid: 700, commitLsn: 0x5000n, commitTime: TS_ISO };
-      expect(replayed[0]).toEqual({ kind: 'begin', xid: 700, commitTimeMs: T1.getTime() });
+      expect(replayed[0]).toEqual({
+        kind: 'begin',
+        xid: 700,
+        commitTimeMs: T1.getTime(),
+        commitLsn: 0x5000n,
+      });
       expect(replayed[1]).toMatchObject({ kind: 'relation', relation: { relationId: 7, table: 'items' } });
       expect(changes(replayed)).toEqual([
         { op: 'insert', table: ITEMS_TABLE, ...tx, after: { id: '1', v: 'a' } },
@@ -383,7 +390,7 @@ describe('transaction assembler', () => {
 
     it('replays an empty transaction at a Stream Commit of a transaction that streamed no change', () => {
       expect(feed(pgoutput.streamCommit(1100, 0x5000n, 0x5030n, TS))).toEqual([
-        { kind: 'begin', xid: 1100, commitTimeMs: T1.getTime() },
+        { kind: 'begin', xid: 1100, commitTimeMs: T1.getTime(), commitLsn: 0x5000n },
         { kind: 'commit', xid: 1100, endLsn: 0x5030n },
       ]);
       expect(logged).toEqual([

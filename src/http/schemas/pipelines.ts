@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { DEFAULT_SNAPSHOT_OPTIONS, SNAPSHOT_LIMITS } from '../../pipelines/snapshot-options.js';
+import { SOURCE_SLOT_DEFAULT_RULE } from '../../pipelines/source-slot.js';
 import { PUBLICATION_NAME_PATTERN, TABLE_NAME_PATTERN, TABLE_NAME_RULE } from '../../pipelines/table-name.js';
 import { sinkTypes } from '../../sinks/registry.js';
 import { ConnectionReference, Name, Timestamp } from './common.js';
@@ -10,6 +11,21 @@ const PUBLICATION_DESCRIPTION =
   'delete, truncate, no row filter or column list): the service streams through it and never alters or drops ' +
   'it, so the source role needs no CREATE on the database nor ownership of the tables. Left out: the pipeline ' +
   'creates, alters and at deletion drops its own publication, replicator_<pipeline id>';
+
+const SLOT_DESCRIPTION =
+  "How the pipeline reads its source's changes. shared: from the stream its source connection's pipelines " +
+  'share, one replication slot and one walsender on the source for all of them. own: from a replication slot ' +
+  "of its own, for isolation: its own walsender, whose pace never touches the others' nor theirs its own; " +
+  `each such pipeline costs the source one more slot and walsender. Default: ${SOURCE_SLOT_DEFAULT_RULE}. ` +
+  '422 VALIDATION_FAILED on source.slot for shared with a publication (a shared stream publishes the union of ' +
+  "its pipelines' tables through a publication it owns; a pipeline reading a publication the user made needs " +
+  'a slot of its own), and for a replacement or apply giving another mode than the stored one (the mode is ' +
+  "chosen when a pipeline is created, as the pipeline's position lives in its slot: create a new pipeline to " +
+  'change it). Left out of a replacement, the stored mode is kept (a publication named then on a shared ' +
+  'pipeline is a 422 on source.publication)';
+
+const SourceSlot = (description: string) =>
+  Type.Union([Type.Literal('shared'), Type.Literal('own')], { description });
 
 const Source = Type.Object(
   {
@@ -25,6 +41,7 @@ const Source = Type.Object(
         description: PUBLICATION_DESCRIPTION,
       }),
     ),
+    slot: Type.Optional(SourceSlot(SLOT_DESCRIPTION)),
   },
   { additionalProperties: false },
 );
@@ -160,6 +177,10 @@ export const Pipeline = Type.Object(
       connection: Type.String(),
       tables: Type.Array(Type.String()),
       publication: Type.Optional(Type.String({ description: 'The publication the user made, when named' })),
+      slot: SourceSlot(
+        "shared: reads its source connection's shared stream (one slot and walsender for all its pipelines); " +
+          'own: a replication slot of its own. Chosen at creation, never changed',
+      ),
     }),
     sink: Type.Object({ connection: Type.String(), properties: Type.Record(Type.String(), Type.String()) }),
     snapshot: Type.Object({ parallelism: Type.Integer(), partition_rows: Type.Integer() }),

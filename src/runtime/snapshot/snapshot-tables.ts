@@ -17,6 +17,8 @@ export interface SnapshotTablesOptions {
   source: Source;
   /** The slot's snapshot when the slot was just created; otherwise one is exported here. */
   slotSnapshot: SourceSnapshot | undefined;
+  /** Copies every table afresh, as with a slot's snapshot: no partial copy of before is resumed. */
+  copyAfresh?: boolean;
   tables: TableSchema[];
   sink: Sink;
   stats: PipelineStats;
@@ -76,6 +78,7 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
         if (
           freshBackfill ||
           options.slotSnapshot !== undefined ||
+          options.copyAfresh === true ||
           partitions.length === 0 ||
           done.size === 0 ||
           (done.size < partitions.length && !keyRoutable(table))

@@ -1,8 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { type TableRef, tableKey } from '../../core/change.js';
 import type { ChangeStream, SourceRelation } from '../../core/change-stream.js';
 import { formatLsn, parseLsn } from '../../core/lsn.js';
-import { surviveConnectionLoss } from '../../core/pg-connection-loss.js';
 import type {
   ReadinessCheck,
   SlotClaim,
@@ -29,10 +28,10 @@ import { goneTables } from './gone-tables.js';
 import type { RelationInfo } from './pgoutput-decoder.js';
 import { checkPrivileges } from './privileges.js';
 import { existingValues, schemaFromRelation } from './relation-schema.js';
-import { SOURCE_SESSION_OPTIONS } from './replication-connection.js';
+import { acquireSessionLease, type SessionLease } from './session-pool.js';
 import {
   createSlotWithSnapshot,
-  dropSlotAndPublication,
+  dropSlotAndPublicationNamed,
   endSlotReader,
   ensurePublication,
   publicationName,
@@ -61,8 +60,9 @@ export const postgresSourceKind: SourceKind<pg.ClientConfig> = {
 };
 
 class PostgresSource implements Source {
-  private client: pg.Client | undefined;
-  /** Settles when the session's last queued work has ended. */
+  /** This source's share of the process's sessions to its database (see session-pool.ts). */
+  private lease: SessionLease | undefined;
+  /** Settles when this source's last queued work has ended. */
   private sessionTail: Promise<void> = Promise.resolve();
 
   constructor(
@@ -71,16 +71,17 @@ class PostgresSource implements Source {
   ) {}
 
   async connect(options: { timeoutMs?: number } = {}): Promise<void> {
-    const client = new pg.Client({
-      ...this.connection,
-      application_name: 'replicator',
-      options: SOURCE_SESSION_OPTIONS,
-      ...(options.timeoutMs === undefined ? {} : { connectionTimeoutMillis: options.timeoutMs }),
-    });
-    // A session the server ends (a restart, a terminated backend) fails the call under way, not the process.
-    surviveConnectionLoss(client);
-    await client.connect();
-    this.client = client;
+    const lease = await acquireSessionLease(this.connection);
+    try {
+      // The sessions are shared and may be open already: a query proves the server answers now.
+      await lease.run((client) => client.query('SELECT 1'), options);
+    } catch (error) {
+      await lease.release();
+      throw error;
+    }
+    const previous = this.lease;
+    this.lease = lease;
+    await previous?.release();
   }
 
   async readiness(): Promise<ReadinessCheck[]> {
@@ -92,7 +93,7 @@ class PostgresSource implements Source {
   }
 
   async checkAccess(tables: readonly TableRef[], pipelineId?: string): Promise<void> {
-    const own = pipelineId === undefined ? undefined : publicationName(pipelineId);
+    const own = pipelineId === undefined ? undefined : this.ownPublication(pipelineId);
     return this.inSession((client) =>
       checkPrivileges(client, tables, {
         name: this.options.publication ?? own,
@@ -125,14 +126,14 @@ class PostgresSource implements Source {
     const own = this.options.publication === undefined;
     if (!own)
       return this.inSession((client) => verifyPublication(client, this.publication(pipelineId), tables));
-    return this.inSession((client) => ensurePublication(client, publicationName(pipelineId), tables));
+    return this.inSession((client) => ensurePublication(client, this.ownPublication(pipelineId), tables));
   }
 
   async claimSlot(
     pipelineId: string,
     options: { mayCreate: boolean; logger: SourceLogger },
   ): Promise<SlotClaim> {
-    const slot = slotName(pipelineId);
+    const slot = this.slot(pipelineId);
     const status = await this.inSession((client) => slotStatus(client, slot));
     if (!status) {
       if (!options.mayCreate) throw new SlotMissingError(slot, 'does not exist any more');
@@ -167,10 +168,12 @@ class PostgresSource implements Source {
   }
 
   async positions(pipelineIds: readonly string[]): Promise<SourcePositions> {
-    const read = await this.inSession((client) => slotPositions(client, pipelineIds.map(slotName)));
+    const read = await this.inSession((client) =>
+      slotPositions(client, [...new Set(pipelineIds.map((id) => this.slot(id)))]),
+    );
     const slots = new Map<string, SlotPosition>();
     for (const id of pipelineIds) {
-      const slot = read.slots.get(slotName(id));
+      const slot = read.slots.get(this.slot(id));
       if (!slot) continue;
       slots.set(id, {
         confirmedLsn: slot.confirmedFlushLsn === null ? null : parseLsn(slot.confirmedFlushLsn),
@@ -182,7 +185,7 @@ class PostgresSource implements Source {
   }
 
   async slotStatus(pipelineId: string): Promise<SlotStatus> {
-    const slot = slotName(pipelineId);
+    const slot = this.slot(pipelineId);
     const status = await this.inSession((client) => slotStatus(client, slot));
     if (!status) throw new SlotMissingError(slot, 'does not exist any more');
     if (status.walStatus === 'lost') throw lostSlot(slot);
@@ -192,7 +195,7 @@ class PostgresSource implements Source {
   startStream(pipelineId: string, options: StreamOptions): ChangeStream {
     return startChangeStream({
       connection: this.connection,
-      slotName: slotName(pipelineId),
+      slotName: this.slot(pipelineId),
       publicationName: this.publication(pipelineId),
       startLsn: formatLsn(options.from),
       readSlot: (slot) => this.inSession((client) => slotStatus(client, slot)),
@@ -205,11 +208,13 @@ class PostgresSource implements Source {
 
   // Drops the publication named from the pipeline's id only: one the user named is never the service's.
   async dropOwned(pipelineId: string): Promise<void> {
-    return this.inSession((client) => dropSlotAndPublication(client, pipelineId));
+    return this.inSession((client) =>
+      dropSlotAndPublicationNamed(client, this.slot(pipelineId), this.ownPublication(pipelineId)),
+    );
   }
 
   ownedObjects(pipelineId: string) {
-    const slot = slotName(pipelineId);
+    const slot = this.slot(pipelineId);
     return {
       slot,
       what: `replication slot '${slot}'`,
@@ -234,24 +239,35 @@ class PostgresSource implements Source {
   }
 
   async close(): Promise<void> {
-    const client = this.client;
-    this.client = undefined;
-    await client?.end().catch(() => undefined);
+    const lease = this.lease;
+    this.lease = undefined;
+    await lease?.release();
   }
 
   /** The publication the pipeline streams through. */
   private publication(pipelineId: string): string {
-    return this.options.publication ?? publicationName(pipelineId);
+    return this.options.publication ?? this.ownPublication(pipelineId);
+  }
+
+  /** The publication the service makes for the pipeline: its shared stream's, else its own. */
+  private ownPublication(pipelineId: string): string {
+    return this.options.stream ?? publicationName(pipelineId);
+  }
+
+  /** The slot the pipeline streams from: its shared stream's, else its own. */
+  private slot(pipelineId: string): string {
+    return this.options.stream ?? slotName(pipelineId);
   }
 
   /**
-   * Runs `work` on the session once the work before it ended: the slot monitor, the tables watch
-   * and the applier call at once, and a pg client takes one query at a time (pg 9 refuses more).
+   * Runs `work` on a pooled session once this source's work before it ended: the slot monitor, the
+   * tables watch and the applier call at once and rely on the source answering in order. Other
+   * sources of the process run theirs meanwhile, on the pool's other sessions.
    */
-  private inSession<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-    const client = this.client;
-    if (!client) return Promise.reject(new Error('the source is not connected'));
-    const done = this.sessionTail.then(() => work(client));
+  private inSession<T>(work: (client: pg.ClientBase) => Promise<T>): Promise<T> {
+    const lease = this.lease;
+    if (!lease) return Promise.reject(new Error('the source is not connected'));
+    const done = this.sessionTail.then(() => lease.run(work));
     this.sessionTail = done.then(
       () => undefined,
       () => undefined,

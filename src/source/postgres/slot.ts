@@ -205,8 +205,17 @@ export async function dropSlotAndPublication(
   pipelineId: string,
   timeoutMs = 10_000,
 ): Promise<void> {
-  const slot = slotName(pipelineId);
-  await client.query(`DROP PUBLICATION IF EXISTS ${pg.escapeIdentifier(publicationName(pipelineId))}`);
+  await dropSlotAndPublicationNamed(client, slotName(pipelineId), publicationName(pipelineId), timeoutMs);
+}
+
+/** As dropSlotAndPublication, for a slot and a publication given by name (a shared stream's). */
+export async function dropSlotAndPublicationNamed(
+  client: pg.ClientBase,
+  slot: string,
+  publication: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  await client.query(`DROP PUBLICATION IF EXISTS ${pg.escapeIdentifier(publication)}`);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { rows } = await client.query<{ active_pid: number | null }>(

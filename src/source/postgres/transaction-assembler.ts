@@ -141,7 +141,7 @@ export class TransactionAssembler {
         const commitTime = r.timestamp();
         const xid = r.uint32();
         this.txn = { xid, commitLsn, commitTime: commitTime.iso };
-        this.emit({ kind: 'begin', xid, commitTimeMs: commitTime.unixMs });
+        this.emit({ kind: 'begin', xid, commitTimeMs: commitTime.unixMs, commitLsn });
         return;
       }
       case TAG.commit: {
@@ -336,7 +336,7 @@ export class TransactionAssembler {
           return;
         }
       }
-      yield { kind: 'begin', xid: txn.xid, commitTimeMs };
+      yield { kind: 'begin', xid: txn.xid, commitTimeMs, commitLsn: txn.commitLsn };
       // Delegated: the spool's iterator results pass through, none is made per item here.
       yield* spool.messages((message) => this.replayed(message, txn));
       this.counters.transactions++;

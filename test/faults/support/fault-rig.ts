@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
 import { parseLsn } from '../../../src/core/lsn.js';
+import { sharedStreamName } from '../../../src/runtime/shared-stream/shared-streams.js';
 import { sqlOn, tableDigest, waitFor } from '../../support/replication-fixture.js';
 import { TcpProxy } from '../../support/tcp-proxy.js';
 import { AcknowledgementSampler } from './acknowledgement-sampler.js';
@@ -81,9 +82,8 @@ export class FaultRig {
     return this.clusters.urls;
   }
 
-  get slotName(): string {
-    return `replicator_${this.pipelineId.replaceAll('-', '')}`;
-  }
+  /** The slot the pipeline reads: its source connection's shared stream's, or its own. */
+  slotName = '';
 
   private async define(): Promise<void> {
     for (const [name, dsn] of [
@@ -106,6 +106,14 @@ export class FaultRig {
     if (created.status !== 201)
       throw new Error(`creating the pipeline: ${created.status} ${JSON.stringify(created.body)}`);
     this.pipelineId = created.body.id;
+    const [connection] = await sqlOn<{ id: string }>(
+      this.urls.metadata,
+      "SELECT id FROM connections WHERE name = 'src'",
+    );
+    this.slotName =
+      created.body.source.slot === 'shared'
+        ? sharedStreamName(connection?.id as string)
+        : `replicator_${this.pipelineId.replaceAll('-', '')}`;
   }
 
   /** The source as the service reaches it: directly, or through the proxy. */
