@@ -91,6 +91,12 @@ export interface StreamOptions {
   live?: boolean;
   /** How often the position is reported when nothing else reports it. */
   statusIntervalMs?: number;
+  /**
+   * Whether `from` counts as acknowledged once the stream starts (the default: it is the
+   * consumer's durable position). False for a stream shared by consumers of whom some need what
+   * is before it: only ack() lets the source forget.
+   */
+  acknowledgeFrom?: boolean;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { DatabasePool } from 'slonik';
 import type { Phase } from '../../machines/pipeline.js';
 import { type TableRef, type TableSchema, tableKey } from '../core/change.js';
+import { parseLsn } from '../core/lsn.js';
 import { FencedError, type Sink } from '../core/sink.js';
 import type { Source, SourceSnapshot } from '../core/source.js';
 import {
@@ -39,6 +40,7 @@ import type { PipelineStats } from './pipeline-stats.js';
 import { SchemaGuard } from './schema-guard.js';
 import { readsSharedStream, SharedStreams, withMemberPositions } from './shared-stream/shared-streams.js';
 import type { StreamGroup } from './shared-stream/stream-group.js';
+import type { StreamSubscription } from './shared-stream/stream-subscription.js';
 import { restoreColumnsForCopy } from './sink-column-restore.js';
 import { SinkTableChangedError } from './sink-table-changed.js';
 import { checkCopiedTables, copiedShapes } from './sink-table-check.js';
@@ -199,6 +201,8 @@ export class ReplicationRunner {
     // The snapshot of a slot just created, held until the tables are copied in it.
     let slotSnapshot: SourceSnapshot | undefined;
     const group = this.streamOf(resolved.row, resolved.stream);
+    // A shared stream read while the tables are copied (see below).
+    let early: StreamSubscription | undefined;
     const publish = (tables: readonly TableRef[]) =>
       group ? this.streams.publish(resolved.row, group, source, tables) : source.publish(pipelineId, tables);
     try {
@@ -248,6 +252,13 @@ export class ReplicationRunner {
       // only for a pipeline that never streamed: recreating one later would skip changes.
       // A resync may create one too: every table is copied again, from the new slot's snapshot.
       control.step = 'claiming the slot';
+      // Where a pipeline of a shared stream that never checkpointed claimed it before: a copy it
+      // began then resumes from there (the stream never let that position go, unless it let the
+      // pipeline go).
+      const claimedBefore =
+        group && checkpoint === null
+          ? await pipelinesStore.streamPositionOf(this.deps.pool, pipelineId)
+          : null;
       const claimOptions = {
         mayCreate: resync || (checkpoint === null && !tableRows.some((t) => t.status === 'streaming')),
         logger: log,
@@ -261,7 +272,15 @@ export class ReplicationRunner {
       if (resync) await resyncStore.done(this.deps.pool, pipelineId);
       // A new slot's snapshot holds everything before its position, whatever the sink had before.
       let startPosition = slotSnapshot ? claim.position : (checkpoint?.lsn ?? claim.position);
-      if (group && (await pipelinesStore.isStreamReleased(this.deps.pool, pipelineId))) {
+      const released =
+        group !== undefined && (await pipelinesStore.isStreamReleased(this.deps.pool, pipelineId));
+      // A copy under way, resumed where its stream started before; any other copy starts afresh.
+      let copyAfresh = group !== undefined && checkpoint === null;
+      if (group && !released && !slotSnapshot && claimedBefore && parseLsn(claimedBefore) >= claim.position) {
+        startPosition = parseLsn(claimedBefore);
+        copyAfresh = false;
+      }
+      if (released) {
         // The shared stream let this pipeline go (it held more WAL than allowed while away, or the
         // slot was made again): what it missed is gone from the source, so its tables are copied again.
         log.warn(
@@ -282,6 +301,17 @@ export class ReplicationRunner {
       const pending = schemas.filter(
         (s) => tableRows.find((t) => t.table_name === tableKey(s))?.status !== 'streaming',
       );
+      // Every table copied from a snapshot taken from here on: a pipeline of a shared stream reads
+      // it while it copies, from where it is now, and joins it without making it restart.
+      if (group && copyAfresh && !slotSnapshot && pending.length > 0 && pending.length === schemas.length) {
+        early = group.subscribe(
+          pipelineId,
+          new Set(resolved.tables.map(tableKey)),
+          group.joinPosition(startPosition),
+          { live: sink.openHeldTransaction !== undefined, copying: true },
+        );
+        startPosition = early.position;
+      }
       if (pending.length > 0) {
         onPhase('snapshot');
         control.step = 'copying tables';
@@ -292,7 +322,7 @@ export class ReplicationRunner {
           source,
           slotSnapshot,
           // A shared stream moved on while a copy of this pipeline was under way: it starts again.
-          copyAfresh: group !== undefined && checkpoint === null,
+          copyAfresh,
           tables: pending,
           sink,
           stats,
@@ -306,6 +336,7 @@ export class ReplicationRunner {
       await slotSnapshot?.release();
       slotSnapshot = undefined;
       if (signal.aborted) return 'stopped';
+      if (early) group?.copied(early);
 
       // What copies made in snapshots newer than the stream's start already hold (see CopyGate).
       const copyGate = await CopyGate.load(
@@ -379,18 +410,20 @@ export class ReplicationRunner {
       control.step = 'streaming';
       // Every change committed so far lies before this: a stream idle past it has caught up.
       const caughtUpAt = await source.walPosition();
-      const stream = group
-        ? group.subscribe(pipelineId, new Set(resolved.tables.map(tableKey)), startPosition, {
-            live: sink.openHeldTransaction !== undefined,
-          })
-        : source.startStream(pipelineId, {
-            from: startPosition,
-            logger: log,
-            ...(this.deps.spoolDir ? { spoolDir: this.deps.spoolDir } : {}),
-            ...(this.deps.statusIntervalMs ? { statusIntervalMs: this.deps.statusIntervalMs } : {}),
-            // A large transaction is written while it arrives into a sink that can hold it open.
-            live: sink.openHeldTransaction !== undefined,
-          });
+      const stream = early
+        ? early
+        : group
+          ? group.subscribe(pipelineId, new Set(resolved.tables.map(tableKey)), startPosition, {
+              live: sink.openHeldTransaction !== undefined,
+            })
+          : source.startStream(pipelineId, {
+              from: startPosition,
+              logger: log,
+              ...(this.deps.spoolDir ? { spoolDir: this.deps.spoolDir } : {}),
+              ...(this.deps.statusIntervalMs ? { statusIntervalMs: this.deps.statusIntervalMs } : {}),
+              // A large transaction is written while it arrives into a sink that can hold it open.
+              live: sink.openHeldTransaction !== undefined,
+            });
       // A large transaction still arriving counts in the lag before the applier sees any of it,
       // and failed status updates (the source keeping its WAL) are exported.
       stats.streamOpened(() => stream.stats());
@@ -468,6 +501,7 @@ export class ReplicationRunner {
         if (endedCleanly) await this.noteSinkRows(resolved, sink, shapes.known, log);
       }
     } finally {
+      await early?.close();
       group?.release(pipelineId);
       stats.endRun();
       control.step = 'closing the sink and the source';

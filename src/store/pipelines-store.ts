@@ -125,6 +125,14 @@ export const pipelinesStore = {
       )}::text[]) AS v(id, lsn)
       WHERE p.id = v.id`),
 
+  /** Where a pipeline of a shared stream needed the stream from, as last noted; null when never. */
+  streamPositionOf: (db: CommonQueryMethods, id: string) =>
+    db.maybeOneFirst(
+      sql.type(
+        z.object({ stream_position: z.string().nullable() }),
+      )`SELECT stream_position FROM pipelines WHERE id = ${id}`,
+    ),
+
   /** The shared stream let these pipelines go: their next start copies their tables again. */
   markStreamReleased: (db: CommonQueryMethods, ids: readonly string[]) =>
     db.query(sql.unsafe`UPDATE pipelines SET stream_released_at = now()

@@ -36,10 +36,11 @@ describe('a lease lost while the pipeline is stuck in the sink', { timeout: 120_
     service = await startTestService(testConfig(dbs.store));
     await service.request('POST', '/v1/connections', { name: 'src', type: 'postgres', dsn: dbs.source });
     await service.request('POST', '/v1/connections', { name: 'dst', type: 'postgres', dsn: dbs.sink });
+    // Slots of their own: the pipelines of one shared stream are leased, and lost, together.
     for (const t of ['stuck', 'other']) {
       await service.request('POST', '/v1/pipelines', {
         name: t,
-        source: { connection: 'src', tables: [`public.${t}`] },
+        source: { connection: 'src', tables: [`public.${t}`], slot: 'own' },
         sink: { connection: 'dst' },
       });
       expect((await service.request('PUT', `/v1/pipelines/${t}/state`, { state: 'start' })).status).toBe(200);

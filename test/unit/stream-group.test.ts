@@ -329,6 +329,8 @@ describe('a stream group', () => {
       const a = group.subscribe('a', keys(t1), 100n);
       const upstream = await fake.stream(0);
       expect(upstream.options.from).toBe(100n);
+      // Only acknowledgements move the slot: a pipeline not reading yet may need what is before.
+      expect(upstream.options.acknowledgeFrom).toBe(false);
       upstream.push(...txn(1, 150n, 200n, t1));
       await read(a);
       expect(upstream.acks).toEqual([80n]);
@@ -498,6 +500,52 @@ describe('a stream group', () => {
       expect(fake.streams).toHaveLength(2);
       await a.close();
       await b.close();
+    });
+
+    it('lets a pipeline that copies its tables join where the stream is, without a restart', async () => {
+      const { group, fake } = harness();
+      const a = group.subscribe('a', keys(t1), 100n);
+      const first = await fake.stream(0);
+      first.push(...txn(1, 150n, 200n, t1), begin(2, 250n), changeItem(t1, 2, 250n));
+      await read(a);
+      // Claimed at 100, joins at 200; in the middle of transaction 2, which its copy holds.
+      const from = group.joinPosition(100n);
+      expect(from).toBe(200n);
+      const c = group.subscribe('c', keys(t1), from, { copying: true });
+      first.push(commit(2, 300n), ...txn(3, 350n, 400n, t1));
+      await flush();
+      expect(first.closed).toBe(false);
+      // What came while it copied waits for it, and the stream did not wait for it.
+      expect(await read(a)).toEqual(['commit 2 300', 'begin 3', 'change 3 t1', 'commit 3 400']);
+      group.copied(c);
+      expect(await read(c)).toEqual(['begin 3', 'change 3 t1', 'commit 3 400']);
+      expect(fake.streams).toHaveLength(1);
+      await a.close();
+      await c.close();
+    });
+
+    it('restarts at its position for a copying pipeline that overflowed, once its copy ends', async () => {
+      const { group, fake } = harness();
+      const a = group.subscribe('a', keys(t1), 100n);
+      const first = await fake.stream(0);
+      const c = group.subscribe('c', keys(t1), 100n, { copying: true });
+      const many: StreamItem[] = [];
+      for (let i = 0; i < 2_600; i++)
+        many.push(...txn(i + 1, 200n + BigInt(i) * 10n, 205n + BigInt(i) * 10n, t1));
+      first.push(...many);
+      await flush();
+      // Not waited for: a reads on, and c dropped what it had.
+      expect(c.queued).toBeLessThan(5_000);
+      expect((await a.next())?.length).toBeGreaterThan(5_000);
+      expect(first.closed).toBe(false);
+      group.copied(c);
+      expect(first.closed).toBe(true);
+      const second = await fake.stream(1);
+      expect(second.options.from).toBe(100n);
+      second.push(...txn(1, 200n, 205n, t1));
+      expect(await read(c)).toEqual(['begin 1', 'change 1 t1', 'commit 1 205']);
+      await a.close();
+      await c.close();
     });
 
     it('does not restart for a subscriber at or after what the stream delivered', async () => {

@@ -172,6 +172,22 @@ export class StreamGroup implements SubscriptionOwner {
     });
   }
 
+  /**
+   * Where a pipeline that copies every one of its tables next joins, given its claimed position:
+   * where the stream is now, if it runs. Every transaction that commits after this call is at or
+   * after it; every one before is in a snapshot taken after it. Joining there, it makes the stream
+   * restart for nothing.
+   */
+  joinPosition(claimed: bigint): bigint {
+    return this.upstream && this.delivered > claimed ? this.delivered : claimed;
+  }
+
+  /** A copy that read while it ran ended: the stream restarts at its position if it overflowed. */
+  copied(subscription: StreamSubscription): void {
+    if (subscription.copied() && this.members.has(subscription)) this.restartFor(subscription);
+    this.onRoom?.();
+  }
+
   /** The pipeline will not read after its claim (its start failed or stopped before). */
   release(pipelineId: string): void {
     const held = this.holds.get(pipelineId);
@@ -185,9 +201,12 @@ export class StreamGroup implements SubscriptionOwner {
     pipelineId: string,
     tables: ReadonlySet<string>,
     from: bigint,
-    options: { live?: boolean } = {},
+    options: { live?: boolean; copying?: boolean } = {},
   ): StreamSubscription {
-    const subscription = new StreamSubscription(pipelineId, tables, from, this, options.live ?? false);
+    const subscription = new StreamSubscription(pipelineId, tables, from, this, options.live ?? false, {
+      copying: options.copying ?? false,
+      capacity: HIGH_WATER,
+    });
     this.holds.delete(pipelineId);
     this.left.delete(pipelineId);
     this.released.delete(pipelineId);
@@ -201,9 +220,9 @@ export class StreamGroup implements SubscriptionOwner {
     subscription.missedStart(this.arriving);
     if (this.inTransaction) {
       subscription.joinMidTransaction();
-      if (this.transactionCommitLsn === undefined || this.transactionCommitLsn >= from) {
-        this.restartFor(subscription);
-      }
+      // One that copies its tables next has the transaction going by in its copy: it committed.
+      const needed = this.transactionCommitLsn === undefined || this.transactionCommitLsn >= from;
+      if (needed && !options.copying) this.restartFor(subscription);
     } else if (from < this.delivered) {
       this.restartFor(subscription);
     }
@@ -440,6 +459,8 @@ export class StreamGroup implements SubscriptionOwner {
     const upstream = source.startStream(this.name, {
       from: from ?? 0n,
       logger: this.deps.logger,
+      // A pipeline not reading yet may need what is before `from`: only acknowledgements count.
+      acknowledgeFrom: false,
       // Large transactions are handed over as they arrive when a pipeline can hold one open.
       live: [...this.members].some((m) => m.live),
       ...(this.deps.spoolDir ? { spoolDir: this.deps.spoolDir } : {}),
@@ -517,7 +538,7 @@ export class StreamGroup implements SubscriptionOwner {
    * back. It fails with StreamDetachedError, and reads again from its checkpoint when retried.
    */
   private room(): Promise<void> {
-    const full = () => [...this.members].filter((m) => !m.ended && m.queued >= HIGH_WATER);
+    const full = () => [...this.members].filter((m) => m.paces && !m.ended && m.queued >= HIGH_WATER);
     if (full().length === 0) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {

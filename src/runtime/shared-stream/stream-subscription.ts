@@ -43,6 +43,13 @@ export class StreamSubscription implements ChangeStream {
   private readonly streamed = new Set<number>();
   /** Large transactions that began to arrive before the pipeline joined: it takes their replay. */
   private readonly missed = new Set<number>();
+  /**
+   * Reading while its tables are copied: what comes waits until the copy ends. Past a queue's
+   * worth it overflows instead of holding the stream back: what it had is dropped, and the stream
+   * restarts at its position once the copy ends.
+   */
+  private copying: boolean;
+  private overflowed = false;
   /** Verdicts asked of the pipeline and not given yet: given as "not delivered" if it leaves. */
   private readonly verdicts = new Set<StreamVerdict>();
 
@@ -53,9 +60,32 @@ export class StreamSubscription implements ChangeStream {
     private readonly owner: SubscriptionOwner,
     /** Whether the pipeline takes a large transaction as it arrives (its sink can hold one open). */
     readonly live = false,
+    options: { copying?: boolean; capacity?: number } = {},
   ) {
     this.position = from;
     this.acked = from;
+    this.from = from;
+    this.copying = options.copying ?? false;
+    this.capacity = options.capacity ?? Number.POSITIVE_INFINITY;
+  }
+
+  private readonly from: bigint;
+  private readonly capacity: number;
+
+  /** Whether the stream waits for it when its queue is full (a copying one overflows instead). */
+  get paces(): boolean {
+    return !this.copying;
+  }
+
+  /**
+   * Its copy ended: it reads what waited. True when it overflowed meanwhile: the stream must
+   * restart at its position for it.
+   */
+  copied(): boolean {
+    this.copying = false;
+    const overflowed = this.overflowed;
+    this.overflowed = false;
+    return overflowed;
   }
 
   /** Items waiting for the pipeline. */
@@ -87,7 +117,11 @@ export class StreamSubscription implements ChangeStream {
 
   /** Takes one item of the stream, in the stream's order. */
   route(item: StreamItem): void {
-    if (this.ended) return;
+    if (this.ended || this.overflowed) return;
+    if (this.copying && this.queue.length >= this.capacity) {
+      this.overflow();
+      return;
+    }
     switch (item.kind) {
       case 'begin':
         this.txn =
@@ -120,6 +154,11 @@ export class StreamSubscription implements ChangeStream {
         if (this.missed.has(item.xid)) return;
         const wanted = item.kind === 'stream-change' ? this.touches(item.change) : this.reads(item.relation);
         if (!wanted) return;
+        // Held for its verdict until the copy ends, it would hold the stream: it takes the replay.
+        if (this.copying) {
+          this.missed.add(item.xid);
+          return;
+        }
         this.streamed.add(item.xid);
         if (this.live) this.push(item);
         return;
@@ -143,6 +182,8 @@ export class StreamSubscription implements ChangeStream {
   streamCommit(item: StreamedItem & { kind: 'stream-commit' }): boolean | Promise<boolean> {
     const involved = this.streamed.delete(item.xid);
     if (this.ended) return true;
+    // Restarted for after its copy: the restarted stream gives it the transaction.
+    if (this.overflowed) return true;
     // Its start went by before the pipeline joined: the replay gives it whole.
     if (this.missed.delete(item.xid)) return false;
     if (!involved) {
@@ -216,6 +257,16 @@ export class StreamSubscription implements ChangeStream {
       arrivingSinceMs: upstream?.arrivingSinceMs ?? null,
       failedStatusUpdates: upstream?.failedStatusUpdates ?? 0,
     };
+  }
+
+  /** Too much came while its tables were copied: it starts again from its position after the copy. */
+  private overflow(): void {
+    this.overflowed = true;
+    this.queue = [];
+    this.position = this.from;
+    this.txn = undefined;
+    this.streamed.clear();
+    this.abandonVerdicts();
   }
 
   /** A pipeline gone does not hold the stream's verdict: what it did not deliver is replayed. */

@@ -203,6 +203,7 @@ class PostgresSource implements Source {
       ...(options.spoolDir ? { spoolDir: options.spoolDir } : {}),
       ...(options.live ? { live: true } : {}),
       ...(options.statusIntervalMs ? { statusIntervalMs: options.statusIntervalMs } : {}),
+      ...(options.acknowledgeFrom === false ? { acknowledgeStart: false } : {}),
     });
   }
 

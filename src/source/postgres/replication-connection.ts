@@ -41,6 +41,12 @@ export interface ReplicationConnectionOptions {
   /** Period of standby status updates, in ms. Default 10 000. */
   statusIntervalMs?: number;
   /**
+   * Whether `startLsn` counts as applied from the start (the default: it is the consumer's
+   * durable position). False: only ack() moves the slot, as for a stream shared by consumers of
+   * whom some need what is before the start.
+   */
+  acknowledgeStart?: boolean;
+  /**
    * Reads the slot's state at the start, on a session the caller already holds: otherwise a
    * connection of its own is opened for it, one more on the source for every start.
    */
@@ -133,7 +139,10 @@ export class ReplicationConnection {
       const status = await (readSlot ? readSlot(slot) : this.withClient((c) => slotStatus(c, slot)));
       if (!status) return this.fail(new SlotMissingError(slot, 'does not exist'));
       if (status.walStatus === 'lost') return this.fail(new SlotMissingError(slot, 'was invalidated'));
-      this.lastAck = parseLsn(maxLsn(status.confirmedFlushLsn ?? '0/0', this.options.startLsn));
+      const confirmed = status.confirmedFlushLsn ?? '0/0';
+      this.lastAck = parseLsn(
+        this.options.acknowledgeStart === false ? confirmed : maxLsn(confirmed, this.options.startLsn),
+      );
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       return this.fail(
