@@ -18,7 +18,8 @@
  *
  * SOURCE_COST_LAYOUTS (default own,shared,one) runs some of the layouts; SOURCE_COST_CLIENTS
  * (default 8) the load's sessions; SOURCE_COST_WARMUP_SECONDS (default 5); SOURCE_COST_LOG_LEVEL
- * (default warn) the service's log level.
+ * (default warn) the service's log level; SOURCE_COST_JOIN_ROWS (default 200000) the rows the 51st
+ * pipeline copies (0: its joining alone, without a copy).
  */
 import { execFile, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -59,7 +60,7 @@ const LAYOUTS = (process.env.SOURCE_COST_LAYOUTS ?? LAYOUT_KEYS.join(','))
   .split(',')
   .map((k) => k.trim()) as LayoutKey[];
 /** Rows of the table the pipeline joining the shared stream halfway through copies. */
-const JOIN_ROWS = 200_000;
+const JOIN_ROWS = Number(process.env.SOURCE_COST_JOIN_ROWS ?? 200_000);
 const SAMPLE_MS = 500;
 
 for (const [name, value] of Object.entries({ TABLES, RATE, SECONDS, CLIENTS, WARMUP_SECONDS })) {
