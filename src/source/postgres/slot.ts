@@ -35,8 +35,17 @@ export async function ensurePublication(
   if (tables.length === 0) throw new Error('a publication needs at least one table');
   const list = tables.map((t) => `ONLY ${qualifiedName(t)}`).join(', ');
   const pub = pg.escapeIdentifier(name);
-  const { rowCount } = await client.query('SELECT 1 FROM pg_publication WHERE pubname = $1', [name]);
-  if (rowCount === 0) {
+  const { rows } = await client.query<{ every_op: boolean; same_tables: boolean }>(
+    `SELECT p.pubinsert AND p.pubupdate AND p.pubdelete AND p.pubtruncate AS every_op,
+        (SELECT coalesce(array_agg(pr.prrelid ORDER BY pr.prrelid), '{}') FROM pg_publication_rel pr
+          WHERE pr.prpubid = p.oid)
+        = (SELECT coalesce(array_agg(DISTINCT r ORDER BY r), '{}')
+          FROM unnest($2::text[]) AS t(name), LATERAL (SELECT t.name::regclass::oid AS r) AS c) AS same_tables
+      FROM pg_publication p WHERE p.pubname = $1`,
+    [name, tables.map((t) => qualifiedName(t))],
+  );
+  const found = rows[0];
+  if (!found) {
     try {
       await client.query(`CREATE PUBLICATION ${pub} FOR TABLE ${list}`);
       return;
@@ -45,8 +54,13 @@ export async function ensurePublication(
       if (sqlState(error) !== '42710') throw error;
     }
   }
-  await client.query(`ALTER PUBLICATION ${pub} SET TABLE ${list}`);
-  await client.query(`ALTER PUBLICATION ${pub} SET (publish = 'insert, update, delete, truncate')`);
+  // Only what differs is altered: every ALTER PUBLICATION makes each walsender reading it drop the
+  // relations it knows (SET of its options, of every table), decode their shapes again and send
+  // them to every pipeline of a shared stream.
+  if (!found?.same_tables) await client.query(`ALTER PUBLICATION ${pub} SET TABLE ${list}`);
+  if (!found?.every_op) {
+    await client.query(`ALTER PUBLICATION ${pub} SET (publish = 'insert, update, delete, truncate')`);
+  }
 }
 
 /** A freshly created slot whose exported snapshot stays usable until release(). */
