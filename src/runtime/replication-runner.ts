@@ -129,6 +129,22 @@ export class ReplicationRunner {
     );
   }
 
+  /** Makes the pipeline's changes feed carry `tables`: its shared stream's (with the others' tables), or its own. */
+  private publish(resolved: Resolved, source: Source, tables: readonly TableRef[]): Promise<void> {
+    const group = this.streamOf(resolved.row, resolved.stream);
+    if (group) return this.streams.publish(resolved.row, group, source, tables);
+    return source.publish(resolved.row.id, tables);
+  }
+
+  /** The pipeline's subscription to its shared stream, its tables from `from` on. */
+  private subscribe(group: StreamGroup, resolved: Resolved, sink: Sink, from: bigint, copying: boolean) {
+    return group.subscribe(resolved.row.id, new Set(resolved.tables.map(tableKey)), from, {
+      // A large transaction is written while it arrives into a sink that can hold it open.
+      live: sink.openHeldTransaction !== undefined,
+      copying,
+    });
+  }
+
   /** Checks the source and sink and creates what the pipeline owns; throws what a person must fix. */
   async prepare(pipelineId: string): Promise<void> {
     const resolved = await this.endpoints.resolve(pipelineId);
@@ -149,9 +165,7 @@ export class ReplicationRunner {
     const { schemas, rows: tableRows } = await this.keptTables(source, resolved);
     await source.checkAccess(schemas, pipelineId);
     await pipelinesStore.markSourcePrepared(this.deps.pool, pipelineId);
-    const group = this.streamOf(resolved.row, resolved.stream);
-    if (group) await this.streams.publish(resolved.row, group, source, schemas);
-    else await source.publish(pipelineId, schemas);
+    await this.publish(resolved, source, schemas);
     // A start of a pipeline whose slot is gone fails at once, saying so, whatever its sink's state.
     if (!(await resyncStore.requested(this.deps.pool, pipelineId))) {
       await this.requireKeptSlot(source, resolved.row, tableRows);
@@ -203,8 +217,7 @@ export class ReplicationRunner {
     const group = this.streamOf(resolved.row, resolved.stream);
     // A shared stream read while the tables are copied (see below).
     let early: StreamSubscription | undefined;
-    const publish = (tables: readonly TableRef[]) =>
-      group ? this.streams.publish(resolved.row, group, source, tables) : source.publish(pipelineId, tables);
+    const publish = (tables: readonly TableRef[]) => this.publish(resolved, source, tables);
     try {
       // What `prepare` checks and creates, again at every start of the data plane: a pipeline
       // restored as running (after a restart, or taken over from a worker that died) never went
@@ -304,12 +317,7 @@ export class ReplicationRunner {
       // Every table copied from a snapshot taken from here on: a pipeline of a shared stream reads
       // it while it copies, from where it is now, and joins it without making it restart.
       if (group && copyAfresh && !slotSnapshot && pending.length > 0 && pending.length === schemas.length) {
-        early = group.subscribe(
-          pipelineId,
-          new Set(resolved.tables.map(tableKey)),
-          group.joinPosition(startPosition),
-          { live: sink.openHeldTransaction !== undefined, copying: true },
-        );
+        early = this.subscribe(group, resolved, sink, group.joinPosition(startPosition), true);
         startPosition = early.position;
       }
       if (pending.length > 0) {
@@ -410,12 +418,10 @@ export class ReplicationRunner {
       control.step = 'streaming';
       // Every change committed so far lies before this: a stream idle past it has caught up.
       const caughtUpAt = await source.walPosition();
-      const stream = early
-        ? early
-        : group
-          ? group.subscribe(pipelineId, new Set(resolved.tables.map(tableKey)), startPosition, {
-              live: sink.openHeldTransaction !== undefined,
-            })
+      const stream =
+        early ??
+        (group
+          ? this.subscribe(group, resolved, sink, startPosition, false)
           : source.startStream(pipelineId, {
               from: startPosition,
               logger: log,
@@ -423,7 +429,7 @@ export class ReplicationRunner {
               ...(this.deps.statusIntervalMs ? { statusIntervalMs: this.deps.statusIntervalMs } : {}),
               // A large transaction is written while it arrives into a sink that can hold it open.
               live: sink.openHeldTransaction !== undefined,
-            });
+            }));
       // A large transaction still arriving counts in the lag before the applier sees any of it,
       // and failed status updates (the source keeping its WAL) are exported.
       stats.streamOpened(() => stream.stats());
