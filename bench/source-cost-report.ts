@@ -69,6 +69,8 @@ export interface Settings {
   clients: number;
   warmupSeconds: number;
   joinRows: number;
+  /** The service's shared_stream_copy_rate, rows/s (0: the copy unpaced). */
+  copyRate: number;
 }
 
 export const CPU_RATIO_TARGET = 1.5;
@@ -175,7 +177,7 @@ export function sourceCostVerdicts(outcomes: Outcome[], s: Settings): string[] {
       `The ${ordinal(s.tables + 1)} pipeline joining the shared stream halfway through the load slows the others' lag p99 by at most ${JOIN_DRIFT_TARGET_MS} ms: ` +
         `${met(d <= JOIN_DRIFT_TARGET_MS && j?.toStreamingSeconds !== undefined)}, ${ms(shared.firstHalfP99Ms)} → ${ms(shared.secondHalfP99Ms)} ms (${d >= 0 ? '+' : ''}${ms(d)} ms); ` +
         (j?.toStreamingSeconds !== undefined
-          ? `it streamed ${j.toStreamingSeconds.toFixed(2)} s after it was made and started, its ${s.joinRows.toLocaleString('en-US')} rows copied (${(j.sinkRowsAtStreaming ?? 0).toLocaleString('en-US')} in the sink then, ${j.sinkRows.toLocaleString('en-US')} at the end)`
+          ? `it streamed ${j.toStreamingSeconds.toFixed(2)} s after it was made and started, its ${s.joinRows.toLocaleString('en-US')} rows copied ${s.copyRate > 0 ? `at ${s.copyRate.toLocaleString('en-US')} rows/s at most (\`shared_stream_copy_rate\`)` : 'unpaced (`shared_stream_copy_rate` 0)'} (${(j.sinkRowsAtStreaming ?? 0).toLocaleString('en-US')} in the sink then, ${j.sinkRows.toLocaleString('en-US')} at the end)`
           : `it did not stream: ${j?.error ?? 'not started'}`) +
         (others.length
           ? `. Nothing joins in the other layouts: ${others.map((o) => `${o.layout} ${ms(o.firstHalfP99Ms)} → ${ms(o.secondHalfP99Ms)} ms (${drift(o) >= 0 ? '+' : ''}${ms(drift(o))})`).join('; ')}` +
@@ -249,7 +251,7 @@ export function sourceCostMarkdown(
     `In the shared layout a table \`t_join\` of ${s.joinRows.toLocaleString('en-US')} rows, made before the run and not written by the`,
     `load, gets a ${ordinal(s.tables + 1)} pipeline (\`"slot": "shared"\`), made and started through the API halfway through`,
     'the load without stopping it; the halves are split at that moment, so the 2nd half shows what its',
-    "joining (its copy, its table added to the stream) costs the others' lag. The other layouts are split at",
+    `joining (its copy, paced at ${s.copyRate > 0 ? `${s.copyRate.toLocaleString('en-US')} rows/s` : 'no limit'} by \`shared_stream_copy_rate\`, and its table added to the stream) costs the others' lag. The other layouts are split at`,
     'the same time of their load with nothing joining: their drift from one half to the other is the natural',
     "one (on this machine, mostly its other work's).",
     '',

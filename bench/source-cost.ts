@@ -19,7 +19,8 @@
  * SOURCE_COST_LAYOUTS (default own,shared,one) runs some of the layouts; SOURCE_COST_CLIENTS
  * (default 8) the load's sessions; SOURCE_COST_WARMUP_SECONDS (default 5); SOURCE_COST_LOG_LEVEL
  * (default warn) the service's log level; SOURCE_COST_JOIN_ROWS (default 200000) the rows the 51st
- * pipeline copies (0: its joining alone, without a copy).
+ * pipeline copies (0: its joining alone, without a copy); SOURCE_COST_COPY_RATE the service's
+ * `shared_stream_copy_rate` (default: the service's default; 0: the copy unpaced).
  */
 import { execFile, spawn } from 'node:child_process';
 import { loadavg } from 'node:os';
@@ -61,6 +62,9 @@ const LAYOUTS = (process.env.SOURCE_COST_LAYOUTS ?? LAYOUT_KEYS.join(','))
   .map((k) => k.trim()) as LayoutKey[];
 /** Rows of the table the pipeline joining the shared stream halfway through copies. */
 const JOIN_ROWS = Number(process.env.SOURCE_COST_JOIN_ROWS ?? 200_000);
+/** The service's shared_stream_copy_rate (rows/s, 0: no limit); unset: its default. */
+const COPY_RATE =
+  process.env.SOURCE_COST_COPY_RATE === undefined ? undefined : Number(process.env.SOURCE_COST_COPY_RATE);
 const SAMPLE_MS = 500;
 
 for (const [name, value] of Object.entries({ TABLES, RATE, SECONDS, CLIENTS, WARMUP_SECONDS })) {
@@ -555,6 +559,7 @@ async function main(): Promise<void> {
   const store = await createDatabase(sink.adminUrl, 'replicator_store');
   const service = await startTestService({
     ...testConfig(store),
+    ...(COPY_RATE === undefined ? {} : { sharedStreamCopyRowsPerSecond: COPY_RATE }),
     // SOURCE_COST_LOG_LEVEL (default warn), e.g. info to follow the pipelines.
     log: { level: (process.env.SOURCE_COST_LOG_LEVEL ?? 'warn') as Config['log']['level'], format: 'json' },
   });
@@ -587,6 +592,7 @@ async function main(): Promise<void> {
     clients: CLIENTS,
     warmupSeconds: WARMUP_SECONDS,
     joinRows: JOIN_ROWS,
+    copyRate: COPY_RATE ?? testConfig(store).sharedStreamCopyRowsPerSecond,
   };
   console.log(
     `\n${sourceCostTable(outcomes, settings)}\n\n${sourceCostVerdicts(outcomes, settings).join('\n')}\n`,

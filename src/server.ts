@@ -111,6 +111,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       spoolDir: spool.path,
       warnRetainedWalBytes: config.slotWalWarningBytes,
       sharedStreamHoldWalBytes: config.sharedStreamHoldWalBytes,
+      sharedStreamCopyRowsPerSecond: config.sharedStreamCopyRowsPerSecond,
       statusIntervalMs: config.sourceStatusIntervalMs,
       logger: logger.child({ component: 'replication' }),
       resolveConnection,

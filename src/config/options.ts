@@ -46,6 +46,8 @@ export interface Config {
   slotWalWarningBytes: number;
   /** WAL a pipeline of a shared stream that does not read it may hold (shared_stream_hold_wal). */
   sharedStreamHoldWalBytes: number;
+  /** Rows per second a copy goes while others read its shared stream (shared_stream_copy_rate); 0: no limit. */
+  sharedStreamCopyRowsPerSecond: number;
   /** How long a worker's leases last without a heartbeat: the bound on a dead worker's pipelines waiting. */
   leaseTtlMs: number;
   /** How often a replication connection reports its position when nothing else does. */
@@ -240,6 +242,13 @@ export const OPTIONS: readonly OptionSpec[] = [
       'WAL a paused, stopped or failed pipeline of a shared source stream may hold at the source; past it the stream lets the pipeline go, and its next start copies its tables again',
   },
   {
+    key: 'shared_stream_copy_rate',
+    flag: 'shared-stream-copy-rate',
+    default: '50000',
+    description:
+      'rows per second a pipeline copies while other pipelines read its shared source stream, so that its copy does not make their changes late (0: as fast as it goes)',
+  },
+  {
     key: 'connections.allow_unix_sockets',
     flag: 'connections-allow-unix-sockets',
     default: 'false',
@@ -398,6 +407,14 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
       `must be a size such as 1GiB or 500MB (got "${holdWal}")`,
     );
   }
+  const copyRate = value('shared_stream_copy_rate') as string;
+  if (!/^\d{1,9}$/.test(copyRate)) {
+    throw new ConfigError(
+      'shared_stream_copy_rate',
+      `must be a whole number of rows per second, 0 for no limit (got "${copyRate}")`,
+    );
+  }
+  const sharedStreamCopyRowsPerSecond = Number(copyRate);
   const sourceStatusIntervalMs = durationOf(
     'source_status_interval',
     value('source_status_interval') as string,
@@ -439,6 +456,7 @@ export function buildConfig(raw: ReadonlyMap<string, string>): Config {
     },
     slotWalWarningBytes,
     sharedStreamHoldWalBytes,
+    sharedStreamCopyRowsPerSecond,
     sourceStatusIntervalMs,
     leaseTtlMs,
     databaseUrl,

@@ -93,6 +93,8 @@ export interface RunnerDeps {
   statusIntervalMs?: number;
   /** WAL a pipeline of a shared stream that does not read it may hold (shared_stream_hold_wal); 1 GiB when unset. */
   sharedStreamHoldWalBytes?: number;
+  /** Rows per second a copy goes while others read its shared stream (shared_stream_copy_rate); 0: no limit. */
+  sharedStreamCopyRowsPerSecond?: number;
 }
 
 /** 10 GiB: a day of a busy database's WAL, long before most disks fill. */
@@ -280,8 +282,6 @@ export class ReplicationRunner {
         ? await group.claim(pipelineId, source, claimOptions)
         : await source.claimSlot(pipelineId, claimOptions);
       slotSnapshot = claim.snapshot;
-      // A shared stream's slot made anew: its other pipelines lost what the old one held for them.
-      if (group && slotSnapshot) await this.streams.releaseOthers(resolved.row);
       if (resync) await resyncStore.done(this.deps.pool, pipelineId);
       // A new slot's snapshot holds everything before its position, whatever the sink had before.
       let startPosition = slotSnapshot ? claim.position : (checkpoint?.lsn ?? claim.position);
@@ -311,6 +311,8 @@ export class ReplicationRunner {
         if (claim.position > startPosition) startPosition = claim.position;
       }
 
+      // A copy beside pipelines reading the same stream goes at the pace that keeps them on time.
+      const copyPace = group?.copyPace(pipelineId, this.deps.sharedStreamCopyRowsPerSecond ?? 0);
       const pending = schemas.filter(
         (s) => tableRows.find((t) => t.table_name === tableKey(s))?.status !== 'streaming',
       );
@@ -335,6 +337,7 @@ export class ReplicationRunner {
           sink,
           stats,
           options: resolveSnapshotOptions(resolved.row.snapshot_options),
+          ...(copyPace ? { pace: copyPace } : {}),
           signal,
           logger: log,
         });
@@ -362,6 +365,7 @@ export class ReplicationRunner {
         options: resolveSnapshotOptions(resolved.row.snapshot_options),
         logger: log,
         copyGate,
+        ...(copyPace ? { pace: copyPace } : {}),
       });
       const dropped = await DroppedTables.load(
         { pool: this.deps.pool, pipelineId, stats, logger: log },

@@ -20,7 +20,11 @@ import {
   TableNotReplicableError,
 } from '../../src/source/postgres/errors.js';
 import type { RelationInfo } from '../../src/source/postgres/pgoutput-decoder.js';
-import { formatTypes, schemaFromRelation } from '../../src/source/postgres/relation-schema.js';
+import {
+  formatTypes,
+  schemaFromRelation,
+  schemasFromRelations,
+} from '../../src/source/postgres/relation-schema.js';
 import {
   createSlotWithSnapshot,
   dropSlotAndPublication,
@@ -443,6 +447,14 @@ describe.each(clusters)('postgres source on $label', (cluster) => {
       { op: 'delete', key: { id: '1', v: 'b' }, before: { id: '1', v: 'b' }, after: undefined },
     ]);
     expect((await schemaFromRelation(admin, full.relations[0] as RelationInfo))?.keyColumns).toEqual(['id']);
+    // Several relations in one round: each its own schema, in order, and null for one gone.
+    const gone: RelationInfo = { ...relation, relationId: 2_147_483_000, table: 'gone' };
+    const together = await schemasFromRelations(admin, [full.relations[0] as RelationInfo, gone, relation]);
+    expect(together.map((t) => t && [t.table, t.keyColumns, t.columns.map((c) => c.typeName)])).toEqual([
+      ['full_ident', ['id'], ['integer', 'text']],
+      null,
+      ['mixed', ['id'], fromRelation?.columns.map((c) => c.typeName)],
+    ]);
     expect(new Set(full.changes.map((c) => c.commitLsn)).size).toBe(1);
 
     await sql('DELETE FROM mixed WHERE id = 2');

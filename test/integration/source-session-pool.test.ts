@@ -227,6 +227,50 @@ describe('the sessions of the sources of one database', () => {
     await source.close();
   });
 
+  it('answer the items of a batch asked together in few rounds, each its own answer, and a share released cuts no other holder off', async () => {
+    const leases = await Promise.all(
+      Array.from({ length: 10 }, () => acquireSessionLease({ connectionString: url })),
+    );
+    const rounds: number[][] = [];
+    const square = async (client: pg.ClientBase, items: number[]) => {
+      rounds.push(items);
+      const { rows } = await client.query<{ v: number }>(
+        'SELECT (v * v)::int AS v FROM unnest($1::int[]) WITH ORDINALITY AS t(v, i) ORDER BY i',
+        [items],
+      );
+      return rows.map((r) => r.v);
+    };
+    try {
+      // The session is busy: what is asked meanwhile waits for it, together.
+      const busy = leases[0]?.run((client) => client.query('SELECT pg_sleep(0.2)'));
+      const answers = leases.flatMap((lease, i) => [
+        lease.batch('square', i, square),
+        lease.batch('square', i + 100, square),
+      ]);
+      // A holder lets go of its share while its items wait: the others' are still answered.
+      const [leaving] = leases.splice(9, 1);
+      await leaving?.release();
+      await busy;
+      const settled = await Promise.allSettled(answers);
+      expect(settled.map((r) => (r.status === 'fulfilled' ? r.value : 'failed'))).toEqual(
+        Array.from({ length: 10 }, (_, i) => [i * i, (i + 100) * (i + 100)]).flat(),
+      );
+      expect(rounds.length).toBeLessThanOrEqual(2);
+      // A batch that fails fails each of its items, and the next batch is asked afresh.
+      const failing = async () => {
+        throw new Error('refused');
+      };
+      await expect(
+        Promise.all([leases[0]?.batch('fails', 1, failing), leases[1]?.batch('fails', 2, failing)]),
+      ).rejects.toThrow('refused');
+      expect(await leases[1]?.batch('square', 7, square)).toBe(49);
+      await leaving?.release();
+      await expect(leaving?.batch('square', 1, square)).rejects.toThrow(/not connected/);
+    } finally {
+      await Promise.all(leases.map((lease) => lease.release()));
+    }
+  });
+
   it('still fail to connect to a server that is not there', async () => {
     const port = await freePort();
     const source = createPostgresSource({ host: '127.0.0.1', port, database: DATABASE, user: 'postgres' });

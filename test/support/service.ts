@@ -49,6 +49,7 @@ export function testConfig(databaseUrl: string | undefined, dataDir?: string): C
     },
     slotWalWarningBytes: 10 * 1024 ** 3,
     sharedStreamHoldWalBytes: 1024 ** 3,
+    sharedStreamCopyRowsPerSecond: 50_000,
     sourceStatusIntervalMs: 10_000,
     leaseTtlMs: 3_000,
     connections: { ...NO_LOCAL_ACCESS, dataDir: resolve(dir) },

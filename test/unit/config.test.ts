@@ -45,6 +45,7 @@ describe('configuration', () => {
       log: { level: 'info', format: 'auto' },
       slotWalWarningBytes: 10 * 1024 ** 3,
       sharedStreamHoldWalBytes: 1024 ** 3,
+      sharedStreamCopyRowsPerSecond: 50_000,
       sourceStatusIntervalMs: 10_000,
       leaseTtlMs: 15_000,
       connections: {
@@ -62,6 +63,18 @@ describe('configuration', () => {
     expect(() => load(['--source-status-interval', '500ms'])).toThrow(
       /source_status_interval: must be a duration of at least 1s such as 10s \(got "500ms"\)/,
     );
+  });
+
+  it('paces a copy beside a shared stream at shared_stream_copy_rate rows a second, 0 for no limit', () => {
+    expect(load(['--shared-stream-copy-rate', '0']).sharedStreamCopyRowsPerSecond).toBe(0);
+    expect(load([], { REPLICATOR_SHARED_STREAM_COPY_RATE: '200000' }).sharedStreamCopyRowsPerSecond).toBe(
+      200_000,
+    );
+    for (const bad of ['-1', 'fast', '1e5', '']) {
+      expect(() => load([`--shared-stream-copy-rate=${bad}`])).toThrow(
+        /shared_stream_copy_rate: must be a whole number of rows per second, 0 for no limit/,
+      );
+    }
   });
 
   it('spools large transactions under the data directory unless spool_dir says where', () => {

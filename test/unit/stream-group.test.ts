@@ -164,6 +164,8 @@ class FakeSource {
   readonly positionReads: string[][] = [];
   closes = 0;
   claimPosition = 0n;
+  /** Set: the next claims make the slot anew, with this snapshot. */
+  claimSnapshot: SlotClaim['snapshot'];
   confirmedLsn: bigint | null = 0n;
 
   readonly source = {
@@ -174,7 +176,9 @@ class FakeSource {
     },
     claimSlot: async (pipelineId: string): Promise<SlotClaim> => {
       this.claims.push(pipelineId);
-      return { position: this.claimPosition };
+      return this.claimSnapshot
+        ? { position: this.claimPosition, snapshot: this.claimSnapshot }
+        : { position: this.claimPosition };
     },
     positions: async (pipelineIds: readonly string[]) => {
       this.positionReads.push([...pipelineIds]);
@@ -902,5 +906,60 @@ describe('shared stream names', () => {
     expect(isSharedStreamName('replicator_s_0123456789abcdef012345678')).toBe(false);
     expect(isSharedStreamName('xreplicator_s_0123456789abcdef01234567')).toBe(false);
     expect(isSharedStreamName('replicator_s_0123456789abcdef01234567')).toBe(true);
+  });
+});
+
+describe('a stream group’s slot made anew', () => {
+  it('lets go of the pipelines that claimed the slot before, not of those that never claimed it, nor of the claimer', async () => {
+    const { fake, claim, released } = harness({
+      members: async () => [
+        { pipelineId: 'a', lsn: null },
+        { pipelineId: 'b', lsn: 40n },
+        { pipelineId: 'c', lsn: null },
+        { pipelineId: 'd', lsn: 30n, released: true },
+      ],
+    });
+    fake.claimPosition = 100n;
+    fake.claimSnapshot = { id: 'snap' } as unknown as SlotClaim['snapshot'];
+    await claim('a');
+    expect(released).toEqual(['b']);
+  });
+
+  it('lets go of no one when the slot was there', async () => {
+    const { fake, claim, released } = harness({ members: async () => [{ pipelineId: 'b', lsn: 40n }] });
+    fake.claimPosition = 100n;
+    await claim('a');
+    expect(released).toEqual([]);
+  });
+});
+
+describe('the pace of a copy beside a shared stream', () => {
+  it('is none when unlimited', () => {
+    const { group } = harness();
+    expect(group.copyPace('a', 0)).toBeUndefined();
+  });
+
+  it('holds the copy to its rate only while another pipeline streams changes from the stream', async () => {
+    const { group, fake } = harness();
+    const pace = group.copyPace('a', 1_000);
+    if (!pace) throw new Error('a pace for a limited rate');
+    // Nothing else reads the stream: chunks go at once, however many rows.
+    expect(pace.turn(10_000)).toBeUndefined();
+    expect(pace.turn(10_000)).toBeUndefined();
+    const b = group.subscribe('b', keys(t1), 100n);
+    const upstream = await fake.stream(0);
+    // Another pipeline reads, but the stream carries no change: as fast as it goes.
+    expect(pace.turn(10_000)).toBeUndefined();
+    upstream.push(...txn(1, 150n, 200n, t1));
+    expect(await read(b)).toEqual(['begin 1', 'change 1 t1', 'commit 1 200']);
+    // Now it streams changes: the first chunk goes, the next waits for its turn at 1,000 rows/s.
+    expect(pace.turn(10)).toBeUndefined();
+    const next = pace.turn(50);
+    expect(next).toBeInstanceOf(Promise);
+    await next;
+    // A copy of the pipeline itself or of one still copying does not count as another streaming.
+    const alone = group.copyPace('b', 1_000);
+    expect(alone?.turn(10)).toBeUndefined();
+    expect(alone?.turn(50)).toBeUndefined();
   });
 });

@@ -9,6 +9,7 @@ import { pipelineTablesStore } from '../../store/pipeline-tables-store.js';
 import { snapshotPartitionsStore } from '../../store/snapshot-partitions-store.js';
 import type { PipelineStats } from '../pipeline-stats.js';
 import type { CopyGate } from '../snapshot/copy-gate.js';
+import type { CopyPace } from '../snapshot/copy-pace.js';
 import { runSnapshot } from '../snapshot/snapshot-runner.js';
 import { recordPartitionDone } from '../snapshot/snapshot-tables.js';
 import { HeldChanges } from './held-changes.js';
@@ -82,6 +83,8 @@ export interface BackfillDeps {
   logger: Logger;
   /** What the earlier copies hold, which a backfill's copy replaces. */
   copyGate?: CopyGate;
+  /** How its copies give way to other work (see SnapshotRunOptions). */
+  pace?: CopyPace;
 }
 
 /**
@@ -441,6 +444,7 @@ export class BackfillCoordinator {
       sink,
       stats,
       parallelism: options.parallelism,
+      ...(this.deps.pace ? { pace: this.deps.pace } : {}),
       signal: gate.abort.signal,
       logger: this.deps.logger,
       progress: {

@@ -101,13 +101,6 @@ export class SharedStreams {
     });
   }
 
-  /** The stream's slot was made again: every other pipeline of it missed what came before, and copies its tables again. */
-  async releaseOthers(row: PipelineRow): Promise<void> {
-    const members = await pipelinesStore.streamMembers(this.deps.pool, row.project_id, row.source_connection);
-    const others = members.filter((m) => m.id !== row.id).map((m) => m.id);
-    if (others.length > 0) await pipelinesStore.markStreamReleased(this.deps.pool, others);
-  }
-
   /** Whether a pipeline of the stream other than `pipelineId` still exists. */
   async othersExist(row: PipelineRow): Promise<boolean> {
     const members = await pipelinesStore.streamMembers(this.deps.pool, row.project_id, row.source_connection);

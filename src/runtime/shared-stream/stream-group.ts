@@ -9,6 +9,8 @@ import type { SlotClaim, Source, SourceLogger } from '../../core/source.js';
 import { SlotMissingError } from '../../core/source-errors.js';
 import { sqlstateOf } from '../../core/sqlstate.js';
 import type { Logger } from '../../log/logger.js';
+import type { CopyPace } from '../snapshot/copy-pace.js';
+import { SharedCopyPace } from './shared-copy-pace.js';
 import { StreamSubscription, type SubscriptionOwner } from './stream-subscription.js';
 
 /** A pipeline of the stream as the store keeps it. */
@@ -47,6 +49,8 @@ const HIGH_WATER = 5_000;
 const PARKED_REFRESH_MS = 5_000;
 /** How often the positions the reading pipelines acknowledged are noted in the store. */
 const POSITIONS_SAVE_MS = 1_000;
+/** A stream that routed a commit this recently carries changes: a copy beside it is paced. */
+const STREAMING_WINDOW_MS = 1_000;
 /** How long the stream waits for a reader with a full queue before it lets it go. */
 const STALL_MS = 5_000;
 /** How long a restart waits for the walsender before it to let the slot go: 10 s in all. */
@@ -123,6 +127,8 @@ export class StreamGroup implements SubscriptionOwner {
   private lastAck = 0n;
   private onRoom: (() => void) | undefined;
   private tail: Promise<unknown> = Promise.resolve();
+  /** When (performance.now()) the stream last routed a transaction's commit. */
+  private committedAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly deps: StreamGroupDeps) {
     this.name = deps.name;
@@ -160,6 +166,10 @@ export class StreamGroup implements SubscriptionOwner {
       } else {
         claim = await source.claimSlot(pipelineId, options);
       }
+      // The slot made anew: a pipeline that claimed the one before lost what it held for it. Here,
+      // among the claims: one claiming the new slot after this is not let go. One that never
+      // claimed has nothing to lose.
+      if (claim.snapshot) await this.releaseAllBut(pipelineId);
       // The source may not have applied the last acknowledgement yet: a pipeline behind it was let go.
       if (!claim.snapshot && this.lastAck > claim.position) claim = { ...claim, position: this.lastAck };
       // Noted before the pipeline copies anything: held by whoever streams next, even after a crash.
@@ -170,6 +180,14 @@ export class StreamGroup implements SubscriptionOwner {
       this.released.delete(pipelineId);
       return claim;
     });
+  }
+
+  private async releaseAllBut(pipelineId: string): Promise<void> {
+    for (const member of await this.deps.members()) {
+      if (member.pipelineId === pipelineId || member.lsn === null || member.released) continue;
+      await this.deps.release(member.pipelineId);
+      this.released.add(member.pipelineId);
+    }
   }
 
   /**
@@ -227,6 +245,19 @@ export class StreamGroup implements SubscriptionOwner {
       this.restartFor(subscription);
     }
     return subscription;
+  }
+
+  /**
+   * The pace of the pipeline's copies: at most `rowsPerSecond` while the stream carries changes
+   * (a commit within the last second) and another pipeline reads it (see SharedCopyPace), as fast
+   * as they go otherwise. None when unlimited (0).
+   */
+  copyPace(pipelineId: string, rowsPerSecond: number): CopyPace | undefined {
+    if (rowsPerSecond <= 0) return undefined;
+    const othersStream = () =>
+      performance.now() - this.committedAtMs < STREAMING_WINDOW_MS &&
+      [...this.members].some((m) => m.pipelineId !== pipelineId && m.paces);
+    return new SharedCopyPace(rowsPerSecond, othersStream);
   }
 
   acknowledged(): void {
@@ -488,6 +519,7 @@ export class StreamGroup implements SubscriptionOwner {
   }
 
   private route(items: StreamItem[]): void {
+    let now: number | undefined;
     for (let i = 0; i < items.length; i++) {
       const item = items[i] as StreamItem;
       switch (item.kind) {
@@ -499,6 +531,7 @@ export class StreamGroup implements SubscriptionOwner {
           this.relations.set(item.relation.relationId, item.relation);
           break;
         case 'commit':
+          this.committedAtMs = now ??= performance.now();
           this.inTransaction = false;
           if (item.endLsn > this.delivered) this.delivered = item.endLsn;
           break;

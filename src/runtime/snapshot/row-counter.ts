@@ -1,12 +1,13 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { CopyBinaryError, CopyBinaryMessages, type CopyFormat } from '../../core/copy-binary.js';
+import type { CopyPace } from './copy-pace.js';
 
 /**
  * Passes a partition's COPY data through and counts its rows. In text format every row ends with
  * a newline byte, and newlines inside values are escaped as `\n`, so counting 0x0A bytes counts
  * rows; in binary format each CopyData message but the trailer is a tuple (CopyBinaryMessages), a
  * chunk that is not whole messages fails, and so does a stream that ends before the trailer: it was
- * cut short.
+ * cut short. With a pace, each chunk waits for its turn before it goes on.
  */
 export class RowCounter extends Transform {
   rows = 0;
@@ -15,6 +16,7 @@ export class RowCounter extends Transform {
   constructor(
     format: CopyFormat,
     private readonly onRows: (added: number) => void,
+    private readonly pace?: CopyPace,
   ) {
     super();
     this.binary = format === 'binary' ? new CopyBinaryMessages() : undefined;
@@ -32,7 +34,9 @@ export class RowCounter extends Transform {
       this.rows += added;
       this.onRows(added);
     }
-    callback(null, chunk);
+    const turn = added > 0 ? this.pace?.turn(added) : undefined;
+    if (turn) void turn.then(() => callback(null, chunk));
+    else callback(null, chunk);
   }
 
   override _flush(callback: TransformCallback): void {

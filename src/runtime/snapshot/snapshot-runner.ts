@@ -3,6 +3,7 @@ import type { Sink } from '../../core/sink.js';
 import type { PlannedPartition, SnapshotReader, SourceSnapshot } from '../../core/source.js';
 import type { Logger } from '../../log/logger.js';
 import type { PipelineStats } from '../pipeline-stats.js';
+import type { CopyPace } from './copy-pace.js';
 import { RowCounter } from './row-counter.js';
 
 /** One table to copy, with its plan and what is already done. */
@@ -35,6 +36,8 @@ export interface SnapshotRunOptions {
   stats: PipelineStats;
   progress: SnapshotProgressSink;
   parallelism: number;
+  /** How the copy gives way to other work; none: it goes as fast as it can. */
+  pace?: CopyPace;
   signal: AbortSignal;
   logger: Logger;
 }
@@ -49,15 +52,20 @@ async function copyPartition(
   item: WorkItem,
   sink: Sink,
   stats: PipelineStats,
+  pace: CopyPace | undefined,
 ): Promise<number> {
   const progress = stats.tables.get(item.job.name);
   const partition = { status: 'copying' as 'copying' | 'done', rows: 0 };
   progress?.partitions?.set(item.partition.partitionId, partition);
   const format = sink.snapshotCopyFormat?.(item.job.table) ?? 'text';
-  const counter = new RowCounter(format, (added) => {
-    partition.rows += added;
-    if (progress) progress.rowsDone += added;
-  });
+  const counter = new RowCounter(
+    format,
+    (added) => {
+      partition.rows += added;
+      if (progress) progress.rowsDone += added;
+    },
+    pace,
+  );
   const source = reader.copyPartition(item.job.table, item.partition, format);
   source.on('error', (error) => counter.destroy(error));
   source.pipe(counter);
@@ -110,7 +118,7 @@ export async function runSnapshot(options: SnapshotRunOptions): Promise<void> {
     try {
       for (let item = queue.shift(); item && !signal.aborted; item = queue.shift()) {
         reader ??= await options.snapshot.openReader();
-        const rows = await copyPartition(reader, item, options.sink, stats);
+        const rows = await copyPartition(reader, item, options.sink, stats, options.pace);
         const table = stats.tables.get(item.job.name);
         if (table) table.partitionsDone++;
         stats.madeProgress();

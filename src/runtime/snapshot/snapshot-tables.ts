@@ -7,6 +7,7 @@ import type { SnapshotOptions } from '../../pipelines/snapshot-options.js';
 import { pipelineTablesStore } from '../../store/pipeline-tables-store.js';
 import { snapshotPartitionsStore } from '../../store/snapshot-partitions-store.js';
 import type { PipelineStats } from '../pipeline-stats.js';
+import type { CopyPace } from './copy-pace.js';
 import { keyOrderOf } from './key-order.js';
 import { runSnapshot, type SnapshotProgressSink, type TableSnapshotJob } from './snapshot-runner.js';
 
@@ -23,6 +24,8 @@ export interface SnapshotTablesOptions {
   sink: Sink;
   stats: PipelineStats;
   options: SnapshotOptions;
+  /** How the copy gives way to other work (see SnapshotRunOptions). */
+  pace?: CopyPace;
   signal: AbortSignal;
   logger: Logger;
 }
@@ -120,6 +123,7 @@ export async function snapshotTables(options: SnapshotTablesOptions): Promise<vo
       sink,
       stats,
       parallelism: options.options.parallelism,
+      ...(options.pace ? { pace: options.pace } : {}),
       signal: options.signal,
       logger,
       progress: {

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { type TableRef, tableKey } from '../../core/change.js';
+import { type TableRef, type TableSchema, tableKey } from '../../core/change.js';
 import type { ChangeStream, SourceRelation } from '../../core/change-stream.js';
 import { formatLsn, parseLsn } from '../../core/lsn.js';
 import type {
@@ -27,7 +27,7 @@ import { startChangeStream } from './change-stream.js';
 import { goneTables } from './gone-tables.js';
 import type { RelationInfo } from './pgoutput-decoder.js';
 import { checkPrivileges } from './privileges.js';
-import { existingValues, schemaFromRelation } from './relation-schema.js';
+import { existingValues, schemasFromRelations } from './relation-schema.js';
 import { acquireSessionLease, type SessionLease } from './session-pool.js';
 import {
   createSlotWithSnapshot,
@@ -231,8 +231,12 @@ class PostgresSource implements Source {
     return sourceComparison(this.connection);
   }
 
-  async describeRelation(relation: SourceRelation) {
-    return this.inSession((client) => schemaFromRelation(client, relationInfo(relation)));
+  describeRelation(relation: SourceRelation): Promise<TableSchema | null> {
+    const lease = this.lease;
+    if (!lease) return Promise.reject(new Error('the source is not connected'));
+    // A change of the publication makes the walsender announce every table's shape again, to every
+    // pipeline of a shared stream at once: asked together, they cost the source one round.
+    return lease.batch('describe-relation', relationInfo(relation), schemasFromRelations);
   }
 
   async existingValues(relation: SourceRelation, columns: readonly string[]) {

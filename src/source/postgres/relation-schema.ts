@@ -34,40 +34,68 @@ export async function schemaFromRelation(
   client: pg.ClientBase,
   relation: RelationInfo,
 ): Promise<TableSchema | null> {
-  const typeNames = await formatTypes(client, relation.columns);
-  const { rows } = await client.query<{ name: string; notnull: boolean; pk_position: number | null }>(
-    `SELECT a.attname::text AS name, a.attnotnull AS notnull,
+  return (await schemasFromRelations(client, [relation]))[0] ?? null;
+}
+
+/** {@link schemaFromRelation} of each relation, in order, in two queries for all. */
+export async function schemasFromRelations(
+  client: pg.ClientBase,
+  relations: readonly RelationInfo[],
+): Promise<(TableSchema | null)[]> {
+  const typeNames = await formatTypes(
+    client,
+    relations.flatMap((r) => r.columns),
+  );
+  const { rows } = await client.query<{
+    rel: number;
+    name: string;
+    notnull: boolean;
+    pk_position: number | null;
+  }>(
+    `SELECT a.attrelid::int8 AS rel, a.attname::text AS name, a.attnotnull AS notnull,
             array_position((SELECT i.indkey::int2[] FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary),
                            a.attnum) AS pk_position
        FROM pg_attribute a
-      WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped`,
-    [relation.relationId],
+      WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped`,
+    [[...new Set(relations.map((r) => r.relationId))]],
   );
-  // No column left: the table was dropped since (the stream decodes from the WAL, behind the catalog).
-  if (rows.length === 0 && relation.columns.length > 0) return null;
-  const catalog = new Map(rows.map((r) => [r.name, r]));
-  let keyColumns = relation.columns.filter((c) => c.isKey).map((c) => c.name);
-  if (relation.replicaIdentity === 'full') {
-    const pk = relation.columns
-      .map((c) => ({ name: c.name, position: catalog.get(c.name)?.pk_position ?? null }))
-      .filter((c): c is { name: string; position: number } => c.position !== null)
-      .sort((a, b) => a.position - b.position)
-      .map((c) => c.name);
-    if (pk.length > 0) keyColumns = pk;
+  const catalogs = new Map<number, Map<string, (typeof rows)[number]>>();
+  for (const row of rows) {
+    const rel = Number(row.rel);
+    const catalog = catalogs.get(rel) ?? new Map<string, (typeof rows)[number]>();
+    catalogs.set(rel, catalog);
+    catalog.set(row.name, row);
   }
-  const keys = new Set(keyColumns);
-  return {
-    schema: relation.schema,
-    table: relation.table,
-    columns: relation.columns.map((c, i) => ({
-      name: c.name,
-      typeName: typeNames[i] as string,
-      typeOid: c.typeOid,
-      nullable: !(catalog.get(c.name)?.notnull ?? false),
-      isKey: keys.has(c.name),
-    })),
-    keyColumns,
-  };
+  let typeAt = 0;
+  return relations.map((relation) => {
+    const names = typeNames.slice(typeAt, typeAt + relation.columns.length);
+    typeAt += relation.columns.length;
+    const catalog = catalogs.get(relation.relationId) ?? new Map<string, (typeof rows)[number]>();
+    // No column left: the table was dropped since (the stream decodes from the WAL, behind the catalog).
+    if (catalog.size === 0 && relation.columns.length > 0) return null;
+    let keyColumns = relation.columns.filter((c) => c.isKey).map((c) => c.name);
+    if (relation.replicaIdentity === 'full') {
+      const pk = relation.columns
+        .map((c) => ({ name: c.name, position: catalog.get(c.name)?.pk_position ?? null }))
+        .filter((c): c is { name: string; position: number } => c.position !== null)
+        .sort((a, b) => a.position - b.position)
+        .map((c) => c.name);
+      if (pk.length > 0) keyColumns = pk;
+    }
+    const keys = new Set(keyColumns);
+    return {
+      schema: relation.schema,
+      table: relation.table,
+      columns: relation.columns.map((c, i) => ({
+        name: c.name,
+        typeName: names[i] as string,
+        typeOid: c.typeOid,
+        nullable: !(catalog.get(c.name)?.notnull ?? false),
+        isKey: keys.has(c.name),
+      })),
+      keyColumns,
+    };
+  });
 }
 
 /**

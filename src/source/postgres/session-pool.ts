@@ -29,6 +29,15 @@ export interface SessionLease {
    */
   run<T>(work: (client: pg.ClientBase) => Promise<T>, options?: { timeoutMs?: number }): Promise<T>;
   /**
+   * Answers `item` together with the other items asked of the pool under `kind` until a session
+   * is free for them: one `work` call on one session for all (it returns one result per item, in
+   * order). Many holders asking the same kind of question at once (the pipelines of a shared
+   * stream, each told its table's shape again) then cost the source one round, not one each.
+   * Every caller of a kind passes the same `work`. The batch belongs to the pool: a holder that
+   * releases its share does not cut off the others' items.
+   */
+  batch<I, R>(kind: string, item: I, work: (client: pg.ClientBase, items: I[]) => Promise<R[]>): Promise<R>;
+  /**
    * Gives the share back; safe twice. Work under way on the holder's sessions is cut off (as
    * closing a session of its own did) and its waits for a session fail. The last release ends the
    * pool and resolves once its sessions are closed.
@@ -43,6 +52,13 @@ interface SharedPool {
   connectTimeoutMs: number | undefined;
   /** The connect timeout of the session the pool opens next: lowered for a timed checkout. */
   openTimeoutMs: number | undefined;
+  /** Items of each kind waiting for a session to be answered together (SessionLease.batch). */
+  batches: Map<string, PendingBatch>;
+}
+
+interface PendingBatch {
+  items: unknown[];
+  answers: { resolve: (result: unknown) => void; reject: (error: unknown) => void }[];
 }
 
 /** The pools of this process, by a digest of their sessions' settings (which hold the password). */
@@ -76,6 +92,7 @@ function openPool(settings: pg.ClientConfig): SharedPool {
     leases: 0,
     connectTimeoutMs: connectionTimeoutMillis,
     openTimeoutMs: connectionTimeoutMillis,
+    batches: new Map(),
   };
   // The connect timeout goes to each session, not to the pool: pg-pool would bound a wait in line
   // for a busy session by it too, and a session may be busy for seconds (see above).
@@ -117,6 +134,24 @@ function leaseOf(key: string, shared: SharedPool): SessionLease {
         // pool: it is dropped, not handed to the next call.
         client.release(lost);
       }
+    },
+    batch<I, R>(kind: string, item: I, work: (client: pg.ClientBase, items: I[]) => Promise<R[]>) {
+      if (released) return Promise.reject(notConnected());
+      return new Promise<R>((resolve, reject) => {
+        let pending = shared.batches.get(kind);
+        if (!pending) {
+          pending = { items: [], answers: [] };
+          shared.batches.set(kind, pending);
+          void answerBatch(
+            shared,
+            kind,
+            pending,
+            work as (client: pg.ClientBase, items: unknown[]) => Promise<unknown[]>,
+          );
+        }
+        pending.items.push(item);
+        pending.answers.push({ resolve: resolve as (result: unknown) => void, reject });
+      });
     },
     async release() {
       if (released) return;
@@ -177,6 +212,29 @@ function checkOut(
       (error: Error) => fail(error),
     );
   });
+}
+
+/** Answers a batch once a session is free: the items asked until then are in it, later ones start the next. */
+async function answerBatch(
+  shared: SharedPool,
+  kind: string,
+  pending: PendingBatch,
+  work: (client: pg.ClientBase, items: unknown[]) => Promise<unknown[]>,
+): Promise<void> {
+  let client: pg.PoolClient | undefined;
+  let lost = false;
+  try {
+    client = await checkOut(shared, undefined, new Set());
+    if (shared.batches.get(kind) === pending) shared.batches.delete(kind);
+    const results = await work(client, pending.items);
+    for (const [i, answer] of pending.answers.entries()) answer.resolve(results[i]);
+  } catch (error) {
+    if (shared.batches.get(kind) === pending) shared.batches.delete(kind);
+    lost = isPgConnectionLoss(error);
+    for (const answer of pending.answers) answer.reject(error);
+  } finally {
+    client?.release(lost);
+  }
 }
 
 /**
