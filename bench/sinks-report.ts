@@ -41,6 +41,62 @@ export interface SinkResult {
   };
   /** `sink_errors_total` of the pipeline at the end. */
   sinkErrors: number;
+  /** The sink's reference (see SinkReference), timed in the same run; none for a kind without one. */
+  reference?: ReferenceResult;
+  /** Runs this result is the median of (1: a single run). */
+  runs: number;
+}
+
+export interface ReferenceResult {
+  method: string;
+  snapshot: { seconds: number; cpu: Cpu };
+  drain: { seconds: number; cpu: Cpu };
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] as number;
+};
+
+/**
+ * One result of several runs of a sink: each phase (ours and the reference's) is that of the run
+ * whose time for it is the median one, so that every figure of a phase comes from one run.
+ */
+export function medianResult(runs: SinkResult[]): SinkResult {
+  const at = <T>(time: (r: SinkResult) => number, pick: (r: SinkResult) => T): T => {
+    const m = median(runs.map(time));
+    return pick(runs.find((r) => time(r) === m) as SinkResult);
+  };
+  const first = runs[0] as SinkResult;
+  const withReference = runs.filter((r) => r.reference);
+  return {
+    ...first,
+    snapshot: at(
+      (r) => r.snapshot.seconds,
+      (r) => r.snapshot,
+    ),
+    drain: at(
+      (r) => r.drain.seconds,
+      (r) => r.drain,
+    ),
+    sinkErrors: Math.max(...runs.map((r) => r.sinkErrors)),
+    runs: runs.length,
+    ...(withReference.length === runs.length && first.reference
+      ? {
+          reference: {
+            method: first.reference.method,
+            snapshot: at(
+              (r) => r.reference?.snapshot.seconds ?? 0,
+              (r) => (r.reference as ReferenceResult).snapshot,
+            ),
+            drain: at(
+              (r) => r.reference?.drain.seconds ?? 0,
+              (r) => (r.reference as ReferenceResult).drain,
+            ),
+          },
+        }
+      : {}),
+  };
 }
 
 export interface SinksReport {
@@ -54,6 +110,8 @@ export interface SinksReport {
   shape: RunShape;
   /** pg_total_relation_size of the source table at the snapshot. */
   tableMiB: number;
+  /** Runs per sink (SINKS_RUNS). */
+  runs: number;
   results: SinkResult[];
 }
 
@@ -69,6 +127,11 @@ const SINK_NAMES: Record<SinkKind, string> = {
 
 const snapshotRate = (r: SinkResult, shape: RunShape) => shape.rows / r.snapshot.seconds;
 const drainRate = (r: SinkResult, shape: RunShape) => backlogChanges(shape) / r.drain.seconds;
+const referenceSnapshotRate = (r: SinkResult, shape: RunShape) =>
+  r.reference && shape.rows / r.reference.snapshot.seconds;
+const referenceDrainRate = (r: SinkResult, shape: RunShape) =>
+  r.reference && backlogChanges(shape) / r.reference.drain.seconds;
+const rateOrNone = (value: number | undefined) => (value === undefined ? 'n/a' : rate(value));
 const ratio = (value: number, reference: number | undefined) =>
   reference === undefined ? 'n/a' : (value / reference).toFixed(2);
 const cpuCells = (c: Cpu) =>
@@ -82,18 +145,26 @@ export function sinksSummaryTable(report: SinksReport): string {
       'sink',
       'snapshot s',
       'snapshot rows/s',
+      "the sink's reference rows/s",
+      'snapshot vs its reference',
       'snapshot vs postgres',
       'drain s',
       'drain changes/s',
+      "the sink's reference changes/s",
+      'drain vs its reference',
       'drain vs postgres',
     ],
     results.map((r) => [
       SINK_NAMES[r.kind],
       secs(r.snapshot.seconds),
       rate(snapshotRate(r, shape)),
+      rateOrNone(referenceSnapshotRate(r, shape)),
+      ratio(snapshotRate(r, shape), referenceSnapshotRate(r, shape)),
       ratio(snapshotRate(r, shape), reference && snapshotRate(reference, shape)),
       secs(r.drain.seconds),
       rate(drainRate(r, shape)),
+      rateOrNone(referenceDrainRate(r, shape)),
+      ratio(drainRate(r, shape), referenceDrainRate(r, shape)),
       ratio(drainRate(r, shape), reference && drainRate(reference, shape)),
     ]),
   );
@@ -122,6 +193,20 @@ export function sinksDetailTable(report: SinksReport): string {
       `backlog written in ${secs(r.drain.writeSeconds)} s, ${r.drain.walMiB.toFixed(1)} MiB of WAL; sink errors ${r.sinkErrors}`,
       r.drain.check,
     ]);
+    if (r.reference) {
+      for (const phase of ['snapshot', 'drain'] as const) {
+        rows.push([
+          SINK_NAMES[r.kind],
+          `reference ${phase}`,
+          secs(r.reference[phase].seconds),
+          '',
+          '',
+          cpuCells(r.reference[phase].cpu),
+          r.reference.method,
+          '',
+        ]);
+      }
+    }
   }
   return table(
     [
@@ -147,7 +232,10 @@ export function sinksMarkdown(report: SinksReport): string {
     .map((r) =>
       reference
         ? `${SINK_NAMES[r.kind]}: snapshot ${ratio(snapshotRate(r, shape), snapshotRate(reference, shape))} of the postgres sink's rows/s, ` +
-          `drain ${ratio(drainRate(r, shape), drainRate(reference, shape))} of its changes/s.`
+          `drain ${ratio(drainRate(r, shape), drainRate(reference, shape))} of its changes/s` +
+          (r.reference
+            ? `; against its reference, snapshot ${ratio(snapshotRate(r, shape), referenceSnapshotRate(r, shape))} and drain ${ratio(drainRate(r, shape), referenceDrainRate(r, shape))}.`
+            : '.')
         : `${SINK_NAMES[r.kind]}: no postgres run to compare with.`,
     );
   return [
@@ -168,7 +256,7 @@ export function sinksMarkdown(report: SinksReport): string {
       ? "- Source: PostgreSQL's defaults, `synchronous_commit = on`, `fsync = on`, `full_page_writes = on` (and `wal_level=logical`): each commit of the backlog waits for its WAL to reach the disk. The postgres sink cluster and the store as the test harness starts them (`fsync=off`, `synchronous_commit=off`)"
       : `- Source: \`synchronous_commit = ${report.syncCommit}\` (\`fsync=off\`, \`full_page_writes=off\`, \`wal_level=logical\`, as the test harness starts its clusters; the postgres sink cluster the same)`,
     `- MariaDB as the machine runs it: \`innodb_flush_log_at_trx_commit = ${s.mariadb.flushAtCommit}\` (a log flush at every commit), \`innodb_buffer_pool_size\` ${s.mariadb.bufferPoolMiB.toFixed(0)} MiB, binary log ${s.mariadb.logBin}; Redis: \`appendonly ${s.redis.appendonly}\`, \`save "${s.redis.save}"\` (memory only)`,
-    `- N = ${shape.rows.toLocaleString('en-US')} rows (${report.tableMiB.toFixed(0)} MiB by \`pg_total_relation_size\`), M = ${changes.toLocaleString('en-US')} changes in ${shape.transactions.toLocaleString('en-US')} transactions; one run per sink`,
+    `- N = ${shape.rows.toLocaleString('en-US')} rows (${report.tableMiB.toFixed(0)} MiB by \`pg_total_relation_size\`), M = ${changes.toLocaleString('en-US')} changes in ${shape.transactions.toLocaleString('en-US')} transactions; ${report.runs === 1 ? 'one run per sink' : `${report.runs} runs per sink, each phase the run with the median time`}`,
     `- 1-minute load average before the runs: ${m.load.toFixed(2)}`,
     '',
     '```sh',
@@ -239,6 +327,14 @@ export function sinksMarkdown(report: SinksReport): string {
     '  the order received) and tallied: M distinct `id`s, half inserts and half updates, the inserts in',
     "  commit order, and for nats and rabbitmq each message's own id (`Nats-Msg-Id`, `message_id`)",
     "  equal to its envelope's.",
+    "- **The sink's reference**: the fastest ordinary way to load the same rows and changes into the",
+    "  same server with the same message sizes and durability, run by the benchmark after the sink's",
+    '  phases into a target of its own, timed from its first write until the server holds the data:',
+    ...report.results
+      .filter((r) => r.reference)
+      .map((r) => `  - ${SINK_NAMES[r.kind]}: ${r.reference?.method}.`),
+    "  A sink without one shows `n/a`; the postgres sink is held to PostgreSQL's own `COPY` in the",
+    '  snapshot section above.',
     '- CPU: user + system seconds over each phase (sampled 0.5 s after it) of this process (the',
     "  service, the polls and the webhook's receiver), every process of the source cluster, the",
     "  sink's server (the postgres sink cluster, `mariadbd`, `redis-server`, `nats-server` or",
@@ -248,8 +344,8 @@ export function sinksMarkdown(report: SinksReport): string {
     '',
     sinksSummaryTable(report),
     '',
-    "Ratios are that sink's rows/s or changes/s over the postgres sink's in the same run (> 1: faster",
-    'than the postgres sink).',
+    "Ratios are that sink's rows/s or changes/s over its reference's, or over the postgres sink's, in",
+    'the same run (> 1: faster).',
     '',
     ...lines.map((l) => `- ${l}`),
     '',

@@ -17,9 +17,13 @@ import { secondsUntil } from './poll.js';
 import { codeVersion, machineInfo } from './report.js';
 import { rate, secs } from './report-format.js';
 import { call } from './service-api.js';
+import type { ReferenceInput, SinkReference } from './sink-reference.js';
+import { SINK_REFERENCES } from './sink-references.js';
 import { backlogChanges, type Digest, type RunShape, type SinkTarget } from './sink-target.js';
 import {
   type Cpu,
+  medianResult,
+  type ReferenceResult,
   type SinkResult,
   type SinksReport,
   sinksDetailTable,
@@ -44,6 +48,9 @@ import { type Workload, writeBacklog } from './workloads.js';
  * sinks; `SINKS_TIMEOUT_S` (default 1200) bounds each timed phase; `SINKS_SYNCHRONOUS_COMMIT`
  * (default: the harness's `off`) sets the source's `synchronous_commit`, and `on` runs the source
  * at PostgreSQL's defaults (`fsync` and `full_page_writes` on too), written to a section of its own.
+ * `SINKS_RUNS` (default 1) runs each sink that many times and reports each phase's median run.
+ * After a sink's phases, its reference (bench/references/, see SinkReference) loads the same rows
+ * and changes into the same server the fastest ordinary way, timed the same way.
  *
  * `npm run bench:sinks`; `SINKS_ROWS=20000 SINKS_CHANGES=4000 npm run bench:sinks` is a quick run.
  */
@@ -61,6 +68,7 @@ const ROWS = intEnv('SINKS_ROWS', 1_000_000, 1);
 const CHANGES = intEnv('SINKS_CHANGES', 200_000, 2);
 const TIMEOUT_MS = intEnv('SINKS_TIMEOUT_S', 1200, 1) * 1000;
 const SYNC_COMMIT = process.env.SINKS_SYNCHRONOUS_COMMIT;
+const RUNS = intEnv('SINKS_RUNS', 1, 1);
 const KINDS = (process.env.SINKS ?? SINK_KINDS.join(',')).split(',').map((s) => s.trim()) as SinkKind[];
 for (const kind of KINDS)
   if (!SINK_KINDS.includes(kind)) throw new Error(`SINKS: '${kind}' is not one of ${SINK_KINDS.join(', ')}`);
@@ -128,6 +136,8 @@ async function runSink(
     sourceDigest: Digest;
     pids: Pids;
     dataDir: string;
+    /** The template database: the snapshot's rows alone. */
+    templateUrl: string;
   },
 ): Promise<SinkResult> {
   const { service, shape, pids } = o;
@@ -261,7 +271,21 @@ async function runSink(
     );
     if (!drainCheck.ok)
       throw new Error(`${kind}: the drain left the sink unlike the source: ${drainCheck.detail}`);
+    const factory = SINK_REFERENCES[kind];
+    const reference = factory
+      ? await runReference(kind, factory(), {
+          input: {
+            shape,
+            snapshotUrl: o.templateUrl,
+            backlogUrl: sourceUrl,
+            places: { sinkAdminUrl: o.sinkPg.adminUrl, dataDir: o.dataDir },
+          },
+          pids,
+        })
+      : undefined;
     return {
+      runs: 1,
+      ...(reference ? { reference } : {}),
       kind,
       where: target.where,
       snapshot: {
@@ -287,6 +311,50 @@ async function runSink(
   } finally {
     tornDown = true;
     await teardown();
+  }
+}
+
+/** The sink's reference, after the sink's own phases: the same snapshot and backlog, timed alike. */
+async function runReference(
+  kind: SinkKind,
+  reference: SinkReference,
+  o: { input: ReferenceInput; pids: Pids },
+): Promise<ReferenceResult> {
+  let cleaned = false;
+  const cleanUp = async () => {
+    if (cleaned) return;
+    cleaned = true;
+    await reference.cleanUp();
+  };
+  cleanups.push({ what: `${kind} reference`, run: cleanUp });
+  try {
+    log(`${kind}: reference, ${reference.method}`);
+    const timed = async (prepare: () => Promise<void>, load: () => Promise<void>) => {
+      await prepare();
+      const cpu = cpuNow(o.pids, kind);
+      const started = performance.now();
+      await load();
+      const seconds = (performance.now() - started) / 1000;
+      await sleep(500);
+      return { seconds, cpu: cpuDiff(cpu, cpuNow(o.pids, kind)) };
+    };
+    const snapshot = await timed(
+      () => reference.prepareSnapshot(o.input),
+      () => reference.loadSnapshot(),
+    );
+    log(
+      `  reference snapshot ${secs(snapshot.seconds)} s, ${rate(o.input.shape.rows / snapshot.seconds)} rows/s`,
+    );
+    const drain = await timed(
+      () => reference.prepareDrain(o.input),
+      () => reference.loadDrain(),
+    );
+    log(
+      `  reference drain ${secs(drain.seconds)} s, ${rate(backlogChanges(o.input.shape) / drain.seconds)} changes/s`,
+    );
+    return { method: reference.method, snapshot, drain };
+  } finally {
+    await cleanUp();
   }
 }
 
@@ -359,9 +427,23 @@ async function main(): Promise<void> {
   };
   const results: SinkResult[] = [];
   for (const kind of KINDS) {
-    results.push(
-      await runSink(kind, { service, source, sinkPg, shape, sourceDigest, pids, dataDir: config.dataDir }),
-    );
+    const runs: SinkResult[] = [];
+    for (let run = 1; run <= RUNS; run++) {
+      if (RUNS > 1) log(`${kind}: run ${run} of ${RUNS}`);
+      runs.push(
+        await runSink(kind, {
+          service,
+          source,
+          sinkPg,
+          shape,
+          sourceDigest,
+          pids,
+          dataDir: config.dataDir,
+          templateUrl: template.url,
+        }),
+      );
+    }
+    results.push(medianResult(runs));
   }
 
   const settings = [
@@ -369,6 +451,7 @@ async function main(): Promise<void> {
     CHANGES === 200_000 ? '' : `SINKS_CHANGES=${CHANGES}`,
     process.env.SINKS ? `SINKS=${process.env.SINKS}` : '',
     SYNC_COMMIT ? `SINKS_SYNCHRONOUS_COMMIT=${SYNC_COMMIT}` : '',
+    RUNS === 1 ? '' : `SINKS_RUNS=${RUNS}`,
   ].filter(Boolean);
   const report: SinksReport = {
     date,
@@ -379,10 +462,15 @@ async function main(): Promise<void> {
     syncCommit,
     shape,
     tableMiB: template.tableBytes / 2 ** 20,
+    runs: RUNS,
     results,
   };
   console.log(`\n${sinksSummaryTable(report)}\n\n${sinksDetailTable(report)}\n`);
   const path = join(process.cwd(), 'BENCHMARKS.md');
+  if (SINK_KINDS.some((kind) => !KINDS.includes(kind))) {
+    console.log(`SINKS=${KINDS.join(',')}: only some sinks ran, ${path} is left as it is`);
+    return;
+  }
   // A run at PostgreSQL's default (`on`) keeps a section of its own beside the harness's fast one.
   writeSection(path, syncCommit === 'on' ? 'sinks-synchronous-commit-on' : 'sinks', sinksMarkdown(report));
   console.log(`report written to ${path}`);
