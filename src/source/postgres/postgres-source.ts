@@ -231,9 +231,9 @@ class PostgresSource implements Source {
     return sourceComparison(this.connection);
   }
 
-  describeRelation(relation: SourceRelation): Promise<TableSchema | null> {
+  async describeRelation(relation: SourceRelation): Promise<TableSchema | null> {
     const lease = this.lease;
-    if (!lease) return Promise.reject(new Error('the source is not connected'));
+    if (!lease) throw new Error('the source is not connected');
     // A change of the publication makes the walsender announce every table's shape again, to every
     // pipeline of a shared stream at once: asked together, they cost the source one round.
     return lease.batch('describe-relation', relationInfo(relation), schemasFromRelations);
