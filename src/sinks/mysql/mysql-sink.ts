@@ -25,16 +25,8 @@ import { foldedTargetKey, type MysqlSinkConfig, mysqlTargetOf, parseMysqlSinkPro
 import { CHECKPOINTS_TABLE, PARTITIONS_TABLE, qualifiedName, truncateSql } from './ddl.js';
 import { alreadyDone, refusesData } from './mysql-errors.js';
 import { schemaChangeSql } from './schema-change.js';
+import { SESSION_SQL } from './session.js';
 import { binaryCollation, ensureBookkeeping, inspectTarget, prepareTarget } from './target-tables.js';
-
-/**
- * Every session: strict, so that a value MySQL would otherwise truncate or zero is an error, and
- * UTC, so that DATETIME values are what the source's instants are in UTC. NO_BACKSLASH_ESCAPES
- * stays off: mysql2 escapes parameters with backslashes.
- */
-const SESSION_SQL =
-  "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION', " +
-  "time_zone = '+00:00'";
 
 /**
  * A writer frozen inside a transaction (a paused VM, a cut network) holds the checkpoint row's
