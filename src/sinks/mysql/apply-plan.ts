@@ -16,6 +16,8 @@ export interface TargetTable {
   target: TableRef;
   /** By column name: turns the source's text into what the target column takes. */
   converters: ReadonlyMap<string, ValueConverter>;
+  /** Columns whose converter gives bytes: a LOAD DATA sends them in hex. */
+  binary: ReadonlySet<string>;
 }
 
 /** One statement of a batch, with its parameters and what it is about (for a refusal's message). */

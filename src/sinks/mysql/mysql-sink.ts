@@ -1,6 +1,11 @@
 import type { Readable } from 'node:stream';
 import type { ConnectionOptions } from 'mysql2';
-import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
+import mysql, {
+  type Pool,
+  type PoolConnection,
+  type ResultSetHeader,
+  type RowDataPacket,
+} from 'mysql2/promise';
 import { type Checkpoint, type Row, type TableRef, type TableSchema, tableKey } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import { formatLsn, parseLsn } from '../../core/lsn.js';
@@ -23,10 +28,24 @@ import { planBatch, STATEMENT_LIMITS, type Statement, type TargetTable } from '.
 import { mysqlComparison } from './comparison.js';
 import { foldedTargetKey, type MysqlSinkConfig, mysqlTargetOf, parseMysqlSinkProperties } from './config.js';
 import { CHECKPOINTS_TABLE, PARTITIONS_TABLE, qualifiedName, truncateSql } from './ddl.js';
+import {
+  LOAD_ROWS,
+  LOAD_STREAM_NAME,
+  loadDataSql,
+  loadDataStream,
+  refusedFile,
+  refusedRowNumber,
+} from './load-data.js';
 import { alreadyDone, refusesData } from './mysql-errors.js';
 import { schemaChangeSql } from './schema-change.js';
 import { SESSION_SQL } from './session.js';
-import { binaryCollation, ensureBookkeeping, inspectTarget, prepareTarget } from './target-tables.js';
+import {
+  binaryCollation,
+  ensureBookkeeping,
+  inspectTarget,
+  localInfileAllowed,
+  prepareTarget,
+} from './target-tables.js';
 
 /**
  * A writer frozen inside a transaction (a paused VM, a cut network) holds the checkpoint row's
@@ -54,6 +73,8 @@ class MysqlSink implements Sink {
   private readonly database: string;
   private readonly tables = new Map<string, TargetTable>();
   private collation = 'utf8mb4_bin';
+  /** Whether the server takes LOAD DATA LOCAL (`local_infile`, off by default on MySQL 8). */
+  private localInfile = false;
   private closed = false;
   private readonly sql: Record<
     | 'readCheckpoint'
@@ -84,8 +105,9 @@ class MysqlSink implements Sink {
       bigNumberStrings: true,
       charset: 'utf8mb4',
       multipleStatements: false,
-      // The server may never make the sink read a local file.
-      flags: ['-LOCAL_FILES'],
+      // LOAD DATA LOCAL of the sink's own streams: mysql2 answers a server's request for a file
+      // only with the stream factory of the statement asking, never from the file system.
+      flags: ['LOCAL_FILES'],
       enableKeepAlive: true,
     });
     this.pool.pool.on('connection', (connection) => {
@@ -133,6 +155,7 @@ class MysqlSink implements Sink {
     // MySQL DDL commits by itself: each step below is idempotent, so an open that fails part way is run again.
     await this.withConnection(async (conn) => {
       this.collation = await binaryCollation(conn);
+      this.localInfile = await localInfileAllowed(conn);
       await ensureBookkeeping(conn, this.database, this.config.createTables, this.collation);
       for (const source of tables) {
         const table = await prepareTarget(
@@ -176,6 +199,11 @@ class MysqlSink implements Sink {
     });
   }
 
+  /**
+   * A partition is one transaction with its marker: loaded with `LOAD DATA LOCAL INFILE` from the
+   * sink's own stream of its rows where the server allows it (`local_infile`), else written with
+   * the bounded upserts of a batch.
+   */
   async writeSnapshotPartition(
     table: TableSchema,
     partition: SnapshotPartition,
@@ -183,22 +211,10 @@ class MysqlSink implements Sink {
   ): Promise<number> {
     const target = this.tableOf(table);
     return await this.transaction(async (conn) => {
-      let count = 0;
-      for await (const rows of copyTextRows(copyText, table.columns, SNAPSHOT_BATCH_ROWS)) {
-        const inserts = rows.map((after) => ({
-          op: 'insert' as const,
-          table,
-          after,
-          commitLsn: 0n,
-          xid: 0,
-          commitTime: '',
-        }));
-        // Upserts, not plain inserts: a partition written again (after a crash) converges.
-        for (const statement of planBatch(inserts, () => target, STATEMENT_LIMITS)) {
-          await this.run(conn, statement);
-        }
-        count += rows.length;
-      }
+      const rows = copyTextRows(copyText, table.columns, SNAPSHOT_BATCH_ROWS);
+      const count = this.localInfile
+        ? await this.loadRows(conn, target, rows[Symbol.asyncIterator]())
+        : await this.upsertRows(conn, target, rows);
       await conn.query(this.sql.markPartition, [
         this.ctx.pipelineId,
         tableKey(table),
@@ -207,6 +223,72 @@ class MysqlSink implements Sink {
       ]);
       return count;
     });
+  }
+
+  /** Rows as LOAD DATA statements of at most LOAD_ROWS rows each; how many there were. */
+  private async loadRows(conn: PoolConnection, target: TargetTable, batches: AsyncIterator<Row[]>) {
+    const sql = loadDataSql(target.target, target.source.columns, target.binary);
+    const carry = { rows: [] as Row[] };
+    let count = 0;
+    for (;;) {
+      const keys: Row[] = [];
+      await this.load(conn, target, sql, loadDataStream(target, batches, LOAD_ROWS, keys, carry), keys);
+      count += keys.length;
+      if (keys.length < LOAD_ROWS) return count;
+    }
+  }
+
+  /**
+   * One LOAD DATA of `stream`. The server's request for the data is answered with `stream` only
+   * when it names the statement's own name. A refused value is a RefusedChangeError naming the row
+   * (the server counts them from 1), whether the server says so by an error or by a warning.
+   */
+  private async load(
+    conn: PoolConnection,
+    target: TargetTable,
+    sql: string,
+    stream: Readable,
+    keys: readonly Row[],
+  ): Promise<void> {
+    const refuse = (message: string, cause: unknown) => {
+      const row = refusedRowNumber(cause);
+      const key = row === undefined ? undefined : keys[row - 1];
+      return new RefusedChangeError(target.source, key, message, { cause });
+    };
+    let result: ResultSetHeader;
+    try {
+      [result] = await conn.query<ResultSetHeader>({
+        sql,
+        infileStreamFactory: (name: string) => (name === LOAD_STREAM_NAME ? stream : refusedFile(name)),
+      });
+    } catch (error) {
+      if (!refusesData(error)) throw error;
+      throw refuse((error as Error).message, error);
+    }
+    if (result.warningStatus > 0) {
+      const [warnings] = await conn.query<RowDataPacket[]>('SHOW WARNINGS LIMIT 1');
+      const message = String(warnings[0]?.Message ?? 'the server changed a value it could not hold');
+      throw refuse(message, new Error(message));
+    }
+  }
+
+  /** Rows as the multi-row upserts of a batch (a partition written again converges). */
+  private async upsertRows(conn: PoolConnection, target: TargetTable, batches: AsyncIterable<Row[]>) {
+    let count = 0;
+    for await (const rows of batches) {
+      const inserts = rows.map((after) => ({
+        op: 'insert' as const,
+        table: target.source,
+        after,
+        commitLsn: 0n,
+        xid: 0,
+        commitTime: '',
+      }));
+      for (const statement of planBatch(inserts, () => target, STATEMENT_LIMITS))
+        await this.run(conn, statement);
+      count += rows.length;
+    }
+    return count;
   }
 
   /** Nothing is left for the end: a table is created with its primary key, which InnoDB stores rows by. */

@@ -11,7 +11,7 @@ import {
   createTableSql,
   qualifiedName,
 } from './ddl.js';
-import { valueConverter } from './values.js';
+import { convertsToBytes, valueConverter } from './values.js';
 
 type Queryable = Pick<PoolConnection, 'query'>;
 
@@ -39,6 +39,12 @@ export async function binaryCollation(conn: Queryable): Promise<string> {
   );
   const names = new Set(found.map((r) => r.name));
   return COLLATION_CHOICES.find((c) => names.has(c)) ?? 'utf8mb4_bin';
+}
+
+/** Whether the server takes `LOAD DATA LOCAL INFILE` (MariaDB's default; MySQL 8's is off). */
+export async function localInfileAllowed(conn: Queryable): Promise<boolean> {
+  const [row] = await rows<{ allowed: string | number }>(conn, 'SELECT @@GLOBAL.local_infile AS allowed');
+  return Number(row?.allowed) === 1;
 }
 
 /**
@@ -149,7 +155,12 @@ export async function prepareTarget(
       valueConverter(c.name, sourceKindOf(c.typeName), types.get(c.name.toLowerCase()) ?? ''),
     ]),
   );
-  return { source, target, converters };
+  const binary = new Set(
+    source.columns
+      .filter((c) => convertsToBytes(sourceKindOf(c.typeName), types.get(c.name.toLowerCase()) ?? ''))
+      .map((c) => c.name),
+  );
+  return { source, target, converters, binary };
 }
 
 /**

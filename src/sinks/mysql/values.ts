@@ -84,6 +84,10 @@ function floatText(text: string, column: string): string {
   return single === 0 ? text : String(single);
 }
 
+/** Whether the converter of such a column gives bytes rather than text. */
+export const convertsToBytes = (kind: SourceKind, targetType: string): boolean =>
+  kind === 'bytes' && BINARY_TARGETS.has(targetType.toLowerCase());
+
 /**
  * How a source column's text is written to a target column of MySQL type `targetType`
  * (`information_schema.COLUMNS.DATA_TYPE`). Only what MySQL would misread is converted: booleans
@@ -99,7 +103,7 @@ export function valueConverter(column: string, kind: SourceKind, targetType: str
     (value) =>
       value === null ? null : convert(value);
   if (kind === 'boolean' && NUMERIC_TARGETS.has(target)) return text((v) => (v === 't' ? '1' : '0'));
-  if (kind === 'bytes' && BINARY_TARGETS.has(target)) return text((v) => byteaBytes(v, column));
+  if (convertsToBytes(kind, target)) return text((v) => byteaBytes(v, column));
   if (kind === 'timestamptz' && DATETIME_TARGETS.has(target)) return text((v) => utcDatetime(v, column));
   if ((kind === 'timestamp' || kind === 'date') && DATE_TARGETS.has(target)) {
     const form = kind === 'date' ? DATE : TIMESTAMP;
