@@ -8,6 +8,7 @@ import type {
 } from '../../core/change.js';
 import { RefusedChangeError } from '../refused-change.js';
 import { deleteAllSql, deleteSql, updateSql, upsertSql } from './ddl.js';
+import type { UpsertStyle } from './server-dialect.js';
 import { type MysqlValue, UnstorableValueError, type ValueConverter } from './values.js';
 
 /** A source table as the sink writes it: its schema, its target, and how each column's text is written. */
@@ -94,6 +95,7 @@ export function planBatch(
   changes: readonly ChangeEvent[],
   lookup: (ref: TableRef) => TargetTable,
   limits: StatementLimits = STATEMENT_LIMITS,
+  style: UpsertStyle = 'values',
 ): Statement[] {
   const statements: Statement[] = [];
   const pending = new Map<TargetTable, Group>();
@@ -104,7 +106,7 @@ export function planBatch(
     pending.delete(table);
     const sqlFor = (rows: number) =>
       group.kind === 'upsert'
-        ? upsertSql(table.target, group.columns, table.source.keyColumns, rows)
+        ? upsertSql(table.target, group.columns, table.source.keyColumns, rows, style)
         : deleteSql(
             table.target,
             group.columns.map((c) => c.name),

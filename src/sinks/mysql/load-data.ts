@@ -3,7 +3,7 @@ import type { ColumnSchema, ColumnValue, Row, TableRef } from '../../core/change
 import { RefusedChangeError } from '../refused-change.js';
 import type { TargetTable } from './apply-plan.js';
 import { qualifiedName, quoteIdent } from './ddl.js';
-import { type MysqlValue, UnstorableValueError } from './values.js';
+import { asIs, type MysqlValue, UnstorableValueError } from './values.js';
 
 /**
  * The one name a LOAD DATA statement of the sink gives its data. The server answers the statement
@@ -64,48 +64,57 @@ export function loadDataSql(
 export const rowKey = (table: TargetTable, row: Row): Row =>
   Object.fromEntries(table.source.keyColumns.map((k) => [k, row[k] ?? null]));
 
-/** A row as one line of LOAD DATA text, each value converted for its column as a batch's are. */
-export function loadDataLine(table: TargetTable, row: Row): string {
-  let line = '';
-  for (const [i, column] of table.source.columns.entries()) {
+/** Writes a row as one line of LOAD DATA text, each value converted for its column as a batch's are. */
+export type LineWriter = (row: Row) => string;
+
+export function loadDataLines(table: TargetTable): LineWriter {
+  const columns = table.source.columns.map((c) => ({
+    name: c.name,
+    convert: table.converters.get(c.name) ?? asIs,
+  }));
+  const field = (row: Row, column: (typeof columns)[number]): string => {
     const text: ColumnValue = row[column.name] ?? null;
-    let value: MysqlValue;
+    if (column.convert === asIs) return loadDataField(text);
     try {
-      value = (table.converters.get(column.name) ?? ((v: ColumnValue) => v))(text);
+      return loadDataField(column.convert(text));
     } catch (error) {
       if (!(error instanceof UnstorableValueError)) throw error;
       throw new RefusedChangeError(table.source, rowKey(table, row), error.message, { cause: error });
     }
-    line += i === 0 ? loadDataField(value) : `\t${loadDataField(value)}`;
-  }
-  return `${line}\n`;
+  };
+  return (row) => {
+    let line = field(row, columns[0] as (typeof columns)[number]);
+    for (let i = 1; i < columns.length; i++)
+      line += `\t${field(row, columns[i] as (typeof columns)[number])}`;
+    return `${line}\n`;
+  };
 }
 
 /**
- * The text of the rows `batches` gives, up to `limit` rows, as a stream; `keys` gets each row's key
- * in order (the server names a refused row by its number). Rows are pulled only as the server reads.
+ * The text of the rows `batches` gives, up to `limit` rows, as a stream; `loaded` gets each row in
+ * order (the server names a refused row by its number). Rows are pulled only as the server reads.
  */
 export function loadDataStream(
-  table: TargetTable,
+  line: LineWriter,
   batches: AsyncIterator<Row[]>,
   limit: number,
-  keys: Row[],
+  loaded: Row[],
   carry: { rows: Row[] },
 ): Readable {
   async function* text() {
     let chunk = '';
-    while (keys.length < limit) {
+    while (loaded.length < limit) {
       let rows = carry.rows;
       if (rows.length === 0) {
         const next = await batches.next();
         if (next.done) break;
         rows = next.value;
       }
-      const take = rows.slice(0, limit - keys.length);
+      const take = rows.slice(0, limit - loaded.length);
       carry.rows = rows.slice(take.length);
       for (const row of take) {
-        keys.push(rowKey(table, row));
-        chunk += loadDataLine(table, row);
+        loaded.push(row);
+        chunk += line(row);
       }
       if (chunk.length >= CHUNK_BYTES) {
         yield Buffer.from(chunk);

@@ -25,19 +25,23 @@ import { inTransaction, type TransactionDriver } from '../sql-transaction.js';
 import { tableRefKey } from '../table-ref-key.js';
 import { refuseSharedTargets } from '../target-names.js';
 import { planBatch, STATEMENT_LIMITS, type Statement, type TargetTable } from './apply-plan.js';
+import { bookkeepingSql } from './bookkeeping-sql.js';
 import { mysqlComparison } from './comparison.js';
 import { foldedTargetKey, type MysqlSinkConfig, mysqlTargetOf, parseMysqlSinkProperties } from './config.js';
-import { CHECKPOINTS_TABLE, PARTITIONS_TABLE, qualifiedName, truncateSql } from './ddl.js';
+import { deleteAllSql } from './ddl.js';
 import {
   LOAD_ROWS,
   LOAD_STREAM_NAME,
+  loadDataLines,
   loadDataSql,
   loadDataStream,
   refusedFile,
   refusedRowNumber,
+  rowKey,
 } from './load-data.js';
 import { alreadyDone, refusesData } from './mysql-errors.js';
 import { schemaChangeSql } from './schema-change.js';
+import { type UpsertStyle, upsertStyleOf } from './server-dialect.js';
 import { SESSION_SQL } from './session.js';
 import {
   binaryCollation,
@@ -45,6 +49,7 @@ import {
   inspectTarget,
   localInfileAllowed,
   prepareTarget,
+  serverVersion,
 } from './target-tables.js';
 
 /**
@@ -76,15 +81,8 @@ class MysqlSink implements Sink {
   /** Whether the server takes LOAD DATA LOCAL (`local_infile`, off by default on MySQL 8). */
   private localInfile = false;
   private closed = false;
-  private readonly sql: Record<
-    | 'readCheckpoint'
-    | 'lockCheckpoint'
-    | 'storeCheckpoint'
-    | 'markPartition'
-    | 'partitionsDone'
-    | 'forgetPartitions',
-    string
-  >;
+  private style: UpsertStyle = 'values';
+  private sql: ReturnType<typeof bookkeepingSql>;
 
   constructor(
     private readonly ctx: SinkContext<ConnectionOptions>,
@@ -119,22 +117,7 @@ class MysqlSink implements Sink {
       });
       connection.query(IDLE_IN_TRANSACTION_SQL, () => {});
     });
-    const checkpoints = qualifiedName({ schema: database, table: CHECKPOINTS_TABLE });
-    const partitions = qualifiedName({ schema: database, table: PARTITIONS_TABLE });
-    this.sql = {
-      readCheckpoint: `SELECT lsn, CAST(epoch AS CHAR) AS epoch FROM ${checkpoints} WHERE pipeline_id = ? AND lsn IS NOT NULL`,
-      // Locks the checkpoint row for the batch's transaction: an older worker waits for a newer
-      // one's batch, then sees its epoch and is fenced off.
-      lockCheckpoint: `SELECT CAST(epoch AS CHAR) AS epoch, lsn FROM ${checkpoints} WHERE pipeline_id = ? FOR UPDATE`,
-      storeCheckpoint:
-        `INSERT INTO ${checkpoints} (pipeline_id, lsn, epoch, updated_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6)) ` +
-        'ON DUPLICATE KEY UPDATE lsn = VALUES(lsn), epoch = VALUES(epoch), updated_at = VALUES(updated_at)',
-      markPartition:
-        `INSERT INTO ${partitions} (pipeline_id, table_name, partition_id, row_count, done_at) ` +
-        'VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE row_count = VALUES(row_count), done_at = VALUES(done_at)',
-      partitionsDone: `SELECT table_name, partition_id FROM ${partitions} WHERE pipeline_id = ? ORDER BY table_name, partition_id`,
-      forgetPartitions: `DELETE FROM ${partitions} WHERE pipeline_id = ? AND table_name = ?`,
-    };
+    this.sql = bookkeepingSql(database, this.style);
   }
 
   private targetOf(source: TableRef): TableRef {
@@ -156,6 +139,8 @@ class MysqlSink implements Sink {
     await this.withConnection(async (conn) => {
       this.collation = await binaryCollation(conn);
       this.localInfile = await localInfileAllowed(conn);
+      this.style = upsertStyleOf(await serverVersion(conn));
+      this.sql = bookkeepingSql(this.database, this.style);
       await ensureBookkeeping(conn, this.database, this.config.createTables, this.collation);
       for (const source of tables) {
         const table = await prepareTarget(
@@ -190,12 +175,11 @@ class MysqlSink implements Sink {
   }
 
   async resetTable(table: TableSchema): Promise<void> {
-    // The markers go first and for good, then the rows by TRUNCATE (which commits by itself and
-    // cannot share a transaction): a crash in between leaves rows but no markers, which is a
-    // snapshot starting from scratch again, never done partitions over an empty table.
-    await this.withConnection(async (conn) => {
+    // Markers and rows go together, by DELETE rather than TRUNCATE: TRUNCATE commits by itself and
+    // needs the DROP privilege, which the sink's user need not have.
+    await this.transaction(async (conn) => {
       await conn.query(this.sql.forgetPartitions, [this.ctx.pipelineId, tableKey(table)]);
-      await conn.query(truncateSql(this.targetOf(table)));
+      await conn.query(deleteAllSql(this.targetOf(table)));
     });
   }
 
@@ -228,13 +212,14 @@ class MysqlSink implements Sink {
   /** Rows as LOAD DATA statements of at most LOAD_ROWS rows each; how many there were. */
   private async loadRows(conn: PoolConnection, target: TargetTable, batches: AsyncIterator<Row[]>) {
     const sql = loadDataSql(target.target, target.source.columns, target.binary);
+    const line = loadDataLines(target);
     const carry = { rows: [] as Row[] };
     let count = 0;
     for (;;) {
-      const keys: Row[] = [];
-      await this.load(conn, target, sql, loadDataStream(target, batches, LOAD_ROWS, keys, carry), keys);
-      count += keys.length;
-      if (keys.length < LOAD_ROWS) return count;
+      const rows: Row[] = [];
+      await this.load(conn, target, sql, loadDataStream(line, batches, LOAD_ROWS, rows, carry), rows);
+      count += rows.length;
+      if (rows.length < LOAD_ROWS) return count;
     }
   }
 
@@ -248,11 +233,12 @@ class MysqlSink implements Sink {
     target: TargetTable,
     sql: string,
     stream: Readable,
-    keys: readonly Row[],
+    rows: readonly Row[],
   ): Promise<void> {
     const refuse = (message: string, cause: unknown) => {
-      const row = refusedRowNumber(cause);
-      const key = row === undefined ? undefined : keys[row - 1];
+      const number = refusedRowNumber(cause);
+      const row = number === undefined ? undefined : rows[number - 1];
+      const key = row && rowKey(target, row);
       return new RefusedChangeError(target.source, key, message, { cause });
     };
     let result: ResultSetHeader;
@@ -284,7 +270,7 @@ class MysqlSink implements Sink {
         xid: 0,
         commitTime: '',
       }));
-      for (const statement of planBatch(inserts, () => target, STATEMENT_LIMITS))
+      for (const statement of planBatch(inserts, () => target, STATEMENT_LIMITS, this.style))
         await this.run(conn, statement);
       count += rows.length;
     }
@@ -327,7 +313,7 @@ class MysqlSink implements Sink {
   }
 
   async applyBatch(batch: ChangeBatch): Promise<void> {
-    const statements = planBatch(batch.changes, (ref) => this.tableOf(ref));
+    const statements = planBatch(batch.changes, (ref) => this.tableOf(ref), STATEMENT_LIMITS, this.style);
     const id = this.ctx.pipelineId;
     return this.transaction(async (conn) => {
       const [locked] = await conn.query<RowDataPacket[]>(this.sql.lockCheckpoint, [id]);

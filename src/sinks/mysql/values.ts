@@ -42,6 +42,8 @@ export function utcDatetime(text: string, column = ''): string {
   const m = TIMESTAMPTZ.exec(text);
   if (!m)
     throw new UnstorableValueError(column, `${shown(text)} has no MySQL DATETIME (years 1 to 9999 AD only)`);
+  // In UTC already (the source's sessions are): the text up to its offset.
+  if (m[9] === '00' && !m[10] && !m[11] && m[1] !== '0000') return text.slice(0, 19 + (m[7]?.length ?? 0));
   const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
   const sign = m[8] === '-' ? -1 : 1;
   const offset = sign * (Number(m[9]) * 3600 + Number(m[10] ?? 0) * 60 + Number(m[11] ?? 0));
@@ -125,5 +127,8 @@ export function valueConverter(column: string, kind: SourceKind, targetType: str
       );
     });
   }
-  return (value) => value;
+  return asIs;
 }
+
+/** The converter of a column whose text MySQL takes as it is. */
+export const asIs: ValueConverter = (value) => value;
