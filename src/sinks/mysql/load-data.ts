@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import type { ColumnSchema, ColumnValue, Row, TableRef } from '../../core/change.js';
 import { RefusedChangeError } from '../refused-change.js';
 import type { TargetTable } from './apply-plan.js';
+import { type SourceKind, sourceKindOf } from './column-types.js';
 import { qualifiedName, quoteIdent } from './ddl.js';
 import { asIs, type MysqlValue, UnstorableValueError } from './values.js';
 
@@ -64,6 +65,21 @@ export function loadDataSql(
 export const rowKey = (table: TargetTable, row: Row): Row =>
   Object.fromEntries(table.source.keyColumns.map((k) => [k, row[k] ?? null]));
 
+/**
+ * Kinds whose text, as the source prints it and as converted, never holds a backslash, TAB,
+ * newline, carriage return or NUL: it needs no escaping.
+ */
+const PLAIN_KINDS = new Set<SourceKind>([
+  'boolean',
+  'integer',
+  'decimal',
+  'float',
+  'date',
+  'time',
+  'timestamp',
+  'timestamptz',
+]);
+
 /** Writes a row as one line of LOAD DATA text, each value converted for its column as a batch's are. */
 export type LineWriter = (row: Row) => string;
 
@@ -71,12 +87,14 @@ export function loadDataLines(table: TargetTable): LineWriter {
   const columns = table.source.columns.map((c) => ({
     name: c.name,
     convert: table.converters.get(c.name) ?? asIs,
+    plain: PLAIN_KINDS.has(sourceKindOf(c.typeName)),
   }));
   const field = (row: Row, column: (typeof columns)[number]): string => {
     const text: ColumnValue = row[column.name] ?? null;
-    if (column.convert === asIs) return loadDataField(text);
+    if (column.convert === asIs) return column.plain && text !== null ? text : loadDataField(text);
     try {
-      return loadDataField(column.convert(text));
+      const value = column.convert(text);
+      return column.plain && typeof value === 'string' ? value : loadDataField(value);
     } catch (error) {
       if (!(error instanceof UnstorableValueError)) throw error;
       throw new RefusedChangeError(table.source, rowKey(table, row), error.message, { cause: error });

@@ -28,6 +28,8 @@ const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?$/;
 const TIMESTAMPTZ =
   /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?([+-])(\d{2})(?::(\d{2}))?(?::(\d{2}))?$/;
+/** A time stamp at offset +00 of years 1 to 9999 (year 0 has no AD form). */
+const IN_UTC = /^(?!0000)\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?\+00$/;
 const NOT_FINITE = new Set(['NaN', 'Infinity', '-Infinity']);
 
 const shown = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text);
@@ -39,11 +41,11 @@ const pad = (n: number, width = 2) => String(n).padStart(width, '0');
  * digit. Only years 1 to 9999 AD have a MySQL DATETIME; `infinity`, BC and later years are refused.
  */
 export function utcDatetime(text: string, column = ''): string {
+  // In UTC already (the source's sessions are): the text without its offset.
+  if (text.endsWith('+00') && IN_UTC.test(text)) return text.slice(0, -3);
   const m = TIMESTAMPTZ.exec(text);
   if (!m)
     throw new UnstorableValueError(column, `${shown(text)} has no MySQL DATETIME (years 1 to 9999 AD only)`);
-  // In UTC already (the source's sessions are): the text up to its offset.
-  if (m[9] === '00' && !m[10] && !m[11] && m[1] !== '0000') return text.slice(0, 19 + (m[7]?.length ?? 0));
   const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
   const sign = m[8] === '-' ? -1 : 1;
   const offset = sign * (Number(m[9]) * 3600 + Number(m[10] ?? 0) * 60 + Number(m[11] ?? 0));
