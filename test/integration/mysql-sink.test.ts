@@ -423,6 +423,107 @@ describe('mysql sink', () => {
     });
   });
 
+  describe('snapshot partitions by LOAD DATA', () => {
+    it('names the key of a row the server refuses in a partition, and writes nothing of it', async () => {
+      const sink = newSink({ 'table.src.others': 'snap_refused' });
+      await sink.open([others]);
+      const long = 'y'.repeat(256);
+      const lines = ['a\t1\tone\n', `${long}\t2\ttwo\n`, 'c\t3\tthree\n'];
+      const partition = { table: { schema: 'src', table: 'others' }, partitionId: '0' };
+      const refused = sink.writeSnapshotPartition(others, partition, Readable.from(lines));
+      await expect(refused).rejects.toThrow(RefusedChangeError);
+      await expect(refused).rejects.toMatchObject({ table: others, key: { k1: long, k2: '2' } });
+      expect(await count('snap_refused')).toBe(0);
+      expect(await sink.snapshotPartitionsDone()).toEqual([]);
+    });
+  });
+
+  describe('generated columns', () => {
+    it('creates those whose expression MySQL computes alike, computed on batches and partitions', async () => {
+      const priced: TableSchema = {
+        ...tableSchema('src', 'priced', [
+          ['id*', 'bigint'],
+          ['price', 'numeric(12,2)'],
+          ['qty', 'integer'],
+          ['name', 'text'],
+        ]),
+        generated: [
+          { name: 'total', typeName: 'numeric(14,2)', expression: '(price * (qty)::numeric)' },
+          { name: 'label', typeName: 'text', expression: "(upper(name) || ' x'::text)" },
+          { name: 'half', typeName: 'numeric(14,2)', expression: '(price / (2)::numeric)' },
+        ],
+      };
+      const sink = newSink({ 'table.src.priced': 'gen_priced' });
+      await sink.open([priced]);
+      const columns = await select<{ name: string; generated: string }>(
+        `SELECT COLUMN_NAME AS name, GENERATION_EXPRESSION AS generated FROM information_schema.COLUMNS
+          WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'gen_priced' ORDER BY ORDINAL_POSITION`,
+        [database],
+      );
+      // The division is left out: MySQL's and PostgreSQL's differ for integers.
+      expect(columns.map((c) => c.name)).toEqual(['id', 'price', 'qty', 'name', 'total', 'label']);
+      const partition = { table: { schema: 'src', table: 'priced' }, partitionId: '0' };
+      await sink.writeSnapshotPartition(
+        priced,
+        partition,
+        Readable.from(['1\t2.50\t3\tab\n', '2\t\\N\t1\tc\n']),
+      );
+      await sink.applyBatch(
+        batch([
+          ins(priced, { id: '3', price: '0.10', qty: '7', name: 'é' }),
+          upd(priced, { id: '1', price: '2.50', qty: '4', name: 'ab' }),
+        ]),
+      );
+      expect(await select('SELECT id, total, label FROM gen_priced ORDER BY id')).toEqual([
+        { id: '1', total: '10.00', label: 'AB x' },
+        { id: '2', total: null, label: 'C x' },
+        { id: '3', total: '0.70', label: 'É x' },
+      ]);
+    });
+  });
+
+  describe('a sink user without DROP', () => {
+    it('snapshots, resets a table, applies a truncate and stores its checkpoint', async () => {
+      const user = `nodrop_${randomBytes(4).toString('hex')}`;
+      const password = randomBytes(12).toString('hex');
+      await admin.query(`CREATE USER '${user}'@'127.0.0.1' IDENTIFIED BY '${password}'`);
+      try {
+        await admin.query(
+          `GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER ON \`${database}\`.* TO '${user}'@'127.0.0.1'`,
+        );
+        const dsn = parseMysqlDsn(`mysql://${user}:${password}@127.0.0.1:3306/${database}`);
+        const sink = createMysqlSink({
+          pipelineId: randomUUID(),
+          connection: mysqlConnectionOptions(dsn, { tls: {}, password: dsn.password }),
+          properties: { 'table.src.items': 'nodrop_items' },
+          state: memorySinkState(),
+        });
+        sinks.push(sink);
+        await sink.open([items]);
+        const partition = { table: { schema: 'src', table: 'items' }, partitionId: '0' };
+        const rows = ['1\ta\t\\N\t1.00\n', '2\tb\t\\N\t2.00\n'];
+        expect(await sink.writeSnapshotPartition(items, partition, Readable.from(rows))).toBe(2);
+        expect(await sink.snapshotPartitionsDone()).toEqual([partition]);
+        await sink.resetTable(items);
+        expect(await count('nodrop_items')).toBe(0);
+        expect(await sink.snapshotPartitionsDone()).toEqual([]);
+        await sink.applyBatch(batch([ins(items, { id: '3', name: 'c', body: null, n: null }), trunc(items)]));
+        await sink.applyBatch(batch([ins(items, { id: '4', name: 'd', body: null, n: null })], 1, 0xabcn));
+        expect(await readRows('nodrop_items', items)).toEqual([{ id: 4, name: 'd', body: null, n: null }]);
+        expect(await sink.readCheckpoint()).toEqual({ lsn: 0xabcn, epoch: 1 });
+        // The user really lacks DROP: TRUNCATE is refused to it.
+        const own = await mysql.createConnection({ host: '127.0.0.1', port: 3306, user, password, database });
+        try {
+          await expect(own.query('TRUNCATE TABLE nodrop_items')).rejects.toMatchObject({ errno: 1142 });
+        } finally {
+          await own.end();
+        }
+      } finally {
+        await admin.query(`DROP USER IF EXISTS '${user}'@'127.0.0.1'`);
+      }
+    });
+  });
+
   describe('applyBatch', () => {
     const props = { 'table.src.items': 'apply_items', 'table.src.others': 'apply_others' };
 

@@ -179,6 +179,7 @@ const target: TargetTable = {
   source: items,
   target: { schema: 'dw', table: 'items' },
   converters: new Map([['at', valueConverter('at', 'timestamptz', 'datetime')]]),
+  binary: new Set(),
 };
 
 const event = (e: Partial<ChangeEvent>): ChangeEvent =>

@@ -1,14 +1,8 @@
-import type {
-  ChangeEvent,
-  ColumnSchema,
-  ColumnValue,
-  Row,
-  TableRef,
-  TableSchema,
-} from '../../core/change.js';
+import type { ChangeEvent, ColumnSchema, Row, TableRef, TableSchema } from '../../core/change.js';
 import { RefusedChangeError } from '../refused-change.js';
 import { deleteAllSql, deleteSql, updateSql, upsertSql } from './ddl.js';
-import { type MysqlValue, UnstorableValueError, type ValueConverter } from './values.js';
+import type { UpsertStyle } from './server-dialect.js';
+import { asIs, type MysqlValue, UnstorableValueError, type ValueConverter } from './values.js';
 
 /** A source table as the sink writes it: its schema, its target, and how each column's text is written. */
 export interface TargetTable {
@@ -16,6 +10,8 @@ export interface TargetTable {
   target: TableRef;
   /** By column name: turns the source's text into what the target column takes. */
   converters: ReadonlyMap<string, ValueConverter>;
+  /** Columns whose converter gives bytes: a LOAD DATA sends them in hex. */
+  binary: ReadonlySet<string>;
 }
 
 /** One statement of a batch, with its parameters and what it is about (for a refusal's message). */
@@ -68,7 +64,15 @@ const sameKey = (a: Row, b: Row) => Object.keys(a).every((k) => a[k] === b[k]);
 function sentColumns(table: TargetTable, event: ChangeEvent): { columns: ColumnSchema[]; complete: boolean } {
   const after = event.after ?? {};
   const all = table.source.columns;
-  for (const name of Object.keys(after)) {
+  const names = Object.keys(after);
+  // The common case, a whole row: every column there (so no other), the schema's own array.
+  if (
+    !event.unchangedToast?.length &&
+    names.length === all.length &&
+    all.every((c) => Object.hasOwn(after, c.name))
+  )
+    return { columns: all, complete: true };
+  for (const name of names) {
     if (!all.some((c) => c.name === name)) {
       const { schema, table: t } = table.source;
       throw new Error(`column ${JSON.stringify(name)} of ${schema}.${t} is not in its schema`);
@@ -92,6 +96,7 @@ export function planBatch(
   changes: readonly ChangeEvent[],
   lookup: (ref: TableRef) => TargetTable,
   limits: StatementLimits = STATEMENT_LIMITS,
+  style: UpsertStyle = 'values',
 ): Statement[] {
   const statements: Statement[] = [];
   const pending = new Map<TargetTable, Group>();
@@ -102,7 +107,7 @@ export function planBatch(
     pending.delete(table);
     const sqlFor = (rows: number) =>
       group.kind === 'upsert'
-        ? upsertSql(table.target, group.columns, table.source.keyColumns, rows)
+        ? upsertSql(table.target, group.columns, table.source.keyColumns, rows, style)
         : deleteSql(
             table.target,
             group.columns.map((c) => c.name),
@@ -127,8 +132,8 @@ export function planBatch(
     if (
       group &&
       (group.kind !== kind ||
-        group.columns.length !== columns.length ||
-        group.columns.some((c, i) => c !== columns[i]) ||
+        (group.columns !== columns &&
+          (group.columns.length !== columns.length || group.columns.some((c, i) => c !== columns[i]))) ||
         group.rows.length >= limits.rows ||
         group.bytes >= limits.bytes)
     ) {
@@ -144,16 +149,20 @@ export function planBatch(
     group.bytes += sizeOf(row);
   };
 
-  const convert = (table: TargetTable, key: Row, columns: ColumnSchema[], image: Row): MysqlValue[] =>
-    columns.map((c) => {
-      const text: ColumnValue = image[c.name] ?? null;
-      try {
-        return (table.converters.get(c.name) ?? ((v: ColumnValue) => v))(text);
-      } catch (error) {
-        if (!(error instanceof UnstorableValueError)) throw error;
-        throw new RefusedChangeError(table.source, key, error.message, { cause: error });
+  const convert = (table: TargetTable, key: Row, columns: ColumnSchema[], image: Row): MysqlValue[] => {
+    const converters = table.converters;
+    const values: MysqlValue[] = new Array(columns.length);
+    try {
+      for (let i = 0; i < columns.length; i++) {
+        const name = (columns[i] as ColumnSchema).name;
+        values[i] = (converters.get(name) ?? asIs)(image[name] ?? null);
       }
-    });
+    } catch (error) {
+      if (!(error instanceof UnstorableValueError)) throw error;
+      throw new RefusedChangeError(table.source, key, error.message, { cause: error });
+    }
+    return values;
+  };
 
   const keyColumnsOf = (table: TargetTable) =>
     table.source.keyColumns.map((name) => table.source.columns.find((c) => c.name === name) as ColumnSchema);
@@ -178,16 +187,17 @@ export function planBatch(
       continue;
     }
     const { columns: sent, complete } = sentColumns(table, event);
+    const after = event.after ?? {};
     const oldImage = event.op === 'update' ? (event.key ?? event.before) : undefined;
     const oldKey = oldImage ? keyImage(table, oldImage, 'update key') : undefined;
     // A key column not sent (TOAST) keeps its value: the old key's.
-    const newKey = keyImage(table, { ...oldKey, ...event.after }, event.op);
+    const newKey = keyImage(table, complete ? after : { ...oldKey, ...after }, event.op);
     const moved = oldKey !== undefined && !sameKey(oldKey, newKey);
-    const image: Row = { ...newKey, ...event.after };
+    const image: Row = complete ? after : { ...newKey, ...after };
     // The key is always written: it is what the upsert finds the row by.
-    const columns = table.source.columns.filter(
-      (c) => sent.includes(c) || table.source.keyColumns.includes(c.name),
-    );
+    const columns = complete
+      ? sent
+      : table.source.columns.filter((c) => sent.includes(c) || table.source.keyColumns.includes(c.name));
     if (moved && !complete) {
       // Columns not sent keep their stored values only if the row is updated in place, under its old key.
       flush(table);

@@ -1,5 +1,6 @@
 import type { ColumnSchema, TableRef, TableSchema } from '../../core/change.js';
 import { mysqlCanName, mysqlTypeOf } from './column-types.js';
+import { duplicateKeyUpdate, type UpsertStyle } from './server-dialect.js';
 
 /** The sink's own tables, in the target database next to the targets. */
 export const CHECKPOINTS_TABLE = '_replicator_checkpoints';
@@ -41,14 +42,19 @@ export const columnSql = (column: Pick<ColumnSchema, 'name' | 'typeName' | 'isKe
   `${quoteIdent(column.name)} ${mysqlTypeOf(column)}${column.nullable && !column.isKey ? ' NULL' : ' NOT NULL'}`;
 
 /**
- * `CREATE TABLE IF NOT EXISTS` of the target of `source`: its columns with their mapped types and
- * its primary key. Generated columns are left out: their PostgreSQL expressions are not MySQL's.
+ * `CREATE TABLE IF NOT EXISTS` of the target of `source`: its columns with their mapped types, the
+ * `generated` column definitions (see generated-columns.ts) and its primary key.
  */
-export function createTableSql(target: TableRef, source: TableSchema, collation: string): string {
+export function createTableSql(
+  target: TableRef,
+  source: TableSchema,
+  collation: string,
+  generated: readonly string[] = [],
+): string {
   if (source.keyColumns.length === 0) throw new Error(`${source.schema}.${source.table} has no key columns`);
   const columns = source.columns.map((c) => columnSql({ ...c, isKey: source.keyColumns.includes(c.name) }));
   const key = `PRIMARY KEY (${source.keyColumns.map(quoteIdent).join(', ')})`;
-  return `CREATE TABLE IF NOT EXISTS ${qualifiedName(target)} (\n  ${[...columns, key].join(',\n  ')}\n) ${tableOptions(collation)}`;
+  return `CREATE TABLE IF NOT EXISTS ${qualifiedName(target)} (\n  ${[...columns, ...generated, key].join(',\n  ')}\n) ${tableOptions(collation)}`;
 }
 
 /** The bookkeeping tables of `database`, each with its idempotent DDL. */
@@ -91,17 +97,18 @@ export function upsertSql(
   columns: readonly Pick<ColumnSchema, 'name'>[],
   keyColumns: readonly string[],
   rows: number,
+  style: UpsertStyle = 'values',
 ): string {
   const names = columns.map((c) => quoteIdent(c.name));
   const values = Array.from({ length: rows }, () => placeholders(columns.length)).join(', ');
-  // VALUES(col) rather than MySQL 8's row alias, which MariaDB does not have.
-  const sets = columns
-    .filter((c) => !keyColumns.includes(c.name))
-    .map((c) => `${quoteIdent(c.name)} = VALUES(${quoteIdent(c.name)})`);
+  const updated = columns.filter((c) => !keyColumns.includes(c.name)).map((c) => quoteIdent(c.name));
   // With nothing but the key, a row that is there already is left as it is.
   const firstKey = quoteIdent(keyColumns[0] as string);
-  const action = sets.length > 0 ? sets.join(', ') : `${firstKey} = ${firstKey}`;
-  return `INSERT INTO ${qualifiedName(target)} (${names.join(', ')}) VALUES ${values} ON DUPLICATE KEY UPDATE ${action}`;
+  const action =
+    updated.length > 0
+      ? duplicateKeyUpdate(style, updated)
+      : ` ON DUPLICATE KEY UPDATE ${firstKey} = ${firstKey}`;
+  return `INSERT INTO ${qualifiedName(target)} (${names.join(', ')}) VALUES ${values}${action}`;
 }
 
 /** Delete of `rows` rows by key: parameters are the key columns of each row in turn. */
@@ -125,10 +132,7 @@ export function updateSql(
 }
 
 /**
- * Empties a target inside the batch's transaction: MySQL's TRUNCATE commits by itself, which
- * would commit the batch's earlier changes without their checkpoint.
+ * Empties a target inside a transaction: MySQL's TRUNCATE commits by itself (which would commit a
+ * batch's earlier changes without their checkpoint) and needs the DROP privilege.
  */
 export const deleteAllSql = (target: TableRef): string => `DELETE FROM ${qualifiedName(target)}`;
-
-/** Empties a target at once, outside any transaction (a snapshot that starts from scratch). */
-export const truncateSql = (target: TableRef): string => `TRUNCATE TABLE ${qualifiedName(target)}`;

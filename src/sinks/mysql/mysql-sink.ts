@@ -1,6 +1,11 @@
 import type { Readable } from 'node:stream';
 import type { ConnectionOptions } from 'mysql2';
-import mysql, { type Pool, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
+import mysql, {
+  type Pool,
+  type PoolConnection,
+  type ResultSetHeader,
+  type RowDataPacket,
+} from 'mysql2/promise';
 import { type Checkpoint, type Row, type TableRef, type TableSchema, tableKey } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import { formatLsn, parseLsn } from '../../core/lsn.js';
@@ -20,21 +25,32 @@ import { inTransaction, type TransactionDriver } from '../sql-transaction.js';
 import { tableRefKey } from '../table-ref-key.js';
 import { refuseSharedTargets } from '../target-names.js';
 import { planBatch, STATEMENT_LIMITS, type Statement, type TargetTable } from './apply-plan.js';
+import { bookkeepingSql } from './bookkeeping-sql.js';
 import { mysqlComparison } from './comparison.js';
 import { foldedTargetKey, type MysqlSinkConfig, mysqlTargetOf, parseMysqlSinkProperties } from './config.js';
-import { CHECKPOINTS_TABLE, PARTITIONS_TABLE, qualifiedName, truncateSql } from './ddl.js';
+import { deleteAllSql } from './ddl.js';
+import {
+  LOAD_ROWS,
+  LOAD_STREAM_NAME,
+  loadDataLines,
+  loadDataSql,
+  loadDataStream,
+  refusedFile,
+  refusedRowNumber,
+  rowKey,
+} from './load-data.js';
 import { alreadyDone, refusesData } from './mysql-errors.js';
 import { schemaChangeSql } from './schema-change.js';
-import { binaryCollation, ensureBookkeeping, inspectTarget, prepareTarget } from './target-tables.js';
-
-/**
- * Every session: strict, so that a value MySQL would otherwise truncate or zero is an error, and
- * UTC, so that DATETIME values are what the source's instants are in UTC. NO_BACKSLASH_ESCAPES
- * stays off: mysql2 escapes parameters with backslashes.
- */
-const SESSION_SQL =
-  "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION', " +
-  "time_zone = '+00:00'";
+import { type UpsertStyle, upsertStyleOf } from './server-dialect.js';
+import { SESSION_SQL } from './session.js';
+import {
+  binaryCollation,
+  ensureBookkeeping,
+  inspectTarget,
+  localInfileAllowed,
+  prepareTarget,
+  serverVersion,
+} from './target-tables.js';
 
 /**
  * A writer frozen inside a transaction (a paused VM, a cut network) holds the checkpoint row's
@@ -62,16 +78,11 @@ class MysqlSink implements Sink {
   private readonly database: string;
   private readonly tables = new Map<string, TargetTable>();
   private collation = 'utf8mb4_bin';
+  /** Whether the server takes LOAD DATA LOCAL (`local_infile`, off by default on MySQL 8). */
+  private localInfile = false;
   private closed = false;
-  private readonly sql: Record<
-    | 'readCheckpoint'
-    | 'lockCheckpoint'
-    | 'storeCheckpoint'
-    | 'markPartition'
-    | 'partitionsDone'
-    | 'forgetPartitions',
-    string
-  >;
+  private style: UpsertStyle = 'values';
+  private sql: ReturnType<typeof bookkeepingSql>;
 
   constructor(
     private readonly ctx: SinkContext<ConnectionOptions>,
@@ -92,8 +103,9 @@ class MysqlSink implements Sink {
       bigNumberStrings: true,
       charset: 'utf8mb4',
       multipleStatements: false,
-      // The server may never make the sink read a local file.
-      flags: ['-LOCAL_FILES'],
+      // LOAD DATA LOCAL of the sink's own streams: mysql2 answers a server's request for a file
+      // only with the stream factory of the statement asking, never from the file system.
+      flags: ['LOCAL_FILES'],
       enableKeepAlive: true,
     });
     this.pool.pool.on('connection', (connection) => {
@@ -105,22 +117,7 @@ class MysqlSink implements Sink {
       });
       connection.query(IDLE_IN_TRANSACTION_SQL, () => {});
     });
-    const checkpoints = qualifiedName({ schema: database, table: CHECKPOINTS_TABLE });
-    const partitions = qualifiedName({ schema: database, table: PARTITIONS_TABLE });
-    this.sql = {
-      readCheckpoint: `SELECT lsn, CAST(epoch AS CHAR) AS epoch FROM ${checkpoints} WHERE pipeline_id = ? AND lsn IS NOT NULL`,
-      // Locks the checkpoint row for the batch's transaction: an older worker waits for a newer
-      // one's batch, then sees its epoch and is fenced off.
-      lockCheckpoint: `SELECT CAST(epoch AS CHAR) AS epoch, lsn FROM ${checkpoints} WHERE pipeline_id = ? FOR UPDATE`,
-      storeCheckpoint:
-        `INSERT INTO ${checkpoints} (pipeline_id, lsn, epoch, updated_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6)) ` +
-        'ON DUPLICATE KEY UPDATE lsn = VALUES(lsn), epoch = VALUES(epoch), updated_at = VALUES(updated_at)',
-      markPartition:
-        `INSERT INTO ${partitions} (pipeline_id, table_name, partition_id, row_count, done_at) ` +
-        'VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE row_count = VALUES(row_count), done_at = VALUES(done_at)',
-      partitionsDone: `SELECT table_name, partition_id FROM ${partitions} WHERE pipeline_id = ? ORDER BY table_name, partition_id`,
-      forgetPartitions: `DELETE FROM ${partitions} WHERE pipeline_id = ? AND table_name = ?`,
-    };
+    this.sql = bookkeepingSql(database, this.style);
   }
 
   private targetOf(source: TableRef): TableRef {
@@ -141,6 +138,9 @@ class MysqlSink implements Sink {
     // MySQL DDL commits by itself: each step below is idempotent, so an open that fails part way is run again.
     await this.withConnection(async (conn) => {
       this.collation = await binaryCollation(conn);
+      this.localInfile = await localInfileAllowed(conn);
+      this.style = upsertStyleOf(await serverVersion(conn));
+      this.sql = bookkeepingSql(this.database, this.style);
       await ensureBookkeeping(conn, this.database, this.config.createTables, this.collation);
       for (const source of tables) {
         const table = await prepareTarget(
@@ -175,15 +175,19 @@ class MysqlSink implements Sink {
   }
 
   async resetTable(table: TableSchema): Promise<void> {
-    // The markers go first and for good, then the rows by TRUNCATE (which commits by itself and
-    // cannot share a transaction): a crash in between leaves rows but no markers, which is a
-    // snapshot starting from scratch again, never done partitions over an empty table.
-    await this.withConnection(async (conn) => {
+    // Markers and rows go together, by DELETE rather than TRUNCATE: TRUNCATE commits by itself and
+    // needs the DROP privilege, which the sink's user need not have.
+    await this.transaction(async (conn) => {
       await conn.query(this.sql.forgetPartitions, [this.ctx.pipelineId, tableKey(table)]);
-      await conn.query(truncateSql(this.targetOf(table)));
+      await conn.query(deleteAllSql(this.targetOf(table)));
     });
   }
 
+  /**
+   * A partition is one transaction with its marker: loaded with `LOAD DATA LOCAL INFILE` from the
+   * sink's own stream of its rows where the server allows it (`local_infile`), else written with
+   * the bounded upserts of a batch.
+   */
   async writeSnapshotPartition(
     table: TableSchema,
     partition: SnapshotPartition,
@@ -191,22 +195,10 @@ class MysqlSink implements Sink {
   ): Promise<number> {
     const target = this.tableOf(table);
     return await this.transaction(async (conn) => {
-      let count = 0;
-      for await (const rows of copyTextRows(copyText, table.columns, SNAPSHOT_BATCH_ROWS)) {
-        const inserts = rows.map((after) => ({
-          op: 'insert' as const,
-          table,
-          after,
-          commitLsn: 0n,
-          xid: 0,
-          commitTime: '',
-        }));
-        // Upserts, not plain inserts: a partition written again (after a crash) converges.
-        for (const statement of planBatch(inserts, () => target, STATEMENT_LIMITS)) {
-          await this.run(conn, statement);
-        }
-        count += rows.length;
-      }
+      const rows = copyTextRows(copyText, table.columns, SNAPSHOT_BATCH_ROWS);
+      const count = this.localInfile
+        ? await this.loadRows(conn, target, rows[Symbol.asyncIterator]())
+        : await this.upsertRows(conn, target, rows);
       await conn.query(this.sql.markPartition, [
         this.ctx.pipelineId,
         tableKey(table),
@@ -215,6 +207,74 @@ class MysqlSink implements Sink {
       ]);
       return count;
     });
+  }
+
+  /** Rows as LOAD DATA statements of at most LOAD_ROWS rows each; how many there were. */
+  private async loadRows(conn: PoolConnection, target: TargetTable, batches: AsyncIterator<Row[]>) {
+    const sql = loadDataSql(target.target, target.source.columns, target.binary);
+    const line = loadDataLines(target);
+    const carry = { rows: [] as Row[] };
+    let count = 0;
+    for (;;) {
+      const rows: Row[] = [];
+      await this.load(conn, target, sql, loadDataStream(line, batches, LOAD_ROWS, rows, carry), rows);
+      count += rows.length;
+      if (rows.length < LOAD_ROWS) return count;
+    }
+  }
+
+  /**
+   * One LOAD DATA of `stream`. The server's request for the data is answered with `stream` only
+   * when it names the statement's own name. A refused value is a RefusedChangeError naming the row
+   * (the server counts them from 1), whether the server says so by an error or by a warning.
+   */
+  private async load(
+    conn: PoolConnection,
+    target: TargetTable,
+    sql: string,
+    stream: Readable,
+    rows: readonly Row[],
+  ): Promise<void> {
+    const refuse = (message: string, cause: unknown) => {
+      const number = refusedRowNumber(cause);
+      const row = number === undefined ? undefined : rows[number - 1];
+      const key = row && rowKey(target, row);
+      return new RefusedChangeError(target.source, key, message, { cause });
+    };
+    let result: ResultSetHeader;
+    try {
+      [result] = await conn.query<ResultSetHeader>({
+        sql,
+        infileStreamFactory: (name: string) => (name === LOAD_STREAM_NAME ? stream : refusedFile(name)),
+      });
+    } catch (error) {
+      if (!refusesData(error)) throw error;
+      throw refuse((error as Error).message, error);
+    }
+    if (result.warningStatus > 0) {
+      const [warnings] = await conn.query<RowDataPacket[]>('SHOW WARNINGS LIMIT 1');
+      const message = String(warnings[0]?.Message ?? 'the server changed a value it could not hold');
+      throw refuse(message, new Error(message));
+    }
+  }
+
+  /** Rows as the multi-row upserts of a batch (a partition written again converges). */
+  private async upsertRows(conn: PoolConnection, target: TargetTable, batches: AsyncIterable<Row[]>) {
+    let count = 0;
+    for await (const rows of batches) {
+      const inserts = rows.map((after) => ({
+        op: 'insert' as const,
+        table: target.source,
+        after,
+        commitLsn: 0n,
+        xid: 0,
+        commitTime: '',
+      }));
+      for (const statement of planBatch(inserts, () => target, STATEMENT_LIMITS, this.style))
+        await this.run(conn, statement);
+      count += rows.length;
+    }
+    return count;
   }
 
   /** Nothing is left for the end: a table is created with its primary key, which InnoDB stores rows by. */
@@ -253,7 +313,7 @@ class MysqlSink implements Sink {
   }
 
   async applyBatch(batch: ChangeBatch): Promise<void> {
-    const statements = planBatch(batch.changes, (ref) => this.tableOf(ref));
+    const statements = planBatch(batch.changes, (ref) => this.tableOf(ref), STATEMENT_LIMITS, this.style);
     const id = this.ctx.pipelineId;
     return this.transaction(async (conn) => {
       const [locked] = await conn.query<RowDataPacket[]>(this.sql.lockCheckpoint, [id]);

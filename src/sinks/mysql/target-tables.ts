@@ -11,7 +11,8 @@ import {
   createTableSql,
   qualifiedName,
 } from './ddl.js';
-import { valueConverter } from './values.js';
+import { generatedColumnsOf } from './generated-columns.js';
+import { convertsToBytes, valueConverter } from './values.js';
 
 type Queryable = Pick<PoolConnection, 'query'>;
 
@@ -39,6 +40,18 @@ export async function binaryCollation(conn: Queryable): Promise<string> {
   );
   const names = new Set(found.map((r) => r.name));
   return COLLATION_CHOICES.find((c) => names.has(c)) ?? 'utf8mb4_bin';
+}
+
+/** The server's `VERSION()`, e.g. `10.11.6-MariaDB-0+deb12u1`. */
+export async function serverVersion(conn: Queryable): Promise<string> {
+  const [row] = await rows<{ version: string }>(conn, 'SELECT VERSION() AS version');
+  return String(row?.version ?? '');
+}
+
+/** Whether the server takes `LOAD DATA LOCAL INFILE` (MariaDB's default; MySQL 8's is off). */
+export async function localInfileAllowed(conn: Queryable): Promise<boolean> {
+  const [row] = await rows<{ allowed: string | number }>(conn, 'SELECT @@GLOBAL.local_infile AS allowed');
+  return Number(row?.allowed) === 1;
 }
 
 /**
@@ -101,7 +114,7 @@ export async function prepareTarget(
         `cannot create ${tableKey(target)} for ${tableKey(source)}: ${reason}; create the target table yourself`,
       );
     }
-    await conn.query(createTableSql(target, source, collation));
+    await conn.query(createTableSql(target, source, collation, generatedColumnsOf(source).definitions));
     type = await tableExists(conn, target);
   }
   if (type !== 'BASE TABLE') {
@@ -149,7 +162,12 @@ export async function prepareTarget(
       valueConverter(c.name, sourceKindOf(c.typeName), types.get(c.name.toLowerCase()) ?? ''),
     ]),
   );
-  return { source, target, converters };
+  const binary = new Set(
+    source.columns
+      .filter((c) => convertsToBytes(sourceKindOf(c.typeName), types.get(c.name.toLowerCase()) ?? ''))
+      .map((c) => c.name),
+  );
+  return { source, target, converters, binary };
 }
 
 /**

@@ -28,6 +28,8 @@ const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?$/;
 const TIMESTAMPTZ =
   /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?([+-])(\d{2})(?::(\d{2}))?(?::(\d{2}))?$/;
+/** A time stamp at offset +00 of years 1 to 9999 (year 0 has no AD form). */
+const IN_UTC = /^(?!0000)\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?\+00$/;
 const NOT_FINITE = new Set(['NaN', 'Infinity', '-Infinity']);
 
 const shown = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text);
@@ -39,6 +41,8 @@ const pad = (n: number, width = 2) => String(n).padStart(width, '0');
  * digit. Only years 1 to 9999 AD have a MySQL DATETIME; `infinity`, BC and later years are refused.
  */
 export function utcDatetime(text: string, column = ''): string {
+  // In UTC already (the source's sessions are): the text without its offset.
+  if (text.endsWith('+00') && IN_UTC.test(text)) return text.slice(0, -3);
   const m = TIMESTAMPTZ.exec(text);
   if (!m)
     throw new UnstorableValueError(column, `${shown(text)} has no MySQL DATETIME (years 1 to 9999 AD only)`);
@@ -84,6 +88,10 @@ function floatText(text: string, column: string): string {
   return single === 0 ? text : String(single);
 }
 
+/** Whether the converter of such a column gives bytes rather than text. */
+export const convertsToBytes = (kind: SourceKind, targetType: string): boolean =>
+  kind === 'bytes' && BINARY_TARGETS.has(targetType.toLowerCase());
+
 /**
  * How a source column's text is written to a target column of MySQL type `targetType`
  * (`information_schema.COLUMNS.DATA_TYPE`). Only what MySQL would misread is converted: booleans
@@ -99,7 +107,7 @@ export function valueConverter(column: string, kind: SourceKind, targetType: str
     (value) =>
       value === null ? null : convert(value);
   if (kind === 'boolean' && NUMERIC_TARGETS.has(target)) return text((v) => (v === 't' ? '1' : '0'));
-  if (kind === 'bytes' && BINARY_TARGETS.has(target)) return text((v) => byteaBytes(v, column));
+  if (convertsToBytes(kind, target)) return text((v) => byteaBytes(v, column));
   if (kind === 'timestamptz' && DATETIME_TARGETS.has(target)) return text((v) => utcDatetime(v, column));
   if ((kind === 'timestamp' || kind === 'date') && DATE_TARGETS.has(target)) {
     const form = kind === 'date' ? DATE : TIMESTAMP;
@@ -121,5 +129,8 @@ export function valueConverter(column: string, kind: SourceKind, targetType: str
       );
     });
   }
-  return (value) => value;
+  return asIs;
 }
+
+/** The converter of a column whose text MySQL takes as it is. */
+export const asIs: ValueConverter = (value) => value;
