@@ -1,4 +1,7 @@
+import { duckdbReference } from './references/duckdb-reference.js';
 import type { ReferenceRegistry } from './sink-reference.js';
 
 /** Each sink kind's reference (see SinkReference): one module of bench/references/ each. */
-export const SINK_REFERENCES: ReferenceRegistry = {};
+export const SINK_REFERENCES: ReferenceRegistry = {
+  duckdb: duckdbReference,
+};
