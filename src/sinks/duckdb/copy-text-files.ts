@@ -20,7 +20,12 @@ export interface TextSegment {
   quoted: string;
   plainBytes: number;
   quotedLines: number;
+  /** Bytes of its longest line, at least: 0 when every line is shorter than `LONG_LINE`. */
+  longestLine: number;
 }
+
+/** Lines up to this long are not measured: DuckDB reads them with its default buffers. */
+export const LONG_LINE = 2 ** 20;
 
 /** How the lines of a table's COPY text become a segment's. */
 export interface LineRules {
@@ -117,6 +122,7 @@ class OpenSegment {
   private plainBytes = 0;
   private quotedLines: string[] = [];
   private quotedCount = 0;
+  private longestLine = 0;
 
   private constructor(
     private readonly paths: { plain: string; quoted: string },
@@ -137,6 +143,7 @@ class OpenSegment {
 
   /** Writes whole lines: runs of plain lines as they are, each other line staged and quoted. */
   async write(data: Buffer, rules: LineRules): Promise<void> {
+    if (data.length > LONG_LINE) this.longestLine = Math.max(this.longestLine, longestLine(data));
     const starts =
       rules.stagedWhen === undefined
         ? undefined
@@ -153,6 +160,9 @@ class OpenSegment {
     if (from < data.length) await this.writePlain(data.subarray(from), rules);
     if (this.quotedLines.length > 0) {
       const text = this.quotedLines.join('');
+      // Quoting may make a line longer than it was: measured again.
+      if (text.length > LONG_LINE / 2)
+        this.longestLine = Math.max(this.longestLine, longestLine(Buffer.from(text)));
       this.quotedLines = [];
       this.bytes += text.length;
       await this.quoted.write(text);
@@ -185,19 +195,45 @@ class OpenSegment {
 
   async close(): Promise<TextSegment> {
     await Promise.all([this.plain.close(), this.quoted.close()]);
-    return { ...this.paths, plainBytes: this.plainBytes, quotedLines: this.quotedCount };
+    return {
+      ...this.paths,
+      plainBytes: this.plainBytes,
+      quotedLines: this.quotedCount,
+      longestLine: this.longestLine,
+    };
   }
+}
+
+function longestLine(data: Buffer): number {
+  let longest = 0;
+  for (let from = 0; from < data.length; ) {
+    const nl = data.indexOf(NEWLINE, from);
+    const end = nl < 0 ? data.length : nl;
+    longest = Math.max(longest, end - from + 1);
+    from = end + 1;
+  }
+  return longest;
 }
 
 /** Where the lines that must be staged start: an escape, text of `stagedWhen`, an empty line. */
 function stagedLineStarts(data: Buffer, stagedWhen: readonly string[]): number[] {
   const starts: number[] = [];
   const lineOf = (at: number) => (at === 0 ? 0 : data.lastIndexOf(NEWLINE, at - 1) + 1);
-  for (let at = data.indexOf(BACKSLASH); at >= 0; at = data.indexOf(BACKSLASH, at + 2)) {
-    if (!isNullField(data, at)) starts.push(lineOf(at));
+  // Past a staged line at once: its other hits say nothing new (and a long line would be read again for each).
+  const nextLine = (at: number) => {
+    const nl = data.indexOf(NEWLINE, at);
+    return nl < 0 ? data.length : nl + 1;
+  };
+  for (let at = data.indexOf(BACKSLASH); at >= 0; ) {
+    if (isNullField(data, at)) {
+      at = data.indexOf(BACKSLASH, at + 2);
+      continue;
+    }
+    starts.push(lineOf(at));
+    at = data.indexOf(BACKSLASH, nextLine(at));
   }
   for (const text of stagedWhen) {
-    for (let at = data.indexOf(text); at >= 0; at = data.indexOf(text, at + 1)) starts.push(lineOf(at));
+    for (let at = data.indexOf(text); at >= 0; at = data.indexOf(text, nextLine(at))) starts.push(lineOf(at));
   }
   if (data[0] === NEWLINE) starts.push(0);
   for (let at = data.indexOf('\n\n'); at >= 0; at = data.indexOf('\n\n', at + 1)) starts.push(at + 1);

@@ -7,14 +7,11 @@ import type { ColumnValue, Row, TableRef, TableSchema } from '../../core/change.
 import { ValueError } from '../../core/values.js';
 import { RefusedChangeError } from '../refused-change.js';
 import type { DuckdbColumn } from './column-types.js';
-import { type LineRules, type TextSegment, writeTextSegments } from './copy-text-files.js';
+import { type LineRules, LONG_LINE, type TextSegment, writeTextSegments } from './copy-text-files.js';
 import { qualifiedName, quoteIdent, quoteLiteral } from './ddl.js';
 
 /** Bytes of COPY text in a file DuckDB loads while the next is written. */
 const SEGMENT_BYTES = 8 * 2 ** 20;
-
-/** A line as long as a row may be: PostgreSQL's values reach 1 GB. */
-const MAX_LINE_BYTES = 2 ** 30;
 
 /** What a snapshot partition is loaded into. */
 export interface PartitionTarget {
@@ -82,17 +79,22 @@ function lineRules(table: PartitionTarget): LineRules {
   };
 }
 
-/** `read_csv` of a segment's file, every column VARCHAR (`c0`, `c1`, …). */
-function readFile(path: string, quoted: boolean, columns: number): string {
+/**
+ * `read_csv` of a segment's file, every column VARCHAR (`c0`, `c1`, …); its buffers made for the
+ * longest line only when one is longer than DuckDB's default, since each reading thread holds one.
+ */
+function readFile(path: string, quoted: boolean, columns: number, longestLine: number): string {
   const types = Array.from({ length: columns }, (_, i) => `'c${i}': 'VARCHAR'`).join(', ');
   const quoting = quoted ? `quote='"', escape='"', allow_quoted_nulls=false` : `quote='', escape=''`;
-  return `read_csv(${quoteLiteral(path)}, delim='\t', header=false, nullstr='\\N', new_line='\\n', ${quoting}, auto_detect=false, max_line_size=${MAX_LINE_BYTES}, columns={${types}})`;
+  const sizes =
+    longestLine > LONG_LINE ? `, max_line_size=${longestLine + 1}, buffer_size=${2 * (longestLine + 1)}` : '';
+  return `read_csv(${quoteLiteral(path)}, delim='\t', header=false, nullstr='\\N', new_line='\\n', ${quoting}, auto_detect=false${sizes}, columns={${types}})`;
 }
 
 function segmentReads(segment: TextSegment, columns: number): string[] {
   return [
-    ...(segment.plainBytes > 0 ? [readFile(segment.plain, false, columns)] : []),
-    ...(segment.quotedLines > 0 ? [readFile(segment.quoted, true, columns)] : []),
+    ...(segment.plainBytes > 0 ? [readFile(segment.plain, false, columns, segment.longestLine)] : []),
+    ...(segment.quotedLines > 0 ? [readFile(segment.quoted, true, columns, segment.longestLine)] : []),
   ];
 }
 
