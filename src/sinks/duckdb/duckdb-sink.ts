@@ -52,7 +52,7 @@ export function createDuckdbSink(ctx: SinkContext<DuckdbSettings>): Sink {
  * A sink writing into a DuckDB file: rows are appended to a staging table, then written by a few
  * set statements; each batch is one transaction with its checkpoint and a fencing check, each
  * snapshot partition one with its marker. A DuckDB connection runs one transaction at a time, so
- * the sink's calls take turns.
+ * the sink's calls on its connection take turns; snapshot partitions have connections of their own.
  */
 class DuckdbSink implements Sink {
   private instance: DuckDBInstance | undefined;
