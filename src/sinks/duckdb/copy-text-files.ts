@@ -57,17 +57,21 @@ export async function writeTextSegments<T>(
   let index = 0;
   let current: OpenSegment | undefined;
   let carry: Buffer | undefined;
+  let failed = false;
   const seal = async () => {
     if (!current) return;
     const segment = await current.close();
     current = undefined;
     const loaded = ready(segment);
-    // Awaited below; a failure is seen there, not as an unhandled rejection meanwhile.
-    loaded.catch(() => {});
+    // Awaited below; a failure is seen there, and stops the reading, not as an unhandled rejection.
+    loaded.catch(() => {
+      failed = true;
+    });
     handed.push(loaded);
   };
   try {
     for await (const chunk of copyText as AsyncIterable<Buffer | string>) {
+      if (failed) break;
       let data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
       if (carry) data = Buffer.concat([carry, data]);
       const end = linesEnd(data);
@@ -80,14 +84,18 @@ export async function writeTextSegments<T>(
       await current.write(data.subarray(0, end), rules);
       if (current.bytes >= segmentBytes) await seal();
     }
-    if (carry && carry.length > 0) throw new Error('the COPY text ends within a line');
-    await seal();
+    if (!failed && carry && carry.length > 0) throw new Error('the COPY text ends within a line');
+    if (!failed) await seal();
   } catch (error) {
     await current?.close().catch(() => undefined);
     await Promise.allSettled(handed);
     throw error;
   }
-  return Promise.all(handed);
+  // Every load settled before the caller ends its transaction: none is left running on its connection.
+  const settled = await Promise.allSettled(handed);
+  const refused = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (refused) throw refused.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<T>).value);
 }
 
 /** The length of `data` up to its last newline that ends a line (not one escaped by a backslash). */
