@@ -1,7 +1,9 @@
+import { duckdbReference } from './references/duckdb-reference.js';
 import { mysqlReference } from './references/mysql-reference.js';
 import type { ReferenceRegistry } from './sink-reference.js';
 
 /** Each sink kind's reference (see SinkReference): one module of bench/references/ each. */
 export const SINK_REFERENCES: ReferenceRegistry = {
   mysql: mysqlReference,
+  duckdb: duckdbReference,
 };

@@ -10,6 +10,11 @@ export interface DuckdbColumn {
   stage(text: string): string;
   /** SQL turning a staged VARCHAR expression into `type`; with `tried`, NULL where it cannot (to find a refused row). */
   cast(expr: string, tried?: boolean): string;
+  /**
+   * When `stage` leaves the source's text as it is, so that a snapshot may hand it to DuckDB
+   * untouched: always (`true`), or unless the text holds this string; absent: never.
+   */
+  verbatim?: true | string;
 }
 
 /** DuckDB's DECIMAL holds at most 38 digits. */
@@ -61,7 +66,8 @@ export function duckdbColumnOf(column: Pick<ColumnSchema, 'name' | 'typeName' | 
   const name = column.name;
   if (typeof valueType !== 'string') {
     const element = LIST_ELEMENTS[valueType.element];
-    if (element === undefined) return { name, type: 'VARCHAR', stage: same, cast: plainCast('VARCHAR') };
+    if (element === undefined)
+      return { name, type: 'VARCHAR', stage: same, cast: plainCast('VARCHAR'), verbatim: true };
     return {
       name,
       type: `${element}[]`,
@@ -73,12 +79,13 @@ export function duckdbColumnOf(column: Pick<ColumnSchema, 'name' | 'typeName' | 
     const m = NUMERIC.exec(column.typeName.replace(/\s+/g, ''));
     if (m && Number(m[1]) <= DECIMAL_MAX_PRECISION) {
       const type = `DECIMAL(${m[1]},${m[2]})`;
-      return { name, type, stage: same, cast: plainCast(type) };
+      return { name, type, stage: same, cast: plainCast(type), verbatim: true };
     }
-    return { name, type: 'VARCHAR', stage: same, cast: plainCast('VARCHAR') };
+    return { name, type: 'VARCHAR', stage: same, cast: plainCast('VARCHAR'), verbatim: true };
   }
   const type = SCALARS[valueType];
-  if (type === undefined) return { name, type: 'VARCHAR', stage: same, cast: plainCast('VARCHAR') };
+  if (type === undefined)
+    return { name, type: 'VARCHAR', stage: same, cast: plainCast('VARCHAR'), verbatim: true };
   switch (valueType) {
     case 'bytes':
       return {
@@ -90,11 +97,11 @@ export function duckdbColumnOf(column: Pick<ColumnSchema, 'name' | 'typeName' | 
     case 'date':
     case 'timestamp':
     case 'timestamptz':
-      return { name, type, stage: bcDate, cast: plainCast(type) };
+      return { name, type, stage: bcDate, cast: plainCast(type), verbatim: ' BC' };
     case 'interval':
       return { name, type, stage: intervalText, cast: plainCast(type) };
     default:
-      return { name, type, stage: same, cast: plainCast(type) };
+      return { name, type, stage: same, cast: plainCast(type), verbatim: true };
   }
 }
 

@@ -3,6 +3,7 @@ import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:pat
 import type { CheckedDsn } from '../../connections/connection-types.js';
 import { hasControl, invalidDsn } from '../../connections/dsn-text.js';
 import type { LocalAccessPolicy } from '../../connections/local-access.js';
+import { pathIsConfined } from './duckdb-path-guard.js';
 import { inAnotherProject, projectDir } from './duckdb-project-dirs.js';
 
 /** A DuckDB DSN that passed the allow-list: a database file the operator lets connections name. */
@@ -108,12 +109,14 @@ function within(dir: string, path: string): boolean {
  * included), and the result must still be inside the allowed one, so that a symlink planted there
  * cannot lead the sink to write anywhere else, nor into another project's directory. A dangling
  * symlink is refused: DuckDB would create its target. The project's directory is created on first
- * use. The error never says which check failed.
+ * use. The resolved path is then walked down from `/` without following symlinks, and must be
+ * one no other user can change before DuckDB opens it (`pathIsConfined`). The error never says
+ * which check failed.
  */
 export async function resolveDuckdbFile(dsn: DuckdbDsn, policy: LocalAccessPolicy): Promise<string> {
   const refused = () =>
     invalidDsn(
-      'names no file the service may write: after symlinks it must stay inside its allowed directory',
+      "names no file the service may write: after symlinks it must stay inside its allowed directory, and each directory on its path must be writable by the service's user (or root) alone",
     );
   // Each allowed directory as [the directory the operator made, the project's directory in it].
   let allowed: [string, string][];
@@ -159,7 +162,9 @@ export async function resolveDuckdbFile(dsn: DuckdbDsn, policy: LocalAccessPolic
         : await realpath(base).catch(() => undefined);
     if (realBase === undefined) continue;
     const real = join(realBase, relative(base, dir));
-    if (within(real, resolved) && !inAnotherProject(real, resolved, policy.projectId)) return resolved;
+    if (!within(real, resolved) || inAnotherProject(real, resolved, policy.projectId)) continue;
+    // Resolved, the path must also be one no other user can swap a symlink into (see the guard).
+    if (pathIsConfined(resolved)) return resolved;
   }
   throw refused();
 }

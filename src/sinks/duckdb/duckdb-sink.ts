@@ -1,7 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { type Checkpoint, type Row, type TableRef, type TableSchema, tableKey } from '../../core/change.js';
-import { copyTextRows } from '../../core/copy-text.js';
 import { formatLsn, parseLsn } from '../../core/lsn.js';
 import type { SchemaChangeItem } from '../../core/schema-diff.js';
 import {
@@ -33,9 +32,7 @@ import {
 import type { DuckdbSettings } from './duckdb-connection-type.js';
 import { acquireInstance, releaseInstance } from './instances.js';
 import { alreadyDoneCheck, schemaChangeSql } from './schema-change.js';
-
-/** Rows of a snapshot partition staged and inserted at a time. */
-const SNAPSHOT_CHUNK_ROWS = 10_000;
+import { loadPartitionText } from './snapshot-load.js';
 
 /** The temporary table a step's rows are appended to before one statement writes them. */
 const STAGE = 'temp.main."_replicator_stage"';
@@ -55,13 +52,15 @@ export function createDuckdbSink(ctx: SinkContext<DuckdbSettings>): Sink {
  * A sink writing into a DuckDB file: rows are appended to a staging table, then written by a few
  * set statements; each batch is one transaction with its checkpoint and a fencing check, each
  * snapshot partition one with its marker. A DuckDB connection runs one transaction at a time, so
- * the sink's calls take turns.
+ * the sink's calls on its connection take turns; snapshot partitions have connections of their own.
  */
 class DuckdbSink implements Sink {
   private instance: DuckDBInstance | undefined;
   private conn: DuckDBConnection | undefined;
   private readonly tables = new Map<string, TargetTable>();
   private turn: Promise<unknown> = Promise.resolve();
+  /** Snapshot partitions being written, each on its own connection: closing waits for them. */
+  private readonly partitions = new Set<Promise<unknown>>();
   private closed = false;
 
   constructor(
@@ -211,29 +210,48 @@ class DuckdbSink implements Sink {
     );
   }
 
+  /**
+   * Each partition on a connection of its own, so that partitions load side by side: DuckDB runs
+   * their transactions concurrently (appends to one table commit optimistically; their keys are
+   * disjoint). The rows and the partition's marker commit together.
+   */
   async writeSnapshotPartition(
     table: TableSchema,
     partition: SnapshotPartition,
     copyText: Readable,
   ): Promise<number> {
-    return this.exclusive(() =>
-      this.transaction(async (conn) => {
-        const target = this.tableOf(table);
-        let count = 0;
-        for await (const rows of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
-          // A replace, not an insert: a partition written again converges.
-          await this.runStep(conn, { op: 'replace', table, rows }, target);
-          count += rows.length;
-        }
-        await conn.run(`INSERT OR REPLACE INTO ${PARTITIONS} VALUES ($1, $2, $3, $4, now())`, [
-          this.ctx.pipelineId,
-          tableKey(table),
-          partition.partitionId,
-          count,
-        ]);
-        return count;
-      }),
-    );
+    const target = this.tableOf(table);
+    const instance = this.instance;
+    if (!instance || this.closed)
+      throw new Error(this.closed ? 'the duckdb sink is closed' : 'the duckdb sink is not open');
+    const work = (async () => {
+      const conn = await instance.connect();
+      try {
+        return await inTransaction(connectionDriver(conn), async () => {
+          const count = await loadPartitionText(
+            conn,
+            () => instance.connect(),
+            { ...target, columns: table.columns.map((c) => target.columns.get(c.name) as DuckdbColumn) },
+            copyText,
+          );
+          await conn.run(`INSERT OR REPLACE INTO ${PARTITIONS} VALUES ($1, $2, $3, $4, now())`, [
+            this.ctx.pipelineId,
+            tableKey(table),
+            partition.partitionId,
+            count,
+          ]);
+          return count;
+        });
+      } finally {
+        conn.closeSync();
+      }
+    })();
+    this.partitions.add(work);
+    try {
+      return await work;
+    } finally {
+      this.partitions.delete(work);
+    }
   }
 
   /** Nothing is left for the end: the primary key index is built as rows come. */
@@ -424,7 +442,7 @@ class DuckdbSink implements Sink {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.turn;
+    await Promise.allSettled([this.turn, ...this.partitions]);
     this.conn?.closeSync();
     this.conn = undefined;
     if (this.instance) {
@@ -445,10 +463,18 @@ class DuckdbSink implements Sink {
 
   // The sink's one connection: a failed rollback leaves it to the next transaction to fail.
   private readonly driver: TransactionDriver<DuckDBConnection> = {
+    ...connectionDriver(undefined),
     acquire: async () => this.connection(),
-    begin: (conn) => conn.run('BEGIN TRANSACTION'),
-    commit: (conn) => conn.run('COMMIT'),
-    rollback: (conn) => conn.run('ROLLBACK'),
+  };
+}
+
+/** Transactions on `conn` (a partition's own), or on the one `acquire` gives. */
+function connectionDriver(conn: DuckDBConnection | undefined): TransactionDriver<DuckDBConnection> {
+  return {
+    acquire: async () => conn as DuckDBConnection,
+    begin: (c) => c.run('BEGIN TRANSACTION'),
+    commit: (c) => c.run('COMMIT'),
+    rollback: (c) => c.run('ROLLBACK'),
     release: () => {},
   };
 }
