@@ -1,4 +1,9 @@
+import { redisReference } from './references/redis-reference.js';
+import { webhookReference } from './references/webhook-reference.js';
 import type { ReferenceRegistry } from './sink-reference.js';
 
 /** Each sink kind's reference (see SinkReference): one module of bench/references/ each. */
-export const SINK_REFERENCES: ReferenceRegistry = {};
+export const SINK_REFERENCES: ReferenceRegistry = {
+  redis: redisReference,
+  webhook: webhookReference,
+};
