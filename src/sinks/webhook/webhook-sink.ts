@@ -108,12 +108,22 @@ class WebhookSink extends ServiceKeptSink {
         await this.state.writeCheckpoint({ lsn: stored.lsn, epoch: batch.epoch }, detailOf(note));
       }
     };
+    // The next request's body is made while the one before is in flight; the requests are still
+    // posted one at a time, in order, none after one that failed.
+    let inFlight: Promise<void> | undefined;
+    const send = async (request: WebhookRequest) => {
+      await inFlight;
+      inFlight = post(request);
+      // Awaited before the next request or the checkpoint: a failure meanwhile is not unhandled.
+      inFlight.catch(() => undefined);
+    };
     for (const e of fresh) {
       const ready = chunks.add(envelopeText(e.envelope), e.envelope.id);
-      if (ready) await post(ready);
+      if (ready) await send(ready);
     }
     const last = chunks.take();
-    if (last) await post(last);
+    if (last) await send(last);
+    await inFlight;
 
     const unfinished = unfinishedAt(batch.commitLsn, before, fresh);
     await this.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch }, detailOf(unfinished));
