@@ -39,6 +39,8 @@ export interface SinkReference {
   loadDrain(): Promise<void>;
   /** Removes what it made; safe at any point, twice included. */
   cleanUp(): Promise<void>;
+  /** The process of a server the reference starts itself (a webhook receiver), once prepared, for its CPU. */
+  serverPid?(): number | undefined;
 }
 
 /** The row the backlog's transaction `k` (1..T) updated before it inserted the row `N + k`. */

@@ -35,6 +35,8 @@ export interface SinkTarget {
   properties: Record<string, string>;
   /** Where the data lands, for the report. */
   where: string;
+  /** The process of a sink server the target starts itself (the webhook receiver), for its CPU. */
+  serverPid?: number;
   /** After the snapshot (untimed): the sink holds exactly the source's rows, or one message per row. */
   checkSnapshot(source: Digest): Promise<CheckResult>;
   /** Just before the resume (untimed): remembers where the backlog starts. */

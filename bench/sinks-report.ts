@@ -12,7 +12,7 @@ export interface Cpu {
   source: number;
   /**
    * The sink's server: the sink PostgreSQL cluster, mariadbd, redis-server, nats-server or
-   * RabbitMQ's beam.smp (NaN: not found, or the webhook's receiver, which is in this process).
+   * RabbitMQ's beam.smp, the webhook's receiver process (NaN: not found, or DuckDB, in this process).
    */
   sink: number;
   /** The cluster of the service's metadata store. */
@@ -122,7 +122,7 @@ const SINK_NAMES: Record<SinkKind, string> = {
   redis: 'redis (Streams)',
   nats: 'nats (JetStream)',
   rabbitmq: 'rabbitmq',
-  webhook: 'webhook (in-process receiver)',
+  webhook: 'webhook (receiver process)',
 };
 
 const snapshotRate = (r: SinkResult, shape: RunShape) => shape.rows / r.snapshot.seconds;
@@ -269,12 +269,13 @@ export function sinksMarkdown(report: SinksReport): string {
     "service's metadata store (so that the sink server's CPU is the sink's alone); the service runs",
     'inside the benchmark process. MariaDB (127.0.0.1:3306), Redis (127.0.0.1:6379), NATS with',
     "JetStream (127.0.0.1:4222) and RabbitMQ (127.0.0.1:5672) are the machine's servers, started if",
-    'they are down. The webhook sink posts to an HTTP receiver (`node:http`) that the benchmark runs',
-    'in its own process on a loopback port (the service is configured with',
-    '`connections.webhook_allow_private = true`, without which a webhook may not reach loopback over',
-    '`http://`): it parses each `{"events":[...]}` body and answers 200, without verifying the',
-    "signature. Its CPU is therefore in the service process's column, and the webhook's sink server",
-    "CPU is shown as `?`; so is DuckDB's, an embedded database of the service process that writes the",
+    'they are down. The webhook sink posts to an HTTP receiver (`node:http`) that the benchmark starts',
+    'as a process of its own (bench/webhook-receiver.ts) on a loopback port (the service is configured',
+    'with `connections.webhook_allow_private = true`, without which a webhook may not reach loopback',
+    "over `http://`): it verifies each request's signature over the raw body as a receiver must (a",
+    'request that fails is answered 401 and fails the run), parses each `{"events":[...]}` body and',
+    "answers 200; its CPU is the webhook's sink server column. DuckDB's sink server CPU is shown as",
+    '`?`: it is an embedded database of the service process, that writes the',
     "file `<data_dir>/duckdb/bench-<random>.duckdb` (its table's digest is made by DuckDB's own",
     "`concat_ws` and `strftime`, the md5 sums in the benchmark). The source table is the snapshot benchmark's",
     '`public.bench_snapshot (id bigint primary key, a text, b integer, c timestamptz, d numeric(12,2))`,',
@@ -336,9 +337,9 @@ export function sinksMarkdown(report: SinksReport): string {
     "  A sink without one shows `n/a`; the postgres sink is held to PostgreSQL's own `COPY` in the",
     '  snapshot section above.',
     '- CPU: user + system seconds over each phase (sampled 0.5 s after it) of this process (the',
-    "  service, the polls and the webhook's receiver), every process of the source cluster, the",
-    "  sink's server (the postgres sink cluster, `mariadbd`, `redis-server`, `nats-server` or",
-    "  RabbitMQ's `beam.smp`, all their threads and children) and the store cluster.",
+    "  service and the polls), every process of the source cluster, the sink's server (the postgres",
+    "  sink cluster, `mariadbd`, `redis-server`, `nats-server`, RabbitMQ's `beam.smp` or the webhook's",
+    '  receiver process, all their threads and children) and the store cluster.',
     '',
     '### Results',
     '',

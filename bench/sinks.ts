@@ -40,7 +40,7 @@ import { type Workload, writeBacklog } from './workloads.js';
 /**
  * The sink benchmark: one table through each sink type (postgres, the reference; mysql, into the
  * machine's MariaDB; redis, nats and rabbitmq, into the machine's Redis, NATS JetStream and
- * RabbitMQ; webhook, to an HTTP receiver in this process), each through the REST API as a user
+ * RabbitMQ; webhook, to an HTTP receiver process verifying signatures), each through the REST API as a user
  * would set it up: a snapshot of `SINKS_ROWS` rows (default 1,000,000), then the drain of a
  * backlog of `SINKS_CHANGES` changes (default 200,000: half updates, half inserts, two per
  * transaction) written while the pipeline was paused. Prints the figures and writes the `sinks`
@@ -152,6 +152,7 @@ async function runSink(
     { sinkAdminUrl: o.sinkPg.adminUrl, dataDir: o.dataDir },
     shape,
   );
+  if (target.serverPid !== undefined) pids.sink[kind] = target.serverPid;
   const name = `sinks-${kind}`;
   let pipelineId: string | undefined;
   let made = { src: false, dst: false, pipeline: false };
@@ -331,12 +332,15 @@ async function runReference(
     log(`${kind}: reference, ${reference.method}`);
     const timed = async (prepare: () => Promise<void>, load: () => Promise<void>) => {
       await prepare();
-      const cpu = cpuNow(o.pids, kind);
+      const serverPid = reference.serverPid?.();
+      const pids =
+        serverPid === undefined ? o.pids : { ...o.pids, sink: { ...o.pids.sink, [kind]: serverPid } };
+      const cpu = cpuNow(pids, kind);
       const started = performance.now();
       await load();
       const seconds = (performance.now() - started) / 1000;
       await sleep(500);
-      return { seconds, cpu: cpuDiff(cpu, cpuNow(o.pids, kind)) };
+      return { seconds, cpu: cpuDiff(cpu, cpuNow(pids, kind)) };
     };
     const snapshot = await timed(
       () => reference.prepareSnapshot(o.input),
@@ -420,8 +424,9 @@ async function main(): Promise<void> {
       redis: servers.redis.pid,
       nats: servers.nats.pid,
       rabbitmq: servers.rabbitmq.pid,
-      // DuckDB and the webhook receiver run in this process: their CPU is in the service's figure.
+      // DuckDB runs in this process: its CPU is in the service's figure.
       duckdb: undefined,
+      // The webhook receiver is a process its target starts (SinkTarget.serverPid).
       webhook: undefined,
     },
   };

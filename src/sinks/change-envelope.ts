@@ -173,10 +173,14 @@ function envelopeValue(type: ValueType, text: string | null): EnvelopeValue {
 function jsonRow(table: TableSchema, row: Row): Record<string, EnvelopeValue> {
   const types = typesOf(table);
   const out: Record<string, EnvelopeValue> = {};
-  for (const [name, text] of Object.entries(row)) {
-    const value = envelopeValue(types.get(name) ?? 'other', text);
-    // A column may be called __proto__: assigning it would set the prototype instead.
-    Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+  for (const name in row) {
+    if (!Object.hasOwn(row, name)) continue;
+    const value = envelopeValue(types.get(name) ?? 'other', row[name] as string | null);
+    // A column may be called __proto__: assigning it would set the prototype instead. Any other
+    // is assigned, which keeps the object fast to build and to serialise.
+    if (name === '__proto__')
+      Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+    else out[name] = value;
   }
   return out;
 }
@@ -186,7 +190,9 @@ function keyOf(table: TableSchema, row: Row | undefined): Record<string, Envelop
   if (!row || !table.keyColumns.every((name) => Object.hasOwn(row, name))) return null;
   const key: Row = {};
   for (const name of table.keyColumns) {
-    Object.defineProperty(key, name, { value: row[name], enumerable: true, configurable: true });
+    if (name === '__proto__')
+      Object.defineProperty(key, name, { value: row[name], enumerable: true, configurable: true });
+    else key[name] = row[name] as string | null;
   }
   return jsonRow(table, key);
 }

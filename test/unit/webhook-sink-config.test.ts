@@ -12,11 +12,11 @@ import {
 } from '../../src/sinks/webhook/delivery-errors.js';
 
 describe('webhook sink properties', () => {
-  it('defaults to small requests: 1000 events, 1 MiB', () => {
+  it('defaults to requests of up to 5000 events and 1 MiB', () => {
     expect(parseWebhookSinkProperties({})).toEqual({
       timeoutMs: 10_000,
       maxAttempts: 5,
-      batch: { maxEvents: 1000, maxBytes: 1024 * 1024, maxWaitMs: 0 },
+      batch: { maxEvents: 5000, maxBytes: 1024 * 1024, maxWaitMs: 0 },
     });
     expect(
       parseWebhookSinkProperties({ timeout_ms: '2500', max_attempts: '1', batch_max_bytes: '4096' }),

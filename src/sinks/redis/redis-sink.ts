@@ -18,12 +18,15 @@ import {
   type TableCount,
 } from '../change-envelope.js';
 import { EnvelopeSink } from '../envelope-sink.js';
+import { InFlight } from '../in-flight.js';
 import { publishedBefore, unfinishedAt } from '../unfinished-transactions.js';
 import { parseRedisSinkProperties, type RedisSinkConfig, streamKeyOf } from './config.js';
 import { APPLY_BATCH, type LuaScript, PUBLISH_ROWS } from './scripts.js';
 
 /** Snapshot rows published per script call: bounds how long one call keeps the server busy. */
 const SNAPSHOT_CHUNK_ROWS = 500;
+/** Snapshot calls sent before the first is answered: the next chunk is made while Redis runs one. */
+const SNAPSHOT_CALLS_IN_FLIGHT = 4;
 
 /** Where this pipeline's messages are durable, as the checkpoint hash records it. */
 interface Written {
@@ -118,9 +121,11 @@ class RedisSink extends EnvelopeSink {
   }
 
   /**
-   * Publishes the partition's rows as `read` messages in chunks; the last chunk and the done marker
-   * go together. Chunks published before a crash are published again with the partition, under
-   * the same ids (a read's id is its table and key).
+   * Publishes the partition's rows as `read` messages in chunks, several calls in flight on the
+   * connection; the last chunk and the done marker go together, sent once every chunk before it
+   * was answered, so a partition is marked done only with all its rows in the stream. Chunks
+   * published before a failure are published again with the partition, under the same ids (a
+   * read's id is its table and key).
    */
   async writeSnapshotPartition(
     table: TableSchema,
@@ -128,13 +133,18 @@ class RedisSink extends EnvelopeSink {
     copyText: Readable,
   ): Promise<number> {
     const stream = streamKeyOf(this.config, table);
+    const calls = new InFlight(SNAPSHOT_CALLS_IN_FLIGHT);
     let rows = 0;
     let held: Row[] = [];
     for await (const chunk of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
-      if (held.length > 0) await this.publishRows(table, stream, held, '');
+      if (held.length > 0) {
+        const rowsOfChunk = held;
+        await calls.add(() => this.publishRows(table, stream, rowsOfChunk, ''));
+      }
       held = chunk;
       rows += chunk.length;
     }
+    await calls.settle();
     await this.publishRows(table, stream, held, partitionField(table, partition.partitionId), rows);
     return rows;
   }

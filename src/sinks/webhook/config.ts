@@ -13,7 +13,7 @@ export interface WebhookSinkConfig extends SinkProperties {
 
 /** Receivers commonly limit request bodies to about a megabyte. */
 const DEFAULT_BATCH_MAX_BYTES = 1024 * 1024;
-const DEFAULT_BATCH_MAX_EVENTS = 1000;
+const DEFAULT_BATCH_MAX_EVENTS = 5000;
 
 /** Every property of the webhook sink, for error messages and docs/sinks/webhook.md. */
 export const WEBHOOK_SINK_PROPERTIES: readonly PropertyDoc[] = [

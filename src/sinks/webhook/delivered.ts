@@ -48,7 +48,8 @@ export function postedBefore(
   { table, envelope, sequence }: AddressedEnvelope,
   unfinished: Unfinished,
 ): boolean {
-  if (envelope.lsn === null) return false;
+  // Nearly always nothing is noted: no key is made then.
+  if (envelope.lsn === null || unfinished.size === 0) return false;
   const posted = unfinished.get(keyOf(tablePath(table), envelope.lsn));
   return posted !== undefined && sequence < posted;
 }
@@ -69,8 +70,14 @@ export function unfinishedAt(
     unfinished.set(key, Math.max(unfinished.get(key) ?? 0, n));
   };
   for (const [key, n] of before) count(key, (JSON.parse(key) as [string, string])[1], n);
-  for (const { table, envelope, sequence } of posted) {
-    if (envelope.lsn !== null) count(keyOf(tablePath(table), envelope.lsn), envelope.lsn, sequence + 1);
+  // A transaction's events of one table come together, numbered upwards: each run is counted
+  // once, at its last event, rather than a key made and a position read for every event.
+  for (let i = 0; i < posted.length; i++) {
+    const { table, envelope, sequence } = posted[i] as AddressedEnvelope;
+    const next = posted[i + 1];
+    if (envelope.lsn === null) continue;
+    if (next && next.table === table && next.envelope.lsn === envelope.lsn) continue;
+    count(keyOf(tablePath(table), envelope.lsn), envelope.lsn, sequence + 1);
   }
   return unfinished;
 }

@@ -9,7 +9,7 @@ export const SIGNATURE_HEADER = 'x-replicator-signature';
  * signed with the body, so a receiver that refuses old timestamps cannot be fed a recorded
  * request again later; each attempt is signed anew.
  */
-export function signatureHeader(secret: string, timestamp: number, body: string): string {
+export function signatureHeader(secret: string, timestamp: number, body: string | Buffer): string {
   const hmac = createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest('hex');
   return `t=${timestamp},v1=${hmac}`;
 }

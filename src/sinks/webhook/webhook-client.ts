@@ -43,10 +43,12 @@ export class WebhookClient {
 
   /** Posts `body` until the receiver answers 2xx; throws the last attempt's WebhookError. */
   async post(body: string, idempotencyKey: string): Promise<void> {
+    // Encoded once: the signature and every attempt send the same bytes.
+    const bytes = Buffer.from(body, 'utf8');
     for (let attempt = 1; ; attempt++) {
       let failure: WebhookError;
       try {
-        await this.attempt(body, idempotencyKey);
+        await this.attempt(bytes, idempotencyKey);
         return;
       } catch (error) {
         if (this.closing.signal.aborted) throw new Error('the webhook sink was closed during a request');
@@ -63,7 +65,7 @@ export class WebhookClient {
     }
   }
 
-  private async attempt(body: string, idempotencyKey: string): Promise<void> {
+  private async attempt(body: Buffer, idempotencyKey: string): Promise<void> {
     const { endpoint } = this.settings;
     const timeout = new AbortController();
     const timer = setTimeout(

@@ -4,11 +4,15 @@ import { copyTextRows } from '../../core/copy-text.js';
 import type { ChangeBatch, Sink, SinkContext, SnapshotPartition } from '../../core/sink.js';
 import { changeEnvelopes, envelopeText, type Numbering, readEnvelope } from '../change-envelope.js';
 import { ServiceKeptSink } from '../envelope-sink.js';
+import { InFlight } from '../in-flight.js';
 import { parseWebhookSinkProperties, type WebhookSinkConfig } from './config.js';
 import { detailOf, postedBefore, unfinishedAt, unfinishedOf } from './delivered.js';
 import { RequestChunks, type WebhookRequest } from './request-chunks.js';
 import { WebhookClient } from './webhook-client.js';
 import type { WebhookSettings } from './webhook-connection-type.js';
+
+/** Requests of a snapshot partition posted before the first is answered: the receiver is kept busy. */
+const SNAPSHOT_REQUESTS_IN_FLIGHT = 4;
 
 /** A sink posting batches of change envelopes to an HTTPS endpoint (see docs/sinks/webhook.md). */
 export function createWebhookSink(ctx: SinkContext<WebhookSettings>): Sink {
@@ -48,7 +52,8 @@ class WebhookSink extends ServiceKeptSink {
 
   /**
    * Posts the partition's rows as `read` events, in requests of at most `batch_max_events` events
-   * and about `batch_max_bytes`, then marks the partition done. A partition interrupted midway is
+   * and about `batch_max_bytes`, several in flight (the rows of a copy come in no particular order),
+   * then marks the partition done once every one was accepted. A partition interrupted midway is
    * copied again whole: its rows come again under the same ids (a read's id is its table and key).
    */
   async writeSnapshotPartition(
@@ -58,17 +63,19 @@ class WebhookSink extends ServiceKeptSink {
   ): Promise<number> {
     const { maxEvents, maxBytes } = this.config.batch;
     const chunks = new RequestChunks(maxEvents, maxBytes);
+    const requests = new InFlight(SNAPSHOT_REQUESTS_IN_FLIGHT);
     let rows = 0;
     for await (const chunk of copyTextRows(copyText, table.columns, Math.min(maxEvents, 1000))) {
       for (const row of chunk) {
         const envelope = readEnvelope(table, row);
         const ready = chunks.add(envelopeText(envelope), envelope.id);
-        if (ready) await this.post(ready);
+        if (ready) await requests.add(() => this.post(ready));
       }
       rows += chunk.length;
     }
     const last = chunks.take();
-    if (last) await this.post(last);
+    if (last) await requests.add(() => this.post(last));
+    await requests.settle();
     await this.state.markPartitionDone(partition);
     return rows;
   }
@@ -101,12 +108,22 @@ class WebhookSink extends ServiceKeptSink {
         await this.state.writeCheckpoint({ lsn: stored.lsn, epoch: batch.epoch }, detailOf(note));
       }
     };
+    // The next request's body is made while the one before is in flight; the requests are still
+    // posted one at a time, in order, none after one that failed.
+    let inFlight: Promise<void> | undefined;
+    const send = async (request: WebhookRequest) => {
+      await inFlight;
+      inFlight = post(request);
+      // Awaited before the next request or the checkpoint: a failure meanwhile is not unhandled.
+      inFlight.catch(() => undefined);
+    };
     for (const e of fresh) {
       const ready = chunks.add(envelopeText(e.envelope), e.envelope.id);
-      if (ready) await post(ready);
+      if (ready) await send(ready);
     }
     const last = chunks.take();
-    if (last) await post(last);
+    if (last) await send(last);
+    await inFlight;
 
     const unfinished = unfinishedAt(batch.commitLsn, before, fresh);
     await this.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch }, detailOf(unfinished));
