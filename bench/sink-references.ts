@@ -1,4 +1,7 @@
+import { natsReference } from './references/nats-reference.js';
 import type { ReferenceRegistry } from './sink-reference.js';
 
 /** Each sink kind's reference (see SinkReference): one module of bench/references/ each. */
-export const SINK_REFERENCES: ReferenceRegistry = {};
+export const SINK_REFERENCES: ReferenceRegistry = {
+  nats: natsReference,
+};
