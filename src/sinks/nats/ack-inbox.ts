@@ -37,6 +37,13 @@ const MSG_ID = 'Nats-Msg-Id';
 export class AckInbox {
   private readonly prefix: string;
   private readonly subscription: Subscription;
+  /**
+   * How an ack from `stream` starts: one that does is read without parsing it. The server writes
+   * a stored or duplicate message's ack so, and an error's as `{"error":...`.
+   */
+  private readonly ackStart: Uint8Array;
+  /** One set of headers, encoded by each publish as it is made. */
+  private readonly headers = headers();
   /** In publish order: the first is the oldest. */
   private readonly pending = new Map<number, InFlight>();
   private next = 0;
@@ -46,8 +53,10 @@ export class AckInbox {
 
   constructor(
     private readonly nc: NatsConnection,
+    private readonly stream: string,
     private readonly timeoutMs: number,
   ) {
+    this.ackStart = new TextEncoder().encode(`{"stream":${JSON.stringify(stream)},`);
     const inbox = createInbox();
     this.prefix = `${inbox}.`;
     this.subscription = nc.subscribe(`${inbox}.*`, {
@@ -69,9 +78,8 @@ export class AckInbox {
   ): void {
     if (this.broken) throw this.broken;
     const token = this.next++;
-    const h = headers();
-    h.set(MSG_ID, msgId);
-    this.nc.publish(subject, payload, { reply: `${this.prefix}${token}`, headers: h });
+    this.headers.set(MSG_ID, msgId);
+    this.nc.publish(subject, payload, { reply: `${this.prefix}${token}`, headers: this.headers });
     this.pending.set(token, { owner, subject, rows, sentAt: performance.now() });
     this.timer ??= setTimeout(() => this.expire(), this.timeoutMs).unref();
   }
@@ -82,7 +90,13 @@ export class AckInbox {
     // A late ack of a publish that already timed out.
     if (!entry) return;
     this.pending.delete(token);
-    entry.owner.acked(entry, outcomeOf(msg, entry.subject));
+    const data = msg.data;
+    entry.owner.acked(
+      entry,
+      startsWith(data, this.ackStart)
+        ? { stream: this.stream }
+        : outcomeOf(msg.headers?.code, data, entry.subject),
+    );
   }
 
   /** Fails the publishes older than the timeout, and waits for the next oldest. */
@@ -111,10 +125,15 @@ export class AckInbox {
   }
 }
 
+const startsWith = (data: Uint8Array, start: Uint8Array): boolean => {
+  if (data.length < start.length) return false;
+  for (let i = 0; i < start.length; i++) if (data[i] !== start[i]) return false;
+  return true;
+};
+
 /** An ack's outcome: the stream's answer, a JetStream error, or no stream at all (503). */
-function outcomeOf(msg: Msg, subject: string): AckOutcome {
-  if (msg.data.length === 0) {
-    const code = msg.headers?.code;
+function outcomeOf(code: number | undefined, data: Uint8Array, subject: string): AckOutcome {
+  if (data.length === 0) {
     return {
       error:
         code === 503
@@ -124,7 +143,7 @@ function outcomeOf(msg: Msg, subject: string): AckOutcome {
   }
   let ack: { stream?: unknown; error?: { code: number; err_code: number; description: string } };
   try {
-    ack = msg.json();
+    ack = JSON.parse(new TextDecoder().decode(data));
   } catch {
     return { error: new Error('an answer that is not JSON instead of an ack') };
   }

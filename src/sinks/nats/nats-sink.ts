@@ -5,18 +5,18 @@ import type { TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import type { ChangeBatch, Sink, SinkContext, SnapshotPartition } from '../../core/sink.js';
 import {
+  type AddressedEnvelope,
   type ChangeEnvelope,
   changeEnvelopes,
-  type EnvelopeValue,
   envelopeText,
   type Numbering,
   readEnvelope,
 } from '../change-envelope.js';
 import { ServiceKeptSink } from '../envelope-sink.js';
-import { RefusedChangeError } from '../refused-change.js';
 import { AckInbox } from './ack-inbox.js';
 import { checkNatsSinkTables, type NatsSinkConfig, parseNatsSinkProperties, subjectOf } from './config.js';
 import { natsFailure } from './nats-errors.js';
+import { messageBytesBound, refuseOversized } from './payload-size.js';
 import { type Outgoing, Publication } from './publication.js';
 import { rowsOf } from './row-keys.js';
 import { ensureStream } from './stream.js';
@@ -30,8 +30,8 @@ const SNAPSHOT_CHUNK_ROWS = 1_000;
 const MAX_IN_FLIGHT = 1_024;
 /** How long a JetStream request (an ack, a stream lookup) may take before the batch fails. */
 const REQUEST_TIMEOUT_MS = 20_000;
-/** Room for the `Nats-Msg-Id` header and the protocol line, next to a message's JSON. */
-const HEADER_ALLOWANCE = 512;
+/** Changes of a batch made into messages at a time, each lot published while the next is made. */
+const BATCH_LOT_CHANGES = 1_000;
 
 /** A sink publishing each change as a JSON envelope to a JetStream stream (see docs/sinks/nats.md). */
 export function createNatsSink(ctx: SinkContext<ConnectionOptions>): Sink {
@@ -79,7 +79,7 @@ class NatsSink extends ServiceKeptSink {
         this.config,
         tables.map((t) => subjectOf(this.config, t)),
       );
-      this.inbox ??= new AckInbox(nc, REQUEST_TIMEOUT_MS);
+      this.inbox ??= new AckInbox(nc, this.config.stream, REQUEST_TIMEOUT_MS);
     } catch (error) {
       throw natsFailure(error, 'cannot prepare the JetStream stream', nc.isClosed());
     }
@@ -115,25 +115,37 @@ class NatsSink extends ServiceKeptSink {
   }
 
   async applyBatch(batch: ChangeBatch): Promise<void> {
-    // Checked first too, so that a worker fenced off publishes nothing more.
-    await this.checkpointBefore(batch);
-    const { envelopes, numbering } = changeEnvelopes(
-      batch.changes,
-      (ref) => this.schemaOf(ref),
-      this.numbering,
-    );
-    // Every message is made, and checked against max_payload, before any is published.
+    // Checked before anything is published, so that a worker fenced off publishes nothing more;
+    // read while the first messages are made.
+    const fenced = this.checkpointBefore(batch);
+    fenced.catch(() => undefined);
+    // A message too large for the server is refused before any of the batch is published: when a
+    // change might make one, every message is made first; else a lot is made while the last goes.
+    const { changes } = batch;
+    const maxPayload = this.connection?.info?.max_payload;
+    const lot =
+      maxPayload !== undefined && changes.some((change) => messageBytesBound(change) > maxPayload)
+        ? changes.length
+        : BATCH_LOT_CHANGES;
     const subjects = new Map<TableRef, string>();
-    const messages = envelopes.map(({ table, envelope }) => {
+    const message = ({ table, envelope }: AddressedEnvelope): Outgoing => {
       let subject = subjects.get(table);
       if (subject === undefined) {
         subject = subjectOf(this.config, table);
         subjects.set(table, subject);
       }
       return this.outgoing(table, subject, envelope, rowsOf(this.schemaOf(table), envelope));
-    });
+    };
     const publication = this.publication();
-    await publication.send(messages);
+    let numbering = this.numbering;
+    for (let from = 0; from < changes.length; from += lot) {
+      const made = changeEnvelopes(changes.slice(from, from + lot), (ref) => this.schemaOf(ref), numbering);
+      numbering = made.numbering;
+      const messages = made.envelopes.map(message);
+      if (from === 0) await fenced;
+      await publication.send(messages);
+    }
+    await fenced;
     await publication.settle();
     await this.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch });
     this.numbering = numbering;
@@ -175,34 +187,3 @@ class NatsSink extends ServiceKeptSink {
 
 /** A message of a snapshot row: about no other, so nothing to wait for. */
 const NO_ROWS: readonly string[] = [];
-
-/**
- * Refuses a message larger than the server takes (its `max_payload`), before it is published:
- * publishing it again could never succeed.
- */
-function refuseOversized(
-  table: TableRef,
-  envelope: ChangeEnvelope,
-  payload: string,
-  maxPayload?: number,
-): void {
-  if (!maxPayload) return;
-  const room = maxPayload - envelope.id.length - HEADER_ALLOWANCE;
-  // A UTF-16 unit is at most 3 bytes of UTF-8: most messages need no count.
-  if (payload.length * 3 <= room) return;
-  const bytes = Buffer.byteLength(payload);
-  if (bytes <= room) return;
-  throw new RefusedChangeError(
-    table,
-    envelope.key ? keyText(envelope.key) : undefined,
-    `its message is about ${bytes + maxPayload - room} bytes, more than the NATS server's max_payload of ${maxPayload}`,
-  );
-}
-
-const keyText = (key: Record<string, EnvelopeValue>): Record<string, string | null> =>
-  Object.fromEntries(
-    Object.entries(key).map(([name, value]) => [
-      name,
-      value === null ? null : typeof value === 'string' ? value : envelopeText(value),
-    ]),
-  );

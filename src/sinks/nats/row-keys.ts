@@ -11,18 +11,30 @@ export function rowsOf(table: TableSchema, envelope: ChangeEnvelope): string[] |
   const { key, after } = envelope;
   if (key === null) return null;
   const path = tablePath(table);
-  const row = `${path}\u0000${envelopeText(Object.values(key))}`;
+  let text = '';
+  for (const name in key) text += valueText(key[name] as EnvelopeValue);
+  const row = `${path}/${text}`;
   if (envelope.op !== 'update' || after === null) return [row];
-  const moved = keyText(table, after);
-  return moved === undefined || `${path}\u0000${moved}` === row ? [row] : [row, `${path}\u0000${moved}`];
+  let moved = '';
+  for (const name of table.keyColumns) {
+    if (!Object.hasOwn(after, name)) return [row];
+    moved += valueText(after[name] as EnvelopeValue);
+  }
+  return moved === text ? [row] : [row, `${path}/${moved}`];
 }
 
-/** The key values of a row as text, in key order; undefined when it lacks one of them. */
-function keyText(table: TableSchema, row: Record<string, EnvelopeValue>): string | undefined {
-  const values: EnvelopeValue[] = [];
-  for (const name of table.keyColumns) {
-    if (!Object.hasOwn(row, name)) return undefined;
-    values.push(row[name] as EnvelopeValue);
+/**
+ * A key value as text unlike any other value's: its kind, its text, and a NUL (which no value
+ * from the source holds) to end it.
+ */
+function valueText(value: EnvelopeValue): string {
+  switch (typeof value) {
+    case 'string':
+      return `s${value}\u0000`;
+    case 'number':
+    case 'boolean':
+      return `${typeof value === 'number' ? 'n' : 'b'}${value}\u0000`;
+    default:
+      return value === null ? 'z\u0000' : `j${envelopeText(value)}\u0000`;
   }
-  return envelopeText(values);
 }
