@@ -1,5 +1,6 @@
 import { duckdbReference } from './references/duckdb-reference.js';
 import { mysqlReference } from './references/mysql-reference.js';
+import { natsReference } from './references/nats-reference.js';
 import { redisReference } from './references/redis-reference.js';
 import { webhookReference } from './references/webhook-reference.js';
 import type { ReferenceRegistry } from './sink-reference.js';
@@ -9,5 +10,6 @@ export const SINK_REFERENCES: ReferenceRegistry = {
   mysql: mysqlReference,
   duckdb: duckdbReference,
   redis: redisReference,
+  nats: natsReference,
   webhook: webhookReference,
 };

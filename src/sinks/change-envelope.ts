@@ -169,32 +169,41 @@ function envelopeValue(type: ValueType, text: string | null): EnvelopeValue {
   return jsonOf(typedValue(type, text));
 }
 
+/** Sets a column of a JSON row; a column may be called __proto__, which assigning would make the prototype. */
+function setColumn(out: Record<string, EnvelopeValue>, name: string, value: EnvelopeValue): void {
+  if (name === '__proto__')
+    Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+  else out[name] = value;
+}
+
 /** A row as JSON, in the row's own column order; a column not in `table` is the source's text. */
 function jsonRow(table: TableSchema, row: Row): Record<string, EnvelopeValue> {
   const types = typesOf(table);
   const out: Record<string, EnvelopeValue> = {};
-  for (const name in row) {
-    if (!Object.hasOwn(row, name)) continue;
-    const value = envelopeValue(types.get(name) ?? 'other', row[name] as string | null);
-    // A column may be called __proto__: assigning it would set the prototype instead. Any other
-    // is assigned, which keeps the object fast to build and to serialise.
-    if (name === '__proto__')
-      Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
-    else out[name] = value;
-  }
+  for (const name of Object.keys(row))
+    setColumn(out, name, envelopeValue(types.get(name) ?? 'other', row[name] ?? null));
   return out;
 }
 
-/** The key columns of a row, in key order; null when the row lacks one of them. */
-function keyOf(table: TableSchema, row: Row | undefined): Record<string, EnvelopeValue> | null {
+/**
+ * The key columns of a row, in key order; null when the row lacks one of them. `json`: the row as
+ * jsonRow made it, whose values are taken instead of being made again.
+ */
+function keyOf(
+  table: TableSchema,
+  row: Row | undefined,
+  json?: Record<string, EnvelopeValue>,
+): Record<string, EnvelopeValue> | null {
   if (!row || !table.keyColumns.every((name) => Object.hasOwn(row, name))) return null;
-  const key: Row = {};
-  for (const name of table.keyColumns) {
-    if (name === '__proto__')
-      Object.defineProperty(key, name, { value: row[name], enumerable: true, configurable: true });
-    else key[name] = row[name] as string | null;
-  }
-  return jsonRow(table, key);
+  const types = typesOf(table);
+  const key: Record<string, EnvelopeValue> = {};
+  for (const name of table.keyColumns)
+    setColumn(
+      key,
+      name,
+      json ? (json[name] as EnvelopeValue) : envelopeValue(types.get(name) ?? 'other', row[name] ?? null),
+    );
+  return key;
 }
 
 const encodeName = (name: string) => name.replaceAll('%', '%25').replaceAll('/', '%2F');
@@ -211,13 +220,14 @@ export function snapshotEventId(table: TableSchema, row: Row): string {
 
 /** The `read` envelope of one snapshot row. */
 export function readEnvelope(table: TableSchema, row: Row): ChangeEnvelope {
+  const after = jsonRow(table, row);
   return {
     id: snapshotEventId(table, row),
     op: 'read',
     table: `${table.schema}.${table.table}`,
-    key: keyOf(table, row),
+    key: keyOf(table, row, after),
     before: null,
-    after: jsonRow(table, row),
+    after,
     lsn: null,
     commit_time: null,
   };
@@ -273,13 +283,17 @@ export function changeEnvelopes(
     }
     const schema = schemaOf(change.table);
     const { id, sequence } = next(lsn, change.table);
+    const before = change.before ? jsonRow(schema, change.before) : null;
+    const after = change.after ? jsonRow(schema, change.after) : null;
+    const keyRow = change.key ?? change.before ?? change.after;
+    const keyJson = change.key ? undefined : (before ?? after ?? undefined);
     const envelope: ChangeEnvelope = {
       id,
       op: change.op,
       table: `${change.table.schema}.${change.table.table}`,
-      key: keyOf(schema, change.key ?? change.before ?? change.after),
-      before: change.before ? jsonRow(schema, change.before) : null,
-      after: change.after ? jsonRow(schema, change.after) : null,
+      key: keyOf(schema, keyRow, keyJson),
+      before,
+      after,
       lsn,
       commit_time: change.commitTime,
     };

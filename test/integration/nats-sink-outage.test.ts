@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parseLsn } from '../../src/core/lsn.js';
 import type { ChangeEnvelope } from '../../src/sinks/change-envelope.js';
 import { replicationDatabases, sqlOn, waitFor } from '../support/replication-fixture.js';
 import { startTestService, type TestService, testConfig } from '../support/service.js';
@@ -130,5 +131,14 @@ describe('a NATS server down mid-stream', () => {
     const envelopes = await read();
     expect(new Set(envelopes.map((e) => e.id)).size).toBe(envelopes.length);
     expect(envelopes.filter((e) => e.op !== 'read').length).toBe(10 + 200 + 5 * 12);
+    // Each row's changes in the order they were made: their commit positions never go back.
+    const lastOf = new Map<string, bigint>();
+    for (const e of envelopes) {
+      if (e.lsn === null) continue;
+      const row = String(e.key?.id);
+      const lsn = parseLsn(e.lsn);
+      expect(lsn, `row ${row}`).toBeGreaterThanOrEqual(lastOf.get(row) ?? 0n);
+      lastOf.set(row, lsn);
+    }
   });
 });

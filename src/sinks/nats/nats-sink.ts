@@ -1,38 +1,37 @@
 import type { Readable } from 'node:stream';
-import { type JetStreamClient, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { type ConnectionOptions, connect, type NatsConnection, RequestError } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { type ConnectionOptions, connect, errors, type NatsConnection } from '@nats-io/transport-node';
 import type { TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import type { ChangeBatch, Sink, SinkContext, SnapshotPartition } from '../../core/sink.js';
 import {
+  type AddressedEnvelope,
   type ChangeEnvelope,
   changeEnvelopes,
-  type EnvelopeValue,
   envelopeText,
   type Numbering,
   readEnvelope,
 } from '../change-envelope.js';
 import { ServiceKeptSink } from '../envelope-sink.js';
-import { RefusedChangeError } from '../refused-change.js';
+import { AckInbox } from './ack-inbox.js';
 import { checkNatsSinkTables, type NatsSinkConfig, parseNatsSinkProperties, subjectOf } from './config.js';
 import { natsFailure } from './nats-errors.js';
+import { messageBytesBound, refuseOversized } from './payload-size.js';
+import { type Outgoing, Publication } from './publication.js';
+import { rowsOf } from './row-keys.js';
 import { ensureStream } from './stream.js';
 
-/** Snapshot rows read and published at a time: each chunk's acks are awaited before the next. */
+/** Snapshot rows read and published at a time; acks are awaited once, at the partition's end. */
 const SNAPSHOT_CHUNK_ROWS = 1_000;
-/** Publications awaiting their ack at once: bounds what a batch keeps in the client's buffers. */
-const MAX_IN_FLIGHT = 256;
+/**
+ * Publications awaiting their ack at once, per batch or snapshot partition: enough to keep the
+ * server busy on a loopback or a LAN, while bounding what the client's buffers hold.
+ */
+const MAX_IN_FLIGHT = 1_024;
 /** How long a JetStream request (an ack, a stream lookup) may take before the batch fails. */
 const REQUEST_TIMEOUT_MS = 20_000;
-/** Room for the `Nats-Msg-Id` header and the protocol line, next to a message's JSON. */
-const HEADER_ALLOWANCE = 512;
-
-/** One message to publish: the envelope's JSON on its table's subject, its id for deduplication. */
-interface Outgoing {
-  table: TableRef;
-  subject: string;
-  envelope: ChangeEnvelope;
-}
+/** Changes of a batch made into messages at a time, each lot published while the next is made. */
+const BATCH_LOT_CHANGES = 1_000;
 
 /** A sink publishing each change as a JSON envelope to a JetStream stream (see docs/sinks/nats.md). */
 export function createNatsSink(ctx: SinkContext<ConnectionOptions>): Sink {
@@ -47,7 +46,7 @@ export function createNatsSink(ctx: SinkContext<ConnectionOptions>): Sink {
  */
 class NatsSink extends ServiceKeptSink {
   private connection: NatsConnection | undefined;
-  private js: JetStreamClient | undefined;
+  private inbox: AckInbox | undefined;
   /** Numbering of each table's last transaction, carried from batch to batch. */
   private numbering: Numbering = new Map();
   private closed = false;
@@ -64,7 +63,7 @@ class NatsSink extends ServiceKeptSink {
     checkNatsSinkTables(this.config, tables);
     // A connection lost since an earlier open is replaced: the client never reconnects by itself.
     if (!this.connection || this.connection.isClosed()) {
-      this.js = undefined;
+      this.inbox = undefined;
       const server = [this.ctx.connection.servers ?? []].flat()[0] ?? 'the server';
       try {
         this.connection = await connect(this.ctx.connection);
@@ -80,7 +79,7 @@ class NatsSink extends ServiceKeptSink {
         this.config,
         tables.map((t) => subjectOf(this.config, t)),
       );
-      this.js ??= jetstream(nc, { timeout: REQUEST_TIMEOUT_MS });
+      this.inbox ??= new AckInbox(nc, this.config.stream, REQUEST_TIMEOUT_MS);
     } catch (error) {
       throw natsFailure(error, 'cannot prepare the JetStream stream', nc.isClosed());
     }
@@ -88,9 +87,9 @@ class NatsSink extends ServiceKeptSink {
   }
 
   /**
-   * Publishes the partition's rows as `read` messages, chunk by chunk, and marks it done once
+   * Publishes the partition's rows as `read` messages as they are read, and marks it done once
    * every one is acknowledged. A partition copied again after a crash is published again under
-   * the same ids (a read's id is its table and key).
+   * the same ids (a read's id is its table and key). Each row is read once: no order to keep.
    */
   async writeSnapshotPartition(
     table: TableSchema,
@@ -98,11 +97,15 @@ class NatsSink extends ServiceKeptSink {
     copyText: Readable,
   ): Promise<number> {
     const subject = subjectOf(this.config, table);
+    const publication = this.publication();
     let rows = 0;
     for await (const chunk of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
-      await this.publishAll(chunk.map((row) => ({ table, subject, envelope: readEnvelope(table, row) })));
+      await publication.send(
+        chunk.map((row) => this.outgoing(table, subject, readEnvelope(table, row), NO_ROWS)),
+      );
       rows += chunk.length;
     }
+    await publication.settle();
     const { schema, table: name } = partition.table;
     await this.state.markPartitionDone({
       table: { schema, table: name },
@@ -112,16 +115,38 @@ class NatsSink extends ServiceKeptSink {
   }
 
   async applyBatch(batch: ChangeBatch): Promise<void> {
-    // Checked first too, so that a worker fenced off publishes nothing more.
-    await this.checkpointBefore(batch);
-    const { envelopes, numbering } = changeEnvelopes(
-      batch.changes,
-      (ref) => this.schemaOf(ref),
-      this.numbering,
-    );
-    await this.publishAll(
-      envelopes.map(({ table, envelope }) => ({ table, subject: subjectOf(this.config, table), envelope })),
-    );
+    // Checked before anything is published, so that a worker fenced off publishes nothing more;
+    // read while the first messages are made.
+    const fenced = this.checkpointBefore(batch);
+    fenced.catch(() => undefined);
+    // A message too large for the server is refused before any of the batch is published: when a
+    // change might make one, every message is made first; else a lot is made while the last goes.
+    const { changes } = batch;
+    const maxPayload = this.connection?.info?.max_payload;
+    const lot =
+      maxPayload !== undefined && changes.some((change) => messageBytesBound(change) > maxPayload)
+        ? changes.length
+        : BATCH_LOT_CHANGES;
+    const subjects = new Map<TableRef, string>();
+    const message = ({ table, envelope }: AddressedEnvelope): Outgoing => {
+      let subject = subjects.get(table);
+      if (subject === undefined) {
+        subject = subjectOf(this.config, table);
+        subjects.set(table, subject);
+      }
+      return this.outgoing(table, subject, envelope, rowsOf(this.schemaOf(table), envelope));
+    };
+    const publication = this.publication();
+    let numbering = this.numbering;
+    for (let from = 0; from < changes.length; from += lot) {
+      const made = changeEnvelopes(changes.slice(from, from + lot), (ref) => this.schemaOf(ref), numbering);
+      numbering = made.numbering;
+      const messages = made.envelopes.map(message);
+      if (from === 0) await fenced;
+      await publication.send(messages);
+    }
+    await fenced;
+    await publication.settle();
     await this.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch });
     this.numbering = numbering;
   }
@@ -132,75 +157,33 @@ class NatsSink extends ServiceKeptSink {
     await this.connection?.close().catch(() => undefined);
   }
 
-  /**
-   * Publishes every message, at most MAX_IN_FLIGHT awaiting their acks at once, and resolves once
-   * all are acknowledged by the stream. The first failure stops further publishing; the ones under
-   * way are awaited, and the batch fails with it.
-   */
-  private async publishAll(messages: readonly Outgoing[]): Promise<void> {
-    const { connection: nc, js } = this;
-    if (!nc || !js) throw new Error('the NATS sink is not open');
-    const payloads = messages.map((m) => envelopeText(m.envelope));
-    refuseOversized(messages, payloads, nc.info?.max_payload);
-    let failure: { error: unknown; subject: string } | undefined;
-    let next = 0;
-    const worker = async () => {
-      while (failure === undefined && next < messages.length) {
-        const i = next++;
-        const { subject, envelope } = messages[i] as Outgoing;
-        try {
-          const ack = await js.publish(subject, payloads[i], { msgID: envelope.id });
-          if (ack.stream !== this.config.stream) {
-            throw new Error(
-              `subject ${subject} is stored in stream ${ack.stream}, not in stream ${this.config.stream}`,
-            );
-          }
-        } catch (error) {
-          failure ??= { error, subject };
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(MAX_IN_FLIGHT, messages.length) }, worker));
-    if (failure === undefined) return;
-    const { error, subject } = failure;
-    // No responders: nothing stores the subject any more (the stream was deleted or changed).
-    if (error instanceof Error && error.cause instanceof RequestError && error.cause.isNoResponders()) {
-      throw new Error(
-        `no JetStream stream captures subject ${subject}: was stream ${this.config.stream} deleted?`,
-        {
-          cause: error,
-        },
-      );
-    }
-    throw natsFailure(error, `publishing to NATS subject ${subject} failed`, nc.isClosed());
+  /** The message of an envelope, checked against the server's `max_payload`. */
+  private outgoing(
+    table: TableRef,
+    subject: string,
+    envelope: ChangeEnvelope,
+    rows: readonly string[] | null,
+  ): Outgoing {
+    const payload = envelopeText(envelope);
+    refuseOversized(table, envelope, payload, this.connection?.info?.max_payload);
+    return { subject, payload, msgId: envelope.id, rows };
+  }
+
+  /** A new publication on the open connection, its failures said as the sink says them. */
+  private publication(): Publication {
+    const { connection: nc, inbox } = this;
+    if (!nc || !inbox) throw new Error('the NATS sink is not open');
+    return new Publication(inbox, this.config.stream, MAX_IN_FLIGHT, (error, subject) => {
+      // No responders: nothing stores the subject any more (the stream was deleted or changed).
+      if (error instanceof errors.NoRespondersError)
+        return new Error(
+          `no JetStream stream captures subject ${subject}: was stream ${this.config.stream} deleted?`,
+          { cause: error },
+        );
+      return natsFailure(error, `publishing to NATS subject ${subject} failed`, nc.isClosed());
+    });
   }
 }
 
-/**
- * Refuses, before anything of the batch is published, a message larger than the server takes
- * (its `max_payload`): publishing it again could never succeed.
- */
-function refuseOversized(
-  messages: readonly Outgoing[],
-  payloads: readonly string[],
-  maxPayload?: number,
-): void {
-  if (!maxPayload) return;
-  messages.forEach(({ table, envelope }, i) => {
-    const bytes = Buffer.byteLength(payloads[i] as string) + envelope.id.length + HEADER_ALLOWANCE;
-    if (bytes <= maxPayload) return;
-    throw new RefusedChangeError(
-      table,
-      envelope.key ? keyText(envelope.key) : undefined,
-      `its message is about ${bytes} bytes, more than the NATS server's max_payload of ${maxPayload}`,
-    );
-  });
-}
-
-const keyText = (key: Record<string, EnvelopeValue>): Record<string, string | null> =>
-  Object.fromEntries(
-    Object.entries(key).map(([name, value]) => [
-      name,
-      value === null ? null : typeof value === 'string' ? value : envelopeText(value),
-    ]),
-  );
+/** A message of a snapshot row: about no other, so nothing to wait for. */
+const NO_ROWS: readonly string[] = [];
