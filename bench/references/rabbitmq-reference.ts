@@ -7,7 +7,7 @@ import { PG_TEXT_SESSION_OPTIONS } from '../../src/core/pg-comparison.js';
 import { changeEnvelopes, readEnvelope } from '../../src/sinks/change-envelope.js';
 import { parseRabbitmqSinkProperties, type RabbitmqSinkConfig } from '../../src/sinks/rabbitmq/config.js';
 import type { Outgoing } from '../../src/sinks/rabbitmq/confirms.js';
-import { messageOf } from '../../src/sinks/rabbitmq/message.js';
+import { MessageBuilder } from '../../src/sinks/rabbitmq/message.js';
 import { readTableSchemas } from '../../src/source/postgres/catalog.js';
 import { sqlOn } from '../../test/support/replication-fixture.js';
 import { AMQP_URL } from '../rabbitmq-target.js';
@@ -97,6 +97,7 @@ function publishAll(channel: ConfirmChannel, messages: readonly Outgoing[]): Pro
 export function rabbitmqReference(): SinkReference {
   const name = `bench.ref.${runTag()}`;
   const config: RabbitmqSinkConfig = parseRabbitmqSinkProperties({ exchange: name });
+  const builder = new MessageBuilder(config);
   let connection: ChannelModel | undefined;
   let admin: amqp.Channel | undefined;
   let snapshot: Outgoing[][] = [];
@@ -130,7 +131,7 @@ export function rabbitmqReference(): SinkReference {
       await connected();
       const { table, rows } = await readRows(input.snapshotUrl, `SELECT * FROM ${SNAPSHOT_TABLE}`);
       const now = Date.now();
-      const messages = rows.map((row) => messageOf(config, table, readEnvelope(table, row), now));
+      const messages = rows.map((row) => builder.messageOf(table, readEnvelope(table, row), now));
       const share = Math.ceil(messages.length / SNAPSHOT_CHANNELS);
       snapshot = Array.from({ length: SNAPSHOT_CHANNELS }, (_, i) =>
         messages.slice(i * share, (i + 1) * share),
@@ -180,7 +181,7 @@ export function rabbitmqReference(): SinkReference {
       });
       const { envelopes } = changeEnvelopes(changes, () => table, new Map());
       const now = Date.now();
-      drain = envelopes.map(({ envelope }) => messageOf(config, TABLE, envelope, now));
+      drain = envelopes.map(({ envelope }) => builder.messageOf(TABLE, envelope, now));
     },
     async loadDrain() {
       await publishOn([drain]);
