@@ -1,6 +1,7 @@
 import { duckdbReference } from './references/duckdb-reference.js';
 import { mysqlReference } from './references/mysql-reference.js';
 import { natsReference } from './references/nats-reference.js';
+import { rabbitmqReference } from './references/rabbitmq-reference.js';
 import { redisReference } from './references/redis-reference.js';
 import { webhookReference } from './references/webhook-reference.js';
 import type { ReferenceRegistry } from './sink-reference.js';
@@ -11,5 +12,6 @@ export const SINK_REFERENCES: ReferenceRegistry = {
   duckdb: duckdbReference,
   redis: redisReference,
   nats: natsReference,
+  rabbitmq: rabbitmqReference,
   webhook: webhookReference,
 };

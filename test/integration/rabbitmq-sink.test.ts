@@ -328,6 +328,63 @@ describe('rabbitmq sink, through the sink contract', () => {
     expect(await sink.readCheckpoint()).toBeNull();
   });
 
+  it('fails a large batch at its first nack, with what the queue took in commit order and no checkpoint', async () => {
+    const p = await pipeline({}, null);
+    const sink = await p.open();
+    // The queue takes 1,200 messages and refuses the rest: the batch's later chunks are nacked.
+    const { queue: full } = await channel.assertQueue('', {
+      exclusive: true,
+      autoDelete: true,
+      maxLength: 1200,
+      arguments: { 'x-overflow': 'reject-publish' },
+    });
+    await channel.bindQueue(full, p.exchange, '#');
+    const t1 = tx(1);
+    await expect(
+      sink.applyBatch({ changes: inserts(t1, 1, 3000), commitLsn: t1.end, epoch: 1 }),
+    ).rejects.toThrow(`refused message ${t1.lsnText}/public/orders/1200 (nack)`);
+    expect(await sink.readCheckpoint()).toBeNull();
+    // Closed, the sink's connection has had every frame it sent handled: the queue holds all it will.
+    await sink.close();
+    const taken = (await p.read(full)).map((e) => e.id);
+    expect(taken).toEqual(Array.from({ length: 1200 }, (_, i) => `${t1.lsnText}/public/orders/${i}`));
+  });
+
+  it('fails a large batch whose later message is returned, then publishes it again whole under the same ids', async () => {
+    const p = await pipeline({}, 'public.*');
+    const sink = await p.open();
+    const t1 = tx(1);
+    const t2 = tx(2);
+    // Two transactions across many chunks; the unroutable message is near the end of the second.
+    const changes = [
+      ...inserts(t1, 1, 1700),
+      ...inserts(t2, 5000, 1500),
+      ev(t2, { op: 'insert', table: lines, after: { id: '1' } }),
+      ...inserts(t2, 7000, 10),
+    ];
+    const batch = { changes, commitLsn: t2.end, epoch: 1 };
+    await expect(sink.applyBatch(batch)).rejects.toThrow(`no queue took message ${t2.lsnText}/shop/lines/0`);
+    expect(await sink.readCheckpoint()).toBeNull();
+    // Messages sent after the returned one may still be routed: closing waits for the broker to handle them.
+    await sink.close();
+    const expected = [
+      ...Array.from({ length: 1700 }, (_, i) => `${t1.lsnText}/public/orders/${i}`),
+      ...Array.from({ length: 1500 }, (_, i) => `${t2.lsnText}/public/orders/${i}`),
+      `${t2.lsnText}/shop/lines/0`,
+      ...Array.from({ length: 10 }, (_, i) => `${t2.lsnText}/public/orders/${1500 + i}`),
+    ];
+    // What the queue took of the failed batch is a prefix of its routable messages, in commit order.
+    const first = (await p.read()).map((e) => e.id);
+    const routable = expected.filter((id) => !id.includes('/shop/lines/'));
+    expect(first).toEqual(routable.slice(0, first.length));
+    // Retried once a queue takes every message: the whole batch again, in order, the same ids.
+    const all = await p.queue('#');
+    const again = await p.open();
+    await again.applyBatch(batch);
+    expect((await p.read(all)).map((e) => e.id)).toEqual(expected);
+    expect(await again.readCheckpoint()).toEqual({ lsn: t2.end, epoch: 1 });
+  });
+
   it('declares a missing exchange durable, takes one of its type, and refuses one of another type', async () => {
     const p = await pipeline({}, null);
     await p.open();

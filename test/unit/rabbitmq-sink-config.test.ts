@@ -12,7 +12,7 @@ import {
   parseRabbitmqSinkProperties,
   routeOf,
 } from '../../src/sinks/rabbitmq/config.js';
-import { messageOf } from '../../src/sinks/rabbitmq/message.js';
+import { MessageBuilder } from '../../src/sinks/rabbitmq/message.js';
 import { rabbitmqSettings } from '../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
 import { parseRabbitmqDsn } from '../../src/sinks/rabbitmq/rabbitmq-dsn.js';
 import { findSinkKind, sinkTypes } from '../../src/sinks/registry.js';
@@ -122,7 +122,7 @@ describe('rabbitmq messages', () => {
       lsn: '0/1000',
       commit_time: '2024-05-01T12:00:01.500Z',
     };
-    const message = messageOf(config, table, envelope, 0);
+    const message = new MessageBuilder(config).messageOf(table, envelope, 0);
     expect(message.exchange).toBe('replicator');
     expect(message.routingKey).toBe('shop.orders');
     expect(JSON.parse(message.content.toString())).toEqual(envelope);
@@ -139,8 +139,7 @@ describe('rabbitmq messages', () => {
   });
 
   it('stamp a snapshot row with the time it is published', () => {
-    const message = messageOf(
-      parseRabbitmqSinkProperties({ mandatory: 'false' }),
+    const message = new MessageBuilder(parseRabbitmqSinkProperties({ mandatory: 'false' })).messageOf(
       table,
       {
         id: 'snapshot/shop/orders/["1"]',

@@ -54,9 +54,32 @@ export class Flight {
     this.detach.push(broker.onLost((error) => this.fail(error)));
   }
 
-  /** Publishes one message, once the channel has room for it. */
-  async publish(message: Outgoing): Promise<void> {
-    await this.until(() => !this.needsDrain && this.pending < MAX_UNCONFIRMED);
+  /**
+   * Publishes one message: at once when the channel has room for it (returning nothing, so that a
+   * batch pays no promise per message), else once it has. Throws the flight's failure, if any.
+   */
+  publish(message: Outgoing): Promise<void> | undefined {
+    if (this.failure) throw this.failure;
+    if (this.needsDrain || this.pending >= MAX_UNCONFIRMED) {
+      return this.until(() => !this.needsDrain && this.pending < MAX_UNCONFIRMED).then(() =>
+        this.send(message),
+      );
+    }
+    this.send(message);
+    return undefined;
+  }
+
+  /** Waits for every message's confirm; throws the flight's failure, if any. */
+  async settled(): Promise<void> {
+    await this.until(() => this.pending === 0);
+  }
+
+  /** Stops listening to the channel and the connection. */
+  end(): void {
+    for (const undo of this.detach.splice(0)) undo();
+  }
+
+  private send(message: Outgoing): void {
     const { messageId } = message.options;
     this.pending++;
     let sent: boolean;
@@ -75,16 +98,6 @@ export class Flight {
     }
     this.progressed();
     if (!sent) this.needsDrain = true;
-  }
-
-  /** Waits for every message's confirm; throws the flight's failure, if any. */
-  async settled(): Promise<void> {
-    await this.until(() => this.pending === 0);
-  }
-
-  /** Stops listening to the channel and the connection. */
-  end(): void {
-    for (const undo of this.detach.splice(0)) undo();
   }
 
   private confirmed(messageId: string, error: unknown): void {

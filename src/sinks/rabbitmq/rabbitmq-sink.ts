@@ -2,18 +2,23 @@ import type { Readable } from 'node:stream';
 import type { TableRef, TableSchema } from '../../core/change.js';
 import { copyTextRows } from '../../core/copy-text.js';
 import type { ChangeBatch, Sink, SinkContext, SnapshotPartition } from '../../core/sink.js';
-import { changeEnvelopes, type Numbering, readEnvelope } from '../change-envelope.js';
+import { type AddressedEnvelope, changeEnvelopes, type Numbering, readEnvelope } from '../change-envelope.js';
 import { ServiceKeptSink } from '../envelope-sink.js';
 import { tableRefKey } from '../table-ref-key.js';
 import { detailOf, publishedBefore, unfinishedAt, unfinishedOf } from '../unfinished-transactions.js';
 import { Broker } from './broker.js';
 import { parseRabbitmqSinkProperties, type RabbitmqSinkConfig, routeOf } from './config.js';
 import { Flight, type Outgoing } from './confirms.js';
-import { messageOf } from './message.js';
+import { MessageBuilder } from './message.js';
 import type { RabbitmqSettings } from './rabbitmq-connection-type.js';
 
 /** Snapshot rows read from the COPY stream at a time. */
 const SNAPSHOT_CHUNK_ROWS = 500;
+/**
+ * A batch's changes made into messages at a time: the broker takes the first ones while the rest
+ * are being made, rather than waiting for the whole batch's envelopes.
+ */
+const BATCH_CHUNK_CHANGES = 500;
 
 /** A sink publishing each change as a JSON envelope to RabbitMQ exchanges (see docs/sinks/rabbitmq.md). */
 export function createRabbitmqSink(ctx: SinkContext<RabbitmqSettings>): Sink {
@@ -33,12 +38,14 @@ class RabbitmqSink extends ServiceKeptSink {
   /** Numbering of each table's last transaction, carried from batch to batch. */
   private numbering: Numbering = new Map();
   private closed = false;
+  private readonly messages: MessageBuilder;
 
   constructor(
     private readonly ctx: SinkContext<RabbitmqSettings>,
     private readonly config: RabbitmqSinkConfig,
   ) {
     super(ctx.state);
+    this.messages = new MessageBuilder(config);
   }
 
   async open(tables: TableSchema[]): Promise<void> {
@@ -64,7 +71,10 @@ class RabbitmqSink extends ServiceKeptSink {
       let count = 0;
       for await (const chunk of copyTextRows(copyText, table.columns, SNAPSHOT_CHUNK_ROWS)) {
         const now = Date.now();
-        for (const row of chunk) await send(messageOf(this.config, table, readEnvelope(table, row), now));
+        for (const row of chunk) {
+          const waiting = send(this.messages.messageOf(table, readEnvelope(table, row), now));
+          if (waiting) await waiting;
+        }
         count += chunk.length;
       }
       return count;
@@ -76,28 +86,37 @@ class RabbitmqSink extends ServiceKeptSink {
   /**
    * Publishes the batch, waits for every confirm, then stores the checkpoint. The stored epoch is
    * checked first, so that a worker that lost the pipeline publishes nothing (the checkpoint
-   * write fences again, for a takeover in between).
+   * write fences again, for a takeover in between). The messages go out in commit order on one
+   * channel, with up to MAX_UNCONFIRMED of them awaiting their confirm; a failure of any (a nack,
+   * a return) fails the whole batch, which is published again from its start.
    */
   async applyBatch(batch: ChangeBatch): Promise<void> {
     this.connected();
     const stored = await this.checkpointBefore(batch);
     const before = unfinishedOf(stored?.detail);
-    const { envelopes, numbering } = changeEnvelopes(
-      batch.changes,
-      (ref) => this.schemaOf(ref),
-      this.numbering,
-    );
-    const fresh = envelopes.filter((e) => !publishedBefore(e, before));
-    const unfinished = unfinishedAt(batch.commitLsn, before, numbering);
-
-    if (fresh.length > 0) {
-      const tables = new Map(fresh.map(({ table }) => [tableRefKey(table), table]));
-      await Promise.all([...tables.values()].map((table) => this.exchangeReady(table)));
-      const now = Date.now();
+    let numbering = this.numbering;
+    if (batch.changes.length > 0) {
       await this.publish(async (send) => {
-        for (const { table, envelope } of fresh) await send(messageOf(this.config, table, envelope, now));
+        for (let from = 0; from < batch.changes.length; from += BATCH_CHUNK_CHANGES) {
+          // Numbered chunk by chunk, carried on: the same ids as the batch numbered whole.
+          const made = changeEnvelopes(
+            batch.changes.slice(from, from + BATCH_CHUNK_CHANGES),
+            (ref) => this.schemaOf(ref),
+            numbering,
+          );
+          numbering = made.numbering;
+          const fresh = made.envelopes.filter((e) => !publishedBefore(e, before));
+          await this.exchangesReady(fresh);
+          const now = Date.now();
+          for (const { table, envelope } of fresh) {
+            // Awaited only when the channel has no room: a promise per message costs the batch.
+            const waiting = send(this.messages.messageOf(table, envelope, now));
+            if (waiting) await waiting;
+          }
+        }
       });
     }
+    const unfinished = unfinishedAt(batch.commitLsn, before, numbering);
     await this.state.writeCheckpoint({ lsn: batch.commitLsn, epoch: batch.epoch }, detailOf(unfinished));
     this.numbering = numbering;
   }
@@ -109,7 +128,9 @@ class RabbitmqSink extends ServiceKeptSink {
   }
 
   /** Runs `produce` on a confirm channel of its own, and waits for the confirm of all it sent. */
-  private async publish<T>(produce: (send: (message: Outgoing) => Promise<void>) => Promise<T>): Promise<T> {
+  private async publish<T>(
+    produce: (send: (message: Outgoing) => Promise<void> | undefined) => Promise<T>,
+  ): Promise<T> {
     const broker = this.connected();
     try {
       return await broker.withChannel(async (channel) => {
@@ -127,6 +148,12 @@ class RabbitmqSink extends ServiceKeptSink {
       this.exchanges.clear();
       throw error;
     }
+  }
+
+  /** The exchanges of the envelopes' tables, declared (each table's, once). */
+  private async exchangesReady(envelopes: readonly AddressedEnvelope[]): Promise<void> {
+    const tables = new Map(envelopes.map(({ table }) => [tableRefKey(table), table]));
+    await Promise.all([...tables.values()].map((table) => this.exchangeReady(table)));
   }
 
   /** Declares the exchange of a table's messages, once. */
