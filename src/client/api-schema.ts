@@ -1444,7 +1444,7 @@ export interface components {
         WebhookSinkProperties: {
             /** @description Most bytes of change data in one request (1024..1073741824); the JSON body is somewhat larger. Keep it under the body size limit of the receiver. Default: 1048576. */
             batch_max_bytes?: string;
-            /** @description Most change events posted in one request (1..1000000). Default: 1000. */
+            /** @description Most change events posted in one request (1..1000000). Default: 5000. */
             batch_max_events?: string;
             /** @description How long, in milliseconds, a batch may gather before it is posted (0..60000). 0 posts it as soon as the sink is free: the next batch gathers while one is posted. Default: 0. */
             batch_max_wait_ms?: string;
