@@ -301,6 +301,50 @@ describe('a stream group', () => {
     });
   });
 
+  describe('shapes', () => {
+    const shape = (columns: string[]): StreamItem => ({
+      kind: 'relation',
+      relation: {
+        ...t1,
+        relationId: 11,
+        columns: columns.map((name, i) => ({ name, typeOid: 23, typeMod: -1, isKey: i === 0 })),
+      },
+    });
+
+    it('announces no shape of this session to a subscriber joining behind: the restarted session announces its own', async () => {
+      const { group, fake } = harness();
+      const a = group.subscribe('a', keys(t1), 100n);
+      const upstream = await fake.stream(0);
+      // A column dropped at 250: the session announced the shape without it.
+      upstream.push(begin(1, 150n), shape(['id', 'a']), changeItem(t1, 1, 150n), commit(1, 200n));
+      upstream.push(begin(2, 260n), shape(['id']), changeItem(t1, 2, 260n), commit(2, 300n));
+      await read(a);
+      // A pipeline coming back from 200 gets what the restarted session announces, not ['id'] now.
+      const b = group.subscribe('b', keys(t1), 200n);
+      const restarted = await fake.stream(1);
+      expect(restarted.options.from).toBe(200n);
+      restarted.push(begin(2, 260n), shape(['id']), changeItem(t1, 2, 260n), commit(2, 300n));
+      expect(await read(b)).toEqual(['begin 2', 'relation', 'change 2 t1', 'commit 2 300']);
+      await a.close();
+      await b.close();
+    });
+
+    it('announces none of an ending session to the next reader: its own session announces them', async () => {
+      const { group, fake } = harness();
+      const a = group.subscribe('a', keys(t1), 100n);
+      const upstream = await fake.stream(0);
+      upstream.push(begin(1, 150n), shape(['id', 'a']), changeItem(t1, 1, 150n), commit(1, 200n));
+      await read(a);
+      await a.close();
+      const b = group.subscribe('b', keys(t1), 200n);
+      const next = await fake.stream(1);
+      next.push(begin(2, 260n), shape(['id']), changeItem(t1, 2, 260n), commit(2, 300n));
+      const items = await b.next();
+      expect(items?.filter((i) => i.kind === 'relation')).toEqual([shape(['id'])]);
+      await b.close();
+    });
+  });
+
   describe('acknowledgement', () => {
     it('acknowledges the smallest position its subscribers acknowledged', async () => {
       const { group, fake } = harness();

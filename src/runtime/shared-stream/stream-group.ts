@@ -228,7 +228,10 @@ export class StreamGroup implements SubscriptionOwner {
     this.holds.delete(pipelineId);
     this.left.delete(pipelineId);
     this.released.delete(pipelineId);
-    for (const relation of this.relations.values()) subscription.announce({ kind: 'relation', relation });
+    // Joining a session that goes on: the walsender announced the shapes before, and will not again.
+    // A session started or restarted for it announces them itself, as they are at its position:
+    // those seen here may be later ones (a pipeline coming back behind a column dropped since).
+    const joinsSession = this.members.size > 0 && this.upstream !== undefined && !this.restartWanted;
     this.members.add(subscription);
     if (!this.pumping) {
       this.startPump();
@@ -243,6 +246,9 @@ export class StreamGroup implements SubscriptionOwner {
       if (needed && !options.copying) this.restartFor(subscription);
     } else if (from < this.delivered) {
       this.restartFor(subscription);
+    }
+    if (joinsSession && !this.awaitingRestart.has(subscription)) {
+      for (const relation of this.relations.values()) subscription.announce({ kind: 'relation', relation });
     }
     return subscription;
   }
