@@ -31,7 +31,7 @@ describe('schema review', () => {
     ).map((r) => `${r.name} ${r.type}`);
 
   /** A table with rows, replicated by a pipeline of its own with the given policy, streaming. */
-  async function streaming(table: string, policy: 'review' | 'auto' | 'ignore') {
+  async function streaming(table: string, policy: 'review' | 'auto' | 'ignore', slot?: 'own') {
     await sqlOn(
       dbs.source,
       `CREATE TABLE ${table} (id integer PRIMARY KEY, a text, n integer NOT NULL DEFAULT 0);
@@ -40,7 +40,7 @@ describe('schema review', () => {
     const name = table.replaceAll('_', '-');
     const created = await service.request('POST', '/v1/pipelines', {
       name,
-      source: { connection: 'src', tables: [`public.${table}`] },
+      source: { connection: 'src', tables: [`public.${table}`], ...(slot ? { slot } : {}) },
       sink: { connection: 'dst' },
       schema_policy: policy,
     });
@@ -238,7 +238,10 @@ describe('schema review', () => {
   });
 
   it('auto: compatible changes apply by themselves, others wait for review', async () => {
-    const name = await streaming('t_auto', 'auto');
+    // A slot of its own: on a shared stream the restart after the approval replays a transaction
+    // from before the dropped column, whose older shape reads as the column added again (a known
+    // issue, see docs/operations/shared-streams.md).
+    const name = await streaming('t_auto', 'auto', 'own');
     await changeShape(
       't_auto',
       `ALTER TABLE t_auto ADD COLUMN extra int DEFAULT 5; ALTER TABLE t_auto ALTER COLUMN n TYPE bigint;
