@@ -61,7 +61,7 @@ export function mysqlReference(): SinkReference {
       sql: `LOAD DATA LOCAL INFILE '${STREAM_NAME}' ${replace ? 'REPLACE ' : ''}INTO TABLE ${qualifiedName(target())} CHARACTER SET utf8mb4 (${columns})`,
       infileStreamFactory: (name: string) => {
         if (name !== STREAM_NAME) throw new Error(`the server asked for ${JSON.stringify(name)}`);
-        return Readable.from([data]);
+        return Readable.from(chunksOf(data));
       },
     });
   };
@@ -101,11 +101,20 @@ export function mysqlReference(): SinkReference {
       const conn = db;
       db = undefined;
       if (!conn) return;
+      // A load that failed may have closed its connection: the database is dropped on a new one,
+      // and the load's own error is the one the run reports.
+      await conn.end().catch(() => undefined);
+      const admin = await mysql.createConnection({ ...MYSQL_ADMIN });
       try {
-        await conn.query(`DROP DATABASE IF EXISTS ${quoteIdent(database)}`);
+        await admin.query(`DROP DATABASE IF EXISTS ${quoteIdent(database)}`);
       } finally {
-        await conn.end();
+        await admin.end();
       }
     },
   };
+}
+
+/** The rows in pieces of 64 KiB: mysql2 sends a chunk as one packet, bounded by max_allowed_packet. */
+function* chunksOf(data: Buffer): Generator<Buffer> {
+  for (let at = 0; at < data.length; at += 65_536) yield data.subarray(at, at + 65_536);
 }
