@@ -1,19 +1,15 @@
 import amqp, { type ChannelModel, type ConfirmChannel, type Message } from 'amqplib';
-import pg from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
-import type { ChangeEvent, Row, TableSchema } from '../../src/core/change.js';
-import { copyTextRows } from '../../src/core/copy-text.js';
-import { PG_TEXT_SESSION_OPTIONS } from '../../src/core/pg-comparison.js';
+import type { ChangeEvent } from '../../src/core/change.js';
 import { changeEnvelopes, readEnvelope } from '../../src/sinks/change-envelope.js';
 import { parseRabbitmqSinkProperties, type RabbitmqSinkConfig } from '../../src/sinks/rabbitmq/config.js';
 import type { Outgoing } from '../../src/sinks/rabbitmq/confirms.js';
 import { MessageBuilder } from '../../src/sinks/rabbitmq/message.js';
-import { readTableSchemas } from '../../src/source/postgres/catalog.js';
 import { sqlOn } from '../../test/support/replication-fixture.js';
 import { AMQP_URL } from '../rabbitmq-target.js';
 import { backlogUpdatedId, type ReferenceInput, type SinkReference } from '../sink-reference.js';
 import { runTag } from '../sink-target.js';
 import { SNAPSHOT_TABLE } from '../snapshot-table.js';
+import { copyRows } from './reference-envelopes.js';
 
 /** Messages published and not yet confirmed, at most, per channel: the broker's credit flow paces the rest. */
 const MAX_UNCONFIRMED = 20_000;
@@ -23,22 +19,6 @@ const SNAPSHOT_CHANNELS = 2;
 const WAL_PER_TRANSACTION = 440n;
 
 const TABLE = { schema: 'public', table: 'bench_snapshot' };
-
-/** The source's rows as its COPY text gives them, in the session settings the sink's source uses. */
-async function readRows(url: string, query: string): Promise<{ table: TableSchema; rows: Row[] }> {
-  const client = new pg.Client({ connectionString: url, options: PG_TEXT_SESSION_OPTIONS });
-  await client.connect();
-  try {
-    const [table] = await readTableSchemas(client, [TABLE]);
-    if (!table) throw new Error(`${SNAPSHOT_TABLE} is not in ${new URL(url).pathname}`);
-    const rows: Row[] = [];
-    for await (const chunk of copyTextRows(client.query(copyTo(`COPY (${query}) TO STDOUT`)), table.columns))
-      rows.push(...chunk);
-    return { table, rows };
-  } finally {
-    await client.end();
-  }
-}
 
 /**
  * Publishes `messages` on a confirm channel the ordinary fast way: without awaiting each one,
@@ -129,7 +109,7 @@ export function rabbitmqReference(): SinkReference {
     method: `amqplib confirm channels (${SNAPSHOT_CHANNELS} for the snapshot, 1 for the drain), up to ${MAX_UNCONFIRMED.toLocaleString('en-US')} unconfirmed each, the sink's messages (persistent, mandatory) into a durable queue`,
     async prepareSnapshot(input: ReferenceInput) {
       await connected();
-      const { table, rows } = await readRows(input.snapshotUrl, `SELECT * FROM ${SNAPSHOT_TABLE}`);
+      const { table, rows } = await copyRows(input.snapshotUrl, `SELECT * FROM ${SNAPSHOT_TABLE}`);
       const now = Date.now();
       const messages = rows.map((row) => builder.messageOf(table, readEnvelope(table, row), now));
       const share = Math.ceil(messages.length / SNAPSHOT_CHANNELS);
@@ -153,7 +133,7 @@ export function rabbitmqReference(): SinkReference {
       // Each transaction's update, then its insert: the ids in commit order.
       const ids: number[] = [];
       for (let k = 1; k <= transactions; k++) ids.push(backlogUpdatedId(input.shape, k), n + k);
-      const { table, rows } = await readRows(
+      const { table, rows } = await copyRows(
         input.backlogUrl,
         `SELECT s.* FROM unnest('{${ids.join(',')}}'::bigint[]) WITH ORDINALITY AS w(id, ord) JOIN ${SNAPSHOT_TABLE} s USING (id) ORDER BY w.ord`,
       );

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { ChangeEvent, Row, TableSchema } from '../../src/core/change.js';
 import { copyTextRows } from '../../src/core/copy-text.js';
+import { PG_TEXT_SESSION_OPTIONS } from '../../src/core/pg-comparison.js';
 import { changeEnvelopes, envelopeText, readEnvelope } from '../../src/sinks/change-envelope.js';
 import { readTableSchemas } from '../../src/source/postgres/catalog.js';
 import type { ReferenceInput } from '../sink-reference.js';
@@ -21,9 +22,12 @@ export interface EnvelopeText {
   text: string;
 }
 
-/** Rows of `COPY (query) TO STDOUT`, read in the table's shape, with that shape. */
-async function copyRows(url: string, query: string): Promise<{ table: TableSchema; rows: Row[] }> {
-  const client = new pg.Client({ connectionString: url });
+/**
+ * Rows of `COPY (query) TO STDOUT`, read in the table's shape, with that shape, in the session
+ * settings the sink's source reads with (so the values' text is the sink's).
+ */
+export async function copyRows(url: string, query: string): Promise<{ table: TableSchema; rows: Row[] }> {
+  const client = new pg.Client({ connectionString: url, options: PG_TEXT_SESSION_OPTIONS });
   await client.connect();
   try {
     const [table] = await readTableSchemas(client, [{ schema: schemaName, table: tableName }]);
