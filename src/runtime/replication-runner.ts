@@ -39,7 +39,7 @@ import {
 import type { PipelineStats } from './pipeline-stats.js';
 import { SchemaGuard } from './schema-guard.js';
 import { readsSharedStream, SharedStreams, withMemberPositions } from './shared-stream/shared-streams.js';
-import type { StreamGroup } from './shared-stream/stream-group.js';
+import type { StreamClaim, StreamGroup } from './shared-stream/stream-group.js';
 import type { StreamSubscription } from './shared-stream/stream-subscription.js';
 import { restoreColumnsForCopy } from './sink-column-restore.js';
 import { SinkTableChangedError } from './sink-table-changed.js';
@@ -278,7 +278,7 @@ export class ReplicationRunner {
         mayCreate: resync || (checkpoint === null && !tableRows.some((t) => t.status === 'streaming')),
         logger: log,
       };
-      const claim = group
+      const claim: StreamClaim = group
         ? await group.claim(pipelineId, source, claimOptions)
         : await source.claimSlot(pipelineId, claimOptions);
       slotSnapshot = claim.snapshot;
@@ -292,6 +292,11 @@ export class ReplicationRunner {
       if (group && !released && !slotSnapshot && claimedBefore && parseLsn(claimedBefore) >= claim.position) {
         startPosition = parseLsn(claimedBefore);
         copyAfresh = false;
+      }
+      // Read on from where the pipeline acknowledged, past what it decided on without writing
+      // (a transaction its table's copy carried would otherwise come again, with its older shape).
+      if (!released && checkpoint !== null && claim.acknowledged && claim.acknowledged > startPosition) {
+        startPosition = claim.acknowledged;
       }
       if (released) {
         // The shared stream let this pipeline go (it held more WAL than allowed while away, or the

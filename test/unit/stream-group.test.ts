@@ -220,6 +220,8 @@ function harness(options: { members?: () => Promise<ParkedMember[]>; holdWalByte
   let opened = 0;
   const released: string[] = [];
   const saved: [string, bigint][] = [];
+  /** Set to make the store's notes wait. */
+  const store: { slow?: () => Promise<void> } = {};
   const group = new StreamGroup({
     name: 'replicator_s_0123456789abcdef01234567',
     openSource: async () => {
@@ -231,6 +233,7 @@ function harness(options: { members?: () => Promise<ParkedMember[]>; holdWalByte
       released.push(pipelineId);
     },
     savePositions: async (positions) => {
+      await store.slow?.();
       for (const [id, lsn] of positions) saved.push([id, lsn]);
     },
     logger: logger as unknown as Logger,
@@ -238,7 +241,7 @@ function harness(options: { members?: () => Promise<ParkedMember[]>; holdWalByte
   });
   const claim = (pipelineId: string) =>
     group.claim(pipelineId, fake.source, { mayCreate: false, logger: logger as unknown as Logger });
-  return { group, fake, warnings, released, saved, claim, opened: () => opened };
+  return { group, fake, warnings, released, saved, store, claim, opened: () => opened };
 }
 
 /** The next items the pipeline reads. */
@@ -974,6 +977,46 @@ describe('a stream group’s slot made anew', () => {
     fake.claimPosition = 100n;
     await claim('a');
     expect(released).toEqual([]);
+  });
+});
+
+describe('a claim of a stream group’s slot', () => {
+  it('says where the pipeline last acknowledged, as the store noted it', async () => {
+    const { fake, claim } = harness({ members: async () => [{ pipelineId: 'a', lsn: 240n }] });
+    fake.claimPosition = 100n;
+    expect(await claim('a')).toEqual({ position: 100n, acknowledged: 240n });
+  });
+
+  it('says where a pipeline that left in this process acknowledged, before the store has it', async () => {
+    const noted = deferred<void>();
+    const { group, fake, claim, saved, store } = harness();
+    const a = group.subscribe('a', keys(t1), 100n);
+    const upstream = await fake.stream(0);
+    upstream.push(...txn(1, 150n, 200n, t2));
+    expect(await read(a)).toEqual(['idle 200']);
+    a.ack(200n);
+    await vi.waitFor(() => expect(saved).toContainEqual(['a', 200n]));
+    // The store is slow to note where it left, and knows nothing of it meanwhile.
+    let saves = 0;
+    store.slow = () => (saves++ === 0 ? noted.promise : Promise.resolve());
+    await a.close();
+    expect(await claim('a')).toMatchObject({ acknowledged: 200n });
+    noted.resolve();
+  });
+
+  it('says nothing for a pipeline let go, one never noted, or a slot made anew', async () => {
+    const { fake, claim } = harness({
+      members: async () => [
+        { pipelineId: 'a', lsn: 240n, released: true },
+        { pipelineId: 'b', lsn: null },
+        { pipelineId: 'c', lsn: 240n },
+      ],
+    });
+    fake.claimPosition = 100n;
+    expect(await claim('a')).toEqual({ position: 100n });
+    expect(await claim('b')).toEqual({ position: 100n });
+    fake.claimSnapshot = { id: 'snap' } as unknown as SlotClaim['snapshot'];
+    expect(await claim('c')).toEqual({ position: 100n, snapshot: fake.claimSnapshot });
   });
 });
 

@@ -22,6 +22,18 @@ export interface ParkedMember {
   released?: boolean;
 }
 
+/** A claim of the stream's slot for one pipeline (see StreamGroup.claim). */
+export interface StreamClaim extends SlotClaim {
+  /**
+   * Where the pipeline last acknowledged reading the stream, when it did and was not let go: all
+   * before it is durable at its sink, including transactions that left nothing to write there (a
+   * table's changes its copy carried, another table's). Its checkpoint may be behind this, as a
+   * slot of its own may be behind its confirmed position; the stream restarts from here, not
+   * from there, as a walsender does, so what the pipeline already decided on is not read again.
+   */
+  acknowledged?: bigint;
+}
+
 export interface StreamGroupDeps {
   /** The stream's name: its slot's and its publication's at the source. */
   name: string;
@@ -156,8 +168,10 @@ export class StreamGroup implements SubscriptionOwner {
     pipelineId: string,
     source: Source,
     options: { mayCreate: boolean; logger: SourceLogger },
-  ): Promise<SlotClaim> {
+  ): Promise<StreamClaim> {
     return this.exclusive(async () => {
+      // Read before this claim notes its claimed position over it.
+      const acknowledged = await this.acknowledgedBy(pipelineId);
       let claim: SlotClaim;
       if (this.pumping) {
         const slot = (await source.positions([pipelineId])).slots.get(pipelineId);
@@ -178,8 +192,16 @@ export class StreamGroup implements SubscriptionOwner {
       this.holds.set(pipelineId, claim.position);
       this.left.delete(pipelineId);
       this.released.delete(pipelineId);
-      return claim;
+      return claim.snapshot || acknowledged === undefined ? claim : { ...claim, acknowledged };
     });
+  }
+
+  /** Where the pipeline last acknowledged reading: in this process, else as the store noted it. */
+  private async acknowledgedBy(pipelineId: string): Promise<bigint | undefined> {
+    const left = this.left.get(pipelineId);
+    if (left !== undefined) return left;
+    const noted = (await this.deps.members()).find((m) => m.pipelineId === pipelineId);
+    return noted && !noted.released && noted.lsn !== null ? noted.lsn : undefined;
   }
 
   private async releaseAllBut(pipelineId: string): Promise<void> {
