@@ -83,8 +83,8 @@ describe('fifty pipelines on one shared stream', { timeout: 600_000 }, () => {
     const writer = new pg.Client({ connectionString: dbs.source });
     await writer.connect();
     let written = 0;
-    let worstLagMs = 0;
-    let samples = 0;
+    /** Each sample's worst lag among the pipelines that read. */
+    const lags: number[] = [];
     const began = Date.now();
     const load = (async () => {
       while (written < PAUSED_FOR) {
@@ -99,11 +99,12 @@ describe('fifty pipelines on one shared stream', { timeout: 600_000 }, () => {
     const watch = (async () => {
       while (written < PAUSED_FOR) {
         const { body } = await api('GET', '/v1/pipelines');
+        let worst = 0;
         for (const p of body as { name: string; replication_lag_ms: number }[]) {
           if (p.name === names[0] || !names.includes(p.name)) continue;
-          worstLagMs = Math.max(worstLagMs, p.replication_lag_ms);
+          worst = Math.max(worst, p.replication_lag_ms);
         }
-        samples++;
+        lags.push(worst);
       }
     })();
     try {
@@ -111,8 +112,12 @@ describe('fifty pipelines on one shared stream', { timeout: 600_000 }, () => {
     } finally {
       await writer.end();
     }
-    expect(samples).toBeGreaterThan(5);
-    expect(worstLagMs).toBeLessThan(1_000);
+    expect(lags.length).toBeGreaterThan(5);
+    // Under a second all along, but for a moment another test's work on the same two cores may
+    // take: a paused pipeline holding the others back would make every later sample grow instead.
+    lags.sort((a, b) => a - b);
+    expect(lags[Math.floor(lags.length * 0.95)]).toBeLessThan(1_000);
+    expect(lags.at(-1)).toBeLessThan(5_000);
     // The paused one has what it had; the source kept the rest for it.
     const paused = (await api('GET', `/v1/pipelines/${names[0]}`)).body;
     expect(paused.state).toBe('paused');
