@@ -707,7 +707,10 @@ export class ReplicationRunner {
     const row = await pipelinesStore.findById(this.deps.pool, pipelineId);
     if (!row) return;
     // A shared stream's slot and publication go with its last pipeline.
-    if (readsSharedStream(row) && (await this.streams.othersExist(row))) return;
+    if (readsSharedStream(row) && (await this.streams.othersExist(row))) {
+      await this.withdrawFromStream(row);
+      return;
+    }
     const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
     const source = this.endpoints.createSource(
       resolved,
@@ -718,6 +721,30 @@ export class ReplicationRunner {
       await source.dropOwned(pipelineId);
     } catch (error) {
       throw new SourceCleanupError(source.ownedObjects(pipelineId), messageOf(error), { cause: error });
+    } finally {
+      await source.close();
+    }
+  }
+
+  /**
+   * Takes a deleted pipeline's tables out of its shared stream's publication. Its deletion does not
+   * wait on this: the tables cost the source sending their changes, not data; the next start of another
+   * pipeline of the stream sets the publication to theirs as well.
+   */
+  private async withdrawFromStream(row: PipelineRow): Promise<void> {
+    const name = await this.endpoints.streamName(row);
+    const group = this.streamOf(row, name);
+    if (!group) return;
+    const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
+    const source = this.endpoints.createSource(resolved, this.endpoints.sourceOptions(row, name));
+    try {
+      await source.connect();
+      await this.streams.withdraw(row, group, source);
+    } catch (error) {
+      this.deps.logger.warn(
+        { err: error, pipeline: row.name, stream: name },
+        'cannot take the deleted pipeline’s tables out of the shared stream’s publication; the next start of another of its pipelines does',
+      );
     } finally {
       await source.close();
     }

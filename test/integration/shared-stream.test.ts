@@ -141,10 +141,20 @@ describe('pipelines sharing one source stream', { timeout: 240_000 }, () => {
   });
 
   it('keeps the shared slot until its last pipeline is deleted', async () => {
+    const published = async () =>
+      (
+        await sqlOn<{ tablename: string }>(
+          dbs.source,
+          `SELECT tablename FROM pg_publication_tables WHERE pubname LIKE 'replicator\\_s\\_%' ORDER BY tablename`,
+        )
+      ).map((r) => r.tablename);
+    expect(await published()).toEqual(['t1', 't2', 't3']);
     for (const name of ['p1', 'p2']) {
       expect((await state(name, 'stop')).status).toBe(200);
       expect((await api('DELETE', `/v1/pipelines/${name}`)).status).toBe(204);
     }
+    // The deleted pipelines' tables leave the stream: the source sends their changes for no one otherwise.
+    expect(await published()).toEqual(['t3']);
     await insertEverywhere(50);
     await waitConverged(dbs.source, dbs.sink, 't3');
     expect((await slots()).filter((s) => s.slot_name.startsWith('replicator_s_'))).toHaveLength(1);

@@ -82,23 +82,38 @@ export class SharedStreams {
    */
   async publish(row: PipelineRow, group: StreamGroup, source: Source, tables: readonly TableRef[]) {
     await group.exclusive(async () => {
-      const others = (
-        await pipelinesStore.streamMembers(this.deps.pool, row.project_id, row.source_connection)
-      )
-        .filter((m) => m.id !== row.id)
-        .flatMap((m) => m.source_tables);
-      const union = new Map(tables.map((t) => [tableKey(t), t] as const));
-      const wanted = others.filter((name) => !union.has(name));
-      if (wanted.length > 0) {
-        const present = new Set(
-          (await source.listTables()).filter((t) => t.replicable).map((t) => tableKey(t.table)),
-        );
-        for (const name of wanted) {
-          if (present.has(name)) union.set(name, parseTableName(name) as TableRef);
-        }
-      }
-      await source.publish(row.id, [...union.values()]);
+      await source.publish(row.id, await this.withOthers(row, source, tables));
     });
+  }
+
+  /**
+   * The pipeline is being deleted while others read the stream: its publication keeps only the
+   * tables they name, so that the source does not send its tables' changes for no one.
+   */
+  async withdraw(row: PipelineRow, group: StreamGroup, source: Source): Promise<void> {
+    await group.exclusive(async () => {
+      const tables = await this.withOthers(row, source, []);
+      // None of theirs at the source any more: the publication is left for their next start to set.
+      if (tables.length > 0) await source.publish(row.id, tables);
+    });
+  }
+
+  /** `tables`, and every table another pipeline of the stream names that the source has. */
+  private async withOthers(row: PipelineRow, source: Source, tables: readonly TableRef[]) {
+    const others = (await pipelinesStore.streamMembers(this.deps.pool, row.project_id, row.source_connection))
+      .filter((m) => m.id !== row.id)
+      .flatMap((m) => m.source_tables);
+    const union = new Map(tables.map((t) => [tableKey(t), t] as const));
+    const wanted = others.filter((name) => !union.has(name));
+    if (wanted.length > 0) {
+      const present = new Set(
+        (await source.listTables()).filter((t) => t.replicable).map((t) => tableKey(t.table)),
+      );
+      for (const name of wanted) {
+        if (present.has(name)) union.set(name, parseTableName(name) as TableRef);
+      }
+    }
+    return [...union.values()];
   }
 
   /** Whether a pipeline of the stream other than `pipelineId` still exists. */
