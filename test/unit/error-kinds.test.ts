@@ -5,7 +5,11 @@ import { FencedError } from '../../src/core/sink.js';
 import { SlotMissingError, SourceNotReadyError } from '../../src/core/source-errors.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { isRetryable, isUnreachable, retryAfterMsOf, retryClassOf } from '../../src/runtime/error-kinds.js';
-import { TOO_MANY_CONNECTIONS_RETRY_MS } from '../../src/sinks/mysql/mysql-errors.js';
+import {
+  LocalInfileRefusedError,
+  localInfileRefused,
+  TOO_MANY_CONNECTIONS_RETRY_MS,
+} from '../../src/sinks/mysql/mysql-errors.js';
 import { natsFailure } from '../../src/sinks/nats/nats-errors.js';
 import { channelClosed, connectFailed, connectionLost } from '../../src/sinks/rabbitmq/broker-errors.js';
 import type { RabbitmqSettings } from '../../src/sinks/rabbitmq/rabbitmq-connection-type.js';
@@ -87,6 +91,10 @@ describe('retry classes set where the cause is known', () => {
     ['a RabbitMQ channel closed by the broker', channelClosed(rabbitmq, new Error('NOT_FOUND'))],
     ['a NATS request that failed otherwise', natsFailure(new Error('bad subject'), 'publishing', false)],
     ['MySQL refusing a duplicate key', mysqlError('ER_DUP_ENTRY', 1062, '23000')],
+    [
+      'a MySQL server that stopped taking LOAD DATA LOCAL',
+      new LocalInfileRefusedError(mysqlError('ER_LOAD_INFILE_CAPABILITY_DISABLED', 4166)),
+    ],
     ['a pgoutput message out of order', new PgoutputProtocolError('Commit without Begin')],
     ['a spool directory failing to write', new SpoolWriteError('/spool', 10, withCode('EIO'))],
   ])('retries %s a bounded number of times', (_what, error) => {
@@ -132,5 +140,22 @@ describe('retry classes set where the cause is known', () => {
     expect(retryClassOf(mysqlError('ER_CON_COUNT_ERROR', 1040, '08004'))).toBe('backoff');
     expect(retryAfterMsOf(withCode('ECONNREFUSED'))).toBe(0);
     expect(retryAfterMsOf(new FencedError(3, 2))).toBe(0);
+  });
+});
+
+describe('a LOAD DATA LOCAL the server does not take', () => {
+  it('is told apart from a refusal of the data: MariaDB’s and MySQL’s codes for local_infile off', () => {
+    // MariaDB 10.11's answer, as this machine's server gives it.
+    expect(localInfileRefused(mysqlError('ER_LOAD_INFILE_CAPABILITY_DISABLED', 4166))).toBe(true);
+    expect(localInfileRefused(mysqlError('ER_NOT_ALLOWED_COMMAND', 1148, '42000'))).toBe(true);
+    expect(localInfileRefused(mysqlError('ER_CLIENT_LOCAL_FILES_DISABLED', 3948, '42000'))).toBe(true);
+    expect(localInfileRefused(mysqlError('ER_PARSE_ERROR', 1064, '42000'))).toBe(false);
+    expect(localInfileRefused(new Error('no errno'))).toBe(false);
+  });
+
+  it('is retried, its partition copied again, rather than failing the pipeline as refused data', () => {
+    const error = new LocalInfileRefusedError(mysqlError('ER_NOT_ALLOWED_COMMAND', 1148, '42000'));
+    expect(isRetryable(error)).toBe(true);
+    expect(error.message).toMatch(/local_infile was turned off.*upserts/);
   });
 });

@@ -39,7 +39,7 @@ import {
   refusedRowNumber,
   rowKey,
 } from './load-data.js';
-import { alreadyDone, refusesData } from './mysql-errors.js';
+import { alreadyDone, LocalInfileRefusedError, localInfileRefused, refusesData } from './mysql-errors.js';
 import { schemaChangeSql } from './schema-change.js';
 import { type UpsertStyle, upsertStyleOf } from './server-dialect.js';
 import { SESSION_SQL } from './session.js';
@@ -248,6 +248,10 @@ class MysqlSink implements Sink {
         infileStreamFactory: (name: string) => (name === LOAD_STREAM_NAME ? stream : refusedFile(name)),
       });
     } catch (error) {
+      if (localInfileRefused(error)) {
+        this.localInfile = false;
+        throw new LocalInfileRefusedError(error);
+      }
       if (!refusesData(error)) throw error;
       throw refuse((error as Error).message, error);
     }
