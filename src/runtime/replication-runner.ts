@@ -711,11 +711,7 @@ export class ReplicationRunner {
       await this.withdrawFromStream(row);
       return;
     }
-    const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
-    const source = this.endpoints.createSource(
-      resolved,
-      this.endpoints.sourceOptions(row, await this.endpoints.streamName(row)),
-    );
+    const source = await this.sourceOfRow(row, await this.endpoints.streamName(row));
     try {
       await source.connect();
       await source.dropOwned(pipelineId);
@@ -732,12 +728,13 @@ export class ReplicationRunner {
    * pipeline of the stream sets the publication to theirs as well.
    */
   private async withdrawFromStream(row: PipelineRow): Promise<void> {
-    const name = await this.endpoints.streamName(row);
-    const group = this.streamOf(row, name);
-    if (!group) return;
-    const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
-    const source = this.endpoints.createSource(resolved, this.endpoints.sourceOptions(row, name));
+    let source: Source | undefined;
+    let name: string | undefined;
     try {
+      name = await this.endpoints.streamName(row);
+      const group = this.streamOf(row, name);
+      if (!group) return;
+      source = await this.sourceOfRow(row, name);
       await source.connect();
       await this.streams.withdraw(row, group, source);
     } catch (error) {
@@ -746,8 +743,17 @@ export class ReplicationRunner {
         'cannot take the deleted pipeline’s tables out of the shared stream’s publication; the next start of another of its pipelines does',
       );
     } finally {
-      await source.close();
+      await source?.close();
     }
+  }
+
+  /**
+   * A session on a pipeline's source connection, for its slot and publication (its stream's when
+   * `stream` is set), from the stored row alone: a deletion needs no more of its definition.
+   */
+  private async sourceOfRow(row: PipelineRow, stream: string | undefined): Promise<Source> {
+    const resolved = await this.deps.resolveConnection(row.project_id, row.source_connection);
+    return this.endpoints.createSource(resolved, this.endpoints.sourceOptions(row, stream));
   }
 
   /**
