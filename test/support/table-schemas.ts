@@ -10,6 +10,10 @@ export const col = (name: string, typeName: string, extra: Partial<ColumnSchema>
   ...extra,
 });
 
+/** A column for tests that is nullable unless it is a key. */
+export const column = (name: string, typeName: string, isKey = false): ColumnSchema =>
+  col(name, typeName, { isKey, nullable: !isKey });
+
 /** A table `public.t` (unless told) for tests. */
 export const tableOf = (
   columns: ColumnSchema[],

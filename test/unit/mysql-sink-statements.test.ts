@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ColumnSchema, TableSchema } from '../../src/core/change.js';
+import type { TableSchema } from '../../src/core/change.js';
 import type { TargetTable } from '../../src/sinks/mysql/apply-plan.js';
 import { bookkeepingSql } from '../../src/sinks/mysql/bookkeeping-sql.js';
 import { deleteAllSql, upsertSql } from '../../src/sinks/mysql/ddl.js';
@@ -14,14 +14,7 @@ import {
 import { upsertStyleOf } from '../../src/sinks/mysql/server-dialect.js';
 import { valueConverter } from '../../src/sinks/mysql/values.js';
 import { RefusedChangeError } from '../../src/sinks/refused-change.js';
-
-const column = (name: string, typeName: string, isKey = false): ColumnSchema => ({
-  name,
-  typeName,
-  typeOid: 0,
-  nullable: !isKey,
-  isKey,
-});
+import { column } from '../support/table-schemas.js';
 
 describe('mysql server dialect', () => {
   it('uses the row alias on MySQL 8.0.19 and later only, VALUES() on MariaDB and older MySQL', () => {

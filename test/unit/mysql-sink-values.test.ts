@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ChangeEvent, ColumnSchema, TableSchema } from '../../src/core/change.js';
+import type { ChangeEvent, TableSchema } from '../../src/core/change.js';
 import { planBatch, type TargetTable } from '../../src/sinks/mysql/apply-plan.js';
 import { mysqlTypeOf, sourceKindOf, uncreatableReason } from '../../src/sinks/mysql/column-types.js';
 import { checkMysqlSinkTables, parseMysqlSinkProperties } from '../../src/sinks/mysql/config.js';
@@ -7,6 +7,7 @@ import { quoteIdent } from '../../src/sinks/mysql/ddl.js';
 import { schemaChangeSql } from '../../src/sinks/mysql/schema-change.js';
 import { byteaBytes, utcDatetime, valueConverter } from '../../src/sinks/mysql/values.js';
 import { RefusedChangeError } from '../../src/sinks/refused-change.js';
+import { column } from '../support/table-schemas.js';
 
 describe('mysql type mapping', () => {
   it.each([
@@ -158,14 +159,6 @@ describe('mysql identifiers and properties', () => {
       checkMysqlSinkTables(parseMysqlSinkProperties({}), [{ schema: 'a', table: '_replicator_checkpoints' }]),
     ).toThrow(/keeps its own state/);
   });
-});
-
-const column = (name: string, typeName: string, isKey = false): ColumnSchema => ({
-  name,
-  typeName,
-  typeOid: 0,
-  nullable: !isKey,
-  isKey,
 });
 
 const items: TableSchema = {

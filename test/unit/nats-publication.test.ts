@@ -78,15 +78,18 @@ describe('nats publication', () => {
     await settling;
   });
 
+  /** Row A's two changes, with a change of B between them and one of C after. */
+  const twoChangesOfA = () => [
+    message('a1', ['A']),
+    message('b1', ['B']),
+    message('a2', ['A']),
+    message('c1', ['C']),
+  ];
+
   it("publishes a row's change only once the one before is acknowledged, the ones after it waiting too", async () => {
     const server = new FakeServer();
     const p = publication(server, 100);
-    const sending = p.send([
-      message('a1', ['A']),
-      message('b1', ['B']),
-      message('a2', ['A']),
-      message('c1', ['C']),
-    ]);
+    const sending = p.send(twoChangesOfA());
     await turn();
     expect(server.subjects()).toEqual(['a1', 'b1']);
     server.ack(1);
@@ -103,12 +106,7 @@ describe('nats publication', () => {
   it('after a failed ack publishes nothing more, fails once every sent one is settled, and sends no later change of its row', async () => {
     const server = new FakeServer();
     const p = publication(server, 100);
-    const sending = p.send([
-      message('a1', ['A']),
-      message('b1', ['B']),
-      message('a2', ['A']),
-      message('c1', ['C']),
-    ]);
+    const sending = p.send(twoChangesOfA());
     await turn();
     // a1 is refused while b1 is stored: a2 must never be sent ahead of a1's retry.
     server.ack(0, { error: new Error('refused') });
